@@ -1,0 +1,249 @@
+//! What a scenario may name: kernel profiles, patches, invariants, sysctls,
+//! operations and cost-table entries. The scenario checker validates
+//! against these lists; `nssim kernels` prints them.
+
+/// A named kernel behaviour that changed over history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatchInfo {
+    pub name: &'static str,
+    /// The mainline release that first had it, or `None` for proposals that
+    /// were never merged (and deliberately broken variants).
+    pub merged_in: Option<&'static str>,
+    pub summary: &'static str,
+}
+
+/// A kernel release: the set of patches it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProfileInfo {
+    pub name: &'static str,
+    pub patches: &'static [&'static str],
+    pub summary: &'static str,
+}
+
+pub const PATCHES: &[PatchInfo] = &[
+    PatchInfo {
+        name: "ipc-async-free",
+        merged_in: Some("v5.7"),
+        summary: "put_ipc_ns queues the namespace on free_ipc_list and free_ipc_work frees it later (one RCU grace period per namespace); before, the last put freed synchronously",
+    },
+    PatchInfo {
+        name: "ipc-wait-pending-free",
+        merged_in: Some("v6.3"),
+        summary: "create_ipc_ns: when inc_ucount fails and flush_work(&free_ipc_work) waited for pending frees, retry instead of failing with ENOSPC",
+    },
+    PatchInfo {
+        name: "ipc-batch-free",
+        merged_in: Some("v6.3"),
+        summary: "free_ipc: mnt_make_shortterm on every queued namespace, one synchronize_rcu for the whole batch, then free them all",
+    },
+    PatchInfo {
+        name: "ipc-free-no-grace-period",
+        merged_in: None,
+        summary: "deliberately broken: free_ipc frees the queued namespaces without waiting for an RCU grace period (use-after-free with RCU readers)",
+    },
+];
+
+pub const PROFILES: &[ProfileInfo] = &[
+    ProfileInfo {
+        name: "v5.6",
+        patches: &[],
+        summary: "the last put_ipc_ns frees the namespace synchronously (kern_unmount waits a grace period)",
+    },
+    ProfileInfo {
+        name: "v5.7",
+        patches: &["ipc-async-free"],
+        summary: "ipc namespaces freed asynchronously by free_ipc_work, one grace period each",
+    },
+    ProfileInfo {
+        name: "v6.2",
+        patches: &["ipc-async-free"],
+        summary: "last release with the allocation-vs-free race: ENOSPC while frees are pending",
+    },
+    ProfileInfo {
+        name: "v6.3",
+        patches: &["ipc-async-free", "ipc-wait-pending-free", "ipc-batch-free"],
+        summary: "allocation waits for pending frees and retries; one grace period per batch",
+    },
+];
+
+/// Invariants a scenario may ask for (all of them when it names none).
+pub const INVARIANTS: &[(&str, &str)] = &[
+    (
+        "ipc.no_false_enospc",
+        "an unshare(CLONE_NEWIPC) returns ENOSPC only if, at some instant during the call, the live (not yet released) ipc namespaces charged to its user namespace or an ancestor reached that level's max_ipc_namespaces",
+    ),
+    (
+        "ucounts.balanced",
+        "every ucount equals the live objects it counts, and all return to zero once every task has exited and the free queues have drained",
+    ),
+    (
+        "ipc.freed_eventually",
+        "once every task has exited, every released ipc namespace has been freed",
+    ),
+    (
+        "lifetime",
+        "no task touches a kernel object after it was freed (reported as outcome use-after-free)",
+    ),
+];
+
+/// Kind of one operation argument, for checking scenario files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// `CLONE_NEWIPC | CLONE_NEWUSER`.
+    CloneFlags,
+    /// A sysctl name such as `user.max_ipc_namespaces`.
+    Sysctl,
+    /// A non-negative integer.
+    Int,
+    /// The name of another task of the scenario.
+    Task,
+    /// A bare name (a scenario mutex).
+    Name,
+    /// A duration: `10us`, `8ms`, `1.5s`, or an integer of nanoseconds.
+    Duration,
+    /// A double-quoted string.
+    Str,
+}
+
+/// One operation a task may perform, with its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpInfo {
+    pub name: &'static str,
+    pub args: &'static [ArgKind],
+    pub summary: &'static str,
+}
+
+pub const OPS: &[OpInfo] = &[
+    OpInfo {
+        name: "unshare",
+        args: &[ArgKind::CloneFlags],
+        summary: "unshare(2); CLONE_NEWIPC is modelled",
+    },
+    OpInfo {
+        name: "sysctl_write",
+        args: &[ArgKind::Sysctl, ArgKind::Int],
+        summary: "write /proc/sys/<name> of the task's user namespace",
+    },
+    OpInfo {
+        name: "mq_path_walk",
+        args: &[ArgKind::Task],
+        summary: "under rcu_read_lock, walk to the mqueue mount of the named task's ipc namespace and read it",
+    },
+    OpInfo {
+        name: "lock",
+        args: &[ArgKind::Name],
+        summary: "take a scenario mutex (for deadlock scenarios)",
+    },
+    OpInfo {
+        name: "unlock",
+        args: &[ArgKind::Name],
+        summary: "release a scenario mutex",
+    },
+    OpInfo {
+        name: "sleep",
+        args: &[ArgKind::Duration],
+        summary: "spend virtual time",
+    },
+    OpInfo {
+        name: "bug",
+        args: &[ArgKind::Str],
+        summary: "BUG(): the task panics with the message",
+    },
+];
+
+/// Clone flags a scenario may name, and whether `unshare` models them yet.
+pub const CLONE_FLAGS: &[(&str, u64, bool)] = &[
+    (
+        "CLONE_NEWIPC",
+        crate::setup::clone_flags::CLONE_NEWIPC,
+        true,
+    ),
+    (
+        "CLONE_NEWUSER",
+        crate::setup::clone_flags::CLONE_NEWUSER,
+        false,
+    ),
+    (
+        "CLONE_NEWNET",
+        crate::setup::clone_flags::CLONE_NEWNET,
+        false,
+    ),
+];
+
+/// Sysctls a scenario may set: (name, summary).
+pub const SYSCTLS: &[(&str, &str)] = &[
+    (
+        "user.max_ipc_namespaces",
+        "limit of ipc namespaces charged to a user namespace and its descendants",
+    ),
+    ("user.max_user_namespaces", "limit of user namespaces"),
+    ("user.max_net_namespaces", "limit of network namespaces"),
+    ("user.max_uts_namespaces", "limit of uts namespaces"),
+    ("user.max_pid_namespaces", "limit of pid namespaces"),
+    ("user.max_mnt_namespaces", "limit of mount namespaces"),
+    ("user.max_cgroup_namespaces", "limit of cgroup namespaces"),
+];
+
+/// Look-ups used by the scenario checker.
+pub fn profile(name: &str) -> Option<&'static ProfileInfo> {
+    PROFILES.iter().find(|p| p.name == name)
+}
+
+pub fn patch(name: &str) -> Option<&'static PatchInfo> {
+    PATCHES.iter().find(|p| p.name == name)
+}
+
+pub fn op(name: &str) -> Option<&'static OpInfo> {
+    OPS.iter().find(|o| o.name == name)
+}
+
+pub fn invariant(name: &str) -> bool {
+    INVARIANTS.iter().any(|(n, _)| *n == name)
+}
+
+pub fn sysctl(name: &str) -> bool {
+    SYSCTLS.iter().any(|(n, _)| *n == name)
+}
+
+/// Entries of the virtual-time cost table: (name, default in ns, what it
+/// costs). A scenario's `[costs]` table may override any of them.
+pub const COSTS: &[(&str, u64, &str)] = &[
+    ("step", 10, "any scheduling point not listed below"),
+    ("syscall", 150, "entering and leaving a syscall"),
+    ("mutex", 25, "taking or releasing an uncontended mutex"),
+    ("spinlock", 15, "taking or releasing a spinlock"),
+    ("atomic", 5, "one atomic operation"),
+    ("rcu_read", 2, "rcu_read_lock or rcu_read_unlock"),
+    (
+        "rcu_grace_period",
+        8_000_000,
+        "one synchronize_rcu grace period",
+    ),
+    ("schedule_work", 100, "queueing a work item"),
+    (
+        "kworker_wakeup",
+        5_000,
+        "latency from schedule_work until a kworker runs the item",
+    ),
+    ("kzalloc", 250, "allocating a kernel object"),
+    (
+        "mq_init_ns",
+        7_000,
+        "mq_init_ns: the internal mqueue mount of a new ipc namespace",
+    ),
+    (
+        "ipc_init_ns",
+        2_500,
+        "sysctl sets and sem/msg/shm ids of a new ipc namespace",
+    ),
+    (
+        "free_ipc_ns",
+        1_500,
+        "free_ipc_ns without its grace period: mntput, ids, sysctls, kfree",
+    ),
+    (
+        "switch_task_namespaces",
+        200,
+        "installing the new nsproxy and dropping the old one",
+    ),
+];

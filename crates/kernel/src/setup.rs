@@ -1,0 +1,78 @@
+//! The plain-data description of one simulated world: user namespaces,
+//! sysctls, tasks and what each task does. The scenario crate builds a
+//! [`Setup`] from a scenario file; [`crate::World`] turns it into a run.
+
+/// Name of the initial user namespace in a [`Setup`].
+pub const INIT_USER_NS: &str = "init";
+
+/// Clone/unshare flags understood by the model.
+pub mod clone_flags {
+    pub const CLONE_NEWIPC: u64 = 0x0800_0000;
+    pub const CLONE_NEWUSER: u64 = 0x1000_0000;
+    pub const CLONE_NEWNET: u64 = 0x4000_0000;
+}
+
+/// Everything a run starts from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Setup {
+    /// Child user namespaces created before any task runs, parents first.
+    pub user_namespaces: Vec<UserNsSpec>,
+    /// Sysctl values set before any task runs.
+    pub sysctls: Vec<SysctlSpec>,
+    /// The tasks; each instance becomes one simulated process.
+    pub tasks: Vec<TaskSpec>,
+}
+
+/// A user namespace made at set-up time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserNsSpec {
+    pub name: String,
+    /// Name of the parent namespace (`"init"` for the initial one).
+    pub parent: String,
+    /// Owner kuid, as seen from the initial user namespace.
+    pub owner: u32,
+}
+
+/// One sysctl write at set-up time, e.g. `user.max_ipc_namespaces = 3`
+/// in user namespace `init`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SysctlSpec {
+    pub userns: String,
+    pub name: String,
+    pub value: i64,
+}
+
+/// A task of the scenario; `instances` copies of it run concurrently.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskSpec {
+    pub name: String,
+    pub instances: u32,
+    /// User namespace the task starts in.
+    pub userns: String,
+    /// The task's uid (and euid), as seen from the initial user namespace.
+    pub uid: u32,
+    /// How many times `ops` run, one after another.
+    pub repeat: u64,
+    pub ops: Vec<Op>,
+}
+
+/// One operation of a task. Syscalls model the kernel paths of the same
+/// name; the others are scaffolding for scenarios (locks, sleeps, bugs).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// `unshare(flags)`.
+    Unshare { flags: u64 },
+    /// Write a sysctl of the task's own user namespace.
+    SysctlWrite { name: String, value: i64 },
+    /// A reader that, under `rcu_read_lock`, walks to the mqueue mount of
+    /// the ipc namespace that task `target` (instance 0) is in and touches it.
+    MqPathWalk { target: String },
+    /// Take a named scenario mutex.
+    Lock { name: String },
+    /// Release a named scenario mutex.
+    Unlock { name: String },
+    /// Spend virtual time without a syscall.
+    Sleep { ns: u64 },
+    /// A kernel `BUG()`: the task panics with this message.
+    Bug { message: String },
+}
