@@ -1,1 +1,34 @@
-//! stub
+//! Kernel primitives for nssim's models: mutex, spinlock, atomics with
+//! explicit orderings, RCU (`rcu_read_lock`, `synchronize_rcu`), work items
+//! run by kworkers (`schedule_work`, `flush_work`), lockless lists
+//! (`llist_add`, `llist_del_all`), refcounts with `refcount_dec_and_lock`,
+//! and completions.
+//!
+//! Model code is written once against this API. What the primitives do
+//! depends on where it runs:
+//!
+//! * **sim** (default): inside an [`sim::Execution`], every operation is a
+//!   scheduling point, waits block the task in the scheduler, and costs
+//!   advance the virtual clock;
+//! * **real threads**: outside an execution, the same types are ordinary
+//!   blocking primitives over `parking_lot`, for stress runs;
+//! * **loom** (`RUSTFLAGS="--cfg loom"`): the primitives map to `loom`,
+//!   which explores every interleaving of a small model.
+//!
+//! Models kernel/locking, kernel/rcu (the grace-period guarantee only),
+//! kernel/workqueue.c (`flush_work` semantics), lib/llist.c, lib/refcount.c.
+
+pub mod costs;
+
+#[cfg(not(loom))]
+mod backend_sim;
+#[cfg(not(loom))]
+pub use backend_sim::*;
+
+#[cfg(loom)]
+mod backend_loom;
+#[cfg(loom)]
+pub use backend_loom::*;
+
+pub use std::sync::atomic::Ordering;
+pub use std::sync::Arc;

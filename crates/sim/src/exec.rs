@@ -1,0 +1,459 @@
+//! One execution: spawn tasks, run them under a schedule until they finish,
+//! something breaks, or a limit is reached.
+
+use crate::cost::{CostTable, ResolvedCosts};
+use crate::outcome::{Outcome, WaitLink};
+use crate::rt::{self, ObjId, RunState, Shared, TaskFn};
+use crate::strategy::{ChoicePoint, Chooser, PickCtx};
+use crate::token::Schedule;
+use crate::trace::{Event, EventKind, Trace};
+use crate::TaskId;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult};
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::panic::{self, AssertUnwindSafe};
+
+type Co = Coroutine<(), (), (), DefaultStack>;
+type Check = Box<dyn FnMut() -> Option<Outcome>>;
+
+/// Limits and resources of one execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecConfig {
+    pub cpus: u32,
+    pub max_steps: u64,
+    pub max_virtual_ns: u64,
+    pub costs: CostTable,
+    /// Keep every event (for printing); the hash is always computed.
+    pub record: bool,
+    pub stack_size: usize,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig {
+            cpus: 2,
+            max_steps: 10_000_000,
+            max_virtual_ns: 3_600_000_000_000,
+            costs: CostTable::default(),
+            record: false,
+            stack_size: 256 * 1024,
+        }
+    }
+}
+
+/// What one execution did.
+#[derive(Debug, Clone)]
+pub struct ExecReport {
+    pub outcome: Outcome,
+    /// Scheduling points executed.
+    pub steps: u64,
+    /// Latest clock of a non-daemon task when the execution ended.
+    pub virtual_ns: u64,
+    pub trace_hash: u64,
+    pub events: Option<Vec<Event>>,
+    pub task_names: Vec<String>,
+    /// Decisions among two or more runnable tasks (explicit schedules only).
+    pub choices: Vec<ChoicePoint>,
+    /// For explicit schedules: the choice index where the recorded schedule
+    /// no longer fitted (a task it names was not runnable).
+    pub diverged_at: Option<usize>,
+    /// Object names, by id, when events were recorded.
+    pub object_names: Vec<String>,
+}
+
+/// An execution being set up, then run once.
+pub struct Execution {
+    shared: Box<RefCell<Shared>>,
+    coroutines: Vec<Option<Co>>,
+    chooser: Chooser,
+    checkers: Vec<(bool, Check)>,
+    config: ExecConfig,
+}
+
+thread_local! {
+    static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+    static IN_TASK: Cell<bool> = const { Cell::new(false) };
+    static PANIC_AT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if IN_TASK.with(|t| t.get()) {
+                let at = info
+                    .location()
+                    .map(|l| format!("{}:{}", l.file(), l.line()));
+                PANIC_AT.with(|p| *p.borrow_mut() = at);
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    };
+    match PANIC_AT.with(|p| p.borrow_mut().take()) {
+        Some(at) => format!("{msg} (at {at})"),
+        None => msg,
+    }
+}
+
+impl Execution {
+    pub fn new(config: ExecConfig, schedule: &Schedule) -> Self {
+        let mut shared = Shared {
+            tasks: Vec::new(),
+            current: 0,
+            step: 0,
+            costs: ResolvedCosts::new(&config.costs),
+            cpus: vec![0; config.cpus.max(1) as usize],
+            objects: Vec::new(),
+            serials: BTreeMap::new(),
+            waiters: BTreeMap::new(),
+            abort: None,
+            trace: Trace::new(config.record),
+            spawned: Vec::new(),
+            teardown: false,
+            setting_up: false,
+            in_task: false,
+        };
+        let rcu = shared.new_object("rcu");
+        debug_assert_eq!(rcu, ObjId::RCU);
+        Execution {
+            shared: Box::new(RefCell::new(shared)),
+            coroutines: Vec::new(),
+            chooser: Chooser::new(schedule),
+            checkers: Vec::new(),
+            config,
+        }
+    }
+
+    /// Add a task before the run starts. Daemon tasks (kworkers) may stay
+    /// blocked in an idle wait when everything else has finished.
+    pub fn spawn(
+        &mut self,
+        name: impl Into<String>,
+        daemon: bool,
+        f: impl FnOnce() + 'static,
+    ) -> TaskId {
+        let mut s = self.shared.borrow_mut();
+        let id = s.tasks.len();
+        s.tasks.push(rt::new_task(name.into(), daemon, 0));
+        s.spawned.push((id, Box::new(f)));
+        id
+    }
+
+    /// Build the world: inside `f`, [`crate::new_object`] registers objects
+    /// and [`crate::spawn`] adds tasks of this execution; nothing runs yet.
+    pub fn setup<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        self.shared.borrow_mut().setting_up = true;
+        rt::install(&*self.shared);
+        let r = f();
+        rt::install(std::ptr::null());
+        self.shared.borrow_mut().setting_up = false;
+        r
+    }
+
+    /// An invariant checked after every step.
+    pub fn check_each_step(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
+        self.checkers.push((false, Box::new(f)));
+    }
+
+    /// An invariant checked once, when every task has finished and the
+    /// daemons are idle.
+    pub fn check_at_end(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
+        self.checkers.push((true, Box::new(f)));
+    }
+
+    fn start_spawned(&mut self) {
+        let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared.borrow_mut().spawned);
+        for (id, f) in spawned {
+            let stack = STACKS
+                .with(|p| p.borrow_mut().pop())
+                .map(Ok)
+                .unwrap_or_else(|| DefaultStack::new(self.config.stack_size));
+            let stack = match stack {
+                Ok(s) => s,
+                Err(e) => {
+                    self.shared.borrow_mut().abort = Some(Outcome::Limit {
+                        which: format!("memory (no stack for a new task: {e})"),
+                        value: self.coroutines.len() as u64,
+                    });
+                    return;
+                }
+            };
+            let shared: *const RefCell<Shared> = &*self.shared;
+            let co = Coroutine::with_stack(stack, move |y: &corosensei::Yielder<(), ()>, ()| {
+                // SAFETY: see rt::with; the state outlives every coroutine.
+                unsafe { (*shared).borrow_mut().tasks[id].yielder = y as *const _ };
+                f();
+            });
+            if self.coroutines.len() <= id {
+                self.coroutines.resize_with(id + 1, || None);
+            }
+            self.coroutines[id] = Some(co);
+        }
+    }
+
+    fn runnable(&self, out: &mut Vec<TaskId>) {
+        out.clear();
+        let s = self.shared.borrow();
+        out.extend(
+            s.tasks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.run == RunState::Runnable)
+                .map(|(i, _)| i),
+        );
+    }
+
+    /// Charge the chosen task's pending operation and record the step.
+    fn charge(&mut self, t: TaskId) -> Option<Outcome> {
+        let mut s = self.shared.borrow_mut();
+        let s = &mut *s;
+        s.current = t;
+        s.step += 1;
+        let (cpu, free_at) = s
+            .cpus
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|(i, f)| (*f, *i))
+            .expect("at least one cpu");
+        let task = &mut s.tasks[t];
+        let start = task.clock.max(free_at);
+        task.clock = start + task.pending.cost;
+        s.cpus[cpu] = task.clock;
+        let e = Event {
+            step: s.step,
+            task: t,
+            time: start,
+            kind: EventKind::Step,
+            label: task.pending.label,
+            obj: task.pending.obj,
+            value: 0,
+        };
+        s.trace.push(e);
+        (s.tasks[t].clock > self.config.max_virtual_ns).then(|| Outcome::Limit {
+            which: "virtual-time".into(),
+            value: self.config.max_virtual_ns,
+        })
+    }
+
+    fn resume(&mut self, t: TaskId) -> Option<Outcome> {
+        let co = self.coroutines[t]
+            .as_mut()
+            .expect("runnable task has a coroutine");
+        IN_TASK.with(|f| f.set(true));
+        self.shared.borrow_mut().in_task = true;
+        let result = panic::catch_unwind(AssertUnwindSafe(|| co.resume(())));
+        self.shared.borrow_mut().in_task = false;
+        IN_TASK.with(|f| f.set(false));
+        match result {
+            Ok(CoroutineResult::Yield(())) => None,
+            Ok(CoroutineResult::Return(())) => {
+                self.finish(t);
+                None
+            }
+            Err(payload) => {
+                let message = panic_message(&*payload);
+                let mut s = self.shared.borrow_mut();
+                s.tasks[t].run = RunState::Finished;
+                s.note("panic", ObjId::NONE, 0);
+                Some(Outcome::Panic {
+                    task: s.tasks[t].name.clone(),
+                    message,
+                })
+            }
+        }
+    }
+
+    fn finish(&mut self, t: TaskId) {
+        let mut s = self.shared.borrow_mut();
+        s.tasks[t].run = RunState::Finished;
+        s.note("exit", ObjId::NONE, 0);
+        // Grace periods waiting on a finished reader must re-check.
+        s.wake(ObjId::RCU, 0);
+        drop(s);
+        if let Some(co) = self.coroutines[t].take() {
+            STACKS.with(|p| p.borrow_mut().push(co.into_stack()));
+        }
+    }
+
+    fn run_checks(&mut self, at_end: bool) -> Option<Outcome> {
+        self.checkers
+            .iter_mut()
+            .filter(|(end, _)| *end == at_end)
+            .find_map(|(_, f)| f())
+    }
+
+    /// Nothing is runnable: either every task is done (daemons idle) or the
+    /// rest wait forever.
+    fn quiescent(&mut self) -> Option<Outcome> {
+        let s = self.shared.borrow();
+        let stuck: Vec<TaskId> = s
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| match t.run {
+                RunState::Blocked { idle, .. } => !idle || !t.daemon,
+                _ => false,
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if stuck.is_empty() {
+            return None;
+        }
+        let link = |t: TaskId| {
+            let on = match s.tasks[t].run {
+                RunState::Blocked { on, .. } => on,
+                _ => ObjId::NONE,
+            };
+            WaitLink {
+                task: s.tasks[t].name.clone(),
+                resource: s.object_name(on),
+            }
+        };
+        let waiting = stuck.iter().map(|t| link(*t)).collect();
+        Some(Outcome::Deadlock {
+            cycle: wait_cycle(&s, &stuck).into_iter().map(link).collect(),
+            waiting,
+        })
+    }
+
+    /// Run to the end. The execution is consumed; its tasks are unwound.
+    pub fn run(mut self) -> ExecReport {
+        install_panic_hook();
+        let shared_ptr: *const RefCell<Shared> = &*self.shared;
+        rt::install(shared_ptr);
+        let outcome = self.run_loop();
+        self.teardown();
+        rt::install(std::ptr::null());
+        let (choices, diverged_at) = self.chooser.take_log();
+        let mut s = self.shared.borrow_mut();
+        let virtual_ns = s
+            .tasks
+            .iter()
+            .filter(|t| !t.daemon)
+            .map(|t| t.clock)
+            .max()
+            .unwrap_or(0);
+        let object_names = if s.trace.events.is_some() {
+            (0..s.objects.len())
+                .map(|i| s.object_name(ObjId(i as u32)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        ExecReport {
+            outcome,
+            steps: s.step,
+            virtual_ns,
+            trace_hash: s.trace.hash,
+            events: s.trace.events.take(),
+            task_names: s.tasks.iter().map(|t| t.name.clone()).collect(),
+            choices,
+            diverged_at,
+            object_names,
+        }
+    }
+
+    fn run_loop(&mut self) -> Outcome {
+        let mut runnable = Vec::new();
+        let mut last: Option<TaskId> = None;
+        loop {
+            self.start_spawned();
+            if let Some(o) = self.shared.borrow_mut().abort.take() {
+                return o;
+            }
+            self.runnable(&mut runnable);
+            if runnable.is_empty() {
+                if let Some(deadlock) = self.quiescent() {
+                    return deadlock;
+                }
+                return self.run_checks(true).unwrap_or(Outcome::Pass);
+            }
+            if self.shared.borrow().step >= self.config.max_steps {
+                return Outcome::Limit {
+                    which: "steps".into(),
+                    value: self.config.max_steps,
+                };
+            }
+            let t = {
+                let s = self.shared.borrow();
+                let clocks: Vec<u64>;
+                let clocks_ref: &[u64] = if matches!(self.chooser, Chooser::Fair) {
+                    clocks = s.tasks.iter().map(|t| t.clock).collect();
+                    &clocks
+                } else {
+                    &[]
+                };
+                let ctx = PickCtx {
+                    runnable: &runnable,
+                    last: last.filter(|l| runnable.contains(l)),
+                    clocks: clocks_ref,
+                };
+                self.chooser.pick(&ctx)
+            };
+            if let Some(limit) = self.charge(t) {
+                return limit;
+            }
+            if let Some(o) = self.resume(t) {
+                return o;
+            }
+            last = Some(t);
+            if let Some(o) = self.shared.borrow_mut().abort.take() {
+                return o;
+            }
+            if let Some(o) = self.run_checks(false) {
+                return o;
+            }
+        }
+    }
+
+    fn teardown(&mut self) {
+        self.shared.borrow_mut().teardown = true;
+        for co in self.coroutines.iter_mut() {
+            if let Some(mut c) = co.take() {
+                IN_TASK.with(|f| f.set(true));
+                let _ = panic::catch_unwind(AssertUnwindSafe(|| c.force_unwind()));
+                IN_TASK.with(|f| f.set(false));
+                if c.done() {
+                    STACKS.with(|p| p.borrow_mut().push(c.into_stack()));
+                }
+            }
+        }
+    }
+}
+
+/// Follow task → awaited object → its owner until a task repeats.
+fn wait_cycle(s: &Shared, stuck: &[TaskId]) -> Vec<TaskId> {
+    for &start in stuck {
+        let mut path: Vec<TaskId> = Vec::new();
+        let mut t = start;
+        loop {
+            if let Some(pos) = path.iter().position(|x| *x == t) {
+                return path[pos..].to_vec();
+            }
+            path.push(t);
+            let RunState::Blocked { on, .. } = s.tasks[t].run else {
+                break;
+            };
+            match s.objects.get(on.0 as usize).and_then(|o| o.owner) {
+                Some(owner) => t = owner,
+                None => break,
+            }
+        }
+    }
+    Vec::new()
+}

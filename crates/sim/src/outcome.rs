@@ -1,0 +1,98 @@
+//! How an execution ended.
+
+use std::fmt;
+
+/// One link of a wait-for cycle: `task` waits for `resource`, which is held
+/// by the next link's task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitLink {
+    pub task: String,
+    pub resource: String,
+}
+
+/// The end of one execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every task finished, the system drained, no invariant broke.
+    Pass,
+    /// A named invariant broke; `detail` is the state that broke it.
+    Violation { invariant: String, detail: String },
+    /// No task can run while some wait. `cycle` is the wait-for cycle when
+    /// there is one; `waiting` lists every blocked task and what it waits on.
+    Deadlock {
+        cycle: Vec<WaitLink>,
+        waiting: Vec<WaitLink>,
+    },
+    /// A task panicked (a `BUG()`, an arithmetic overflow, ...).
+    Panic { task: String, message: String },
+    /// A task touched an object after another task freed it.
+    UseAfterFree {
+        object: String,
+        freed_by: String,
+        touched_by: String,
+        at: String,
+    },
+    /// The run passed a limit: `which` is `steps` or `virtual-time`.
+    Limit { which: String, value: u64 },
+}
+
+impl Outcome {
+    /// The outcome's name as printed in reports: `pass`, `violation`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Violation { .. } => "violation",
+            Outcome::Deadlock { .. } => "deadlock",
+            Outcome::Panic { .. } => "panic",
+            Outcome::UseAfterFree { .. } => "use-after-free",
+            Outcome::Limit { .. } => "limit",
+        }
+    }
+
+    pub fn invariant(&self) -> Option<&str> {
+        match self {
+            Outcome::Violation { invariant, .. } => Some(invariant),
+            _ => None,
+        }
+    }
+
+    pub fn is_failure(&self) -> bool {
+        !matches!(self, Outcome::Pass)
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Pass => write!(f, "pass"),
+            Outcome::Violation { invariant, detail } => {
+                write!(f, "violation of {invariant}: {detail}")
+            }
+            Outcome::Deadlock { cycle, waiting } => {
+                let links = if cycle.is_empty() { waiting } else { cycle };
+                write!(f, "deadlock: ")?;
+                for (i, l) in links.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{} waits for {}", l.task, l.resource)?;
+                }
+                if !cycle.is_empty() {
+                    write!(f, " (cycle)")?;
+                }
+                Ok(())
+            }
+            Outcome::Panic { task, message } => write!(f, "panic in {task}: {message}"),
+            Outcome::UseAfterFree {
+                object,
+                freed_by,
+                touched_by,
+                at,
+            } => write!(
+                f,
+                "use-after-free: {touched_by} touched {object} ({at}) after {freed_by} freed it"
+            ),
+            Outcome::Limit { which, value } => write!(f, "limit: {which} limit {value} reached"),
+        }
+    }
+}

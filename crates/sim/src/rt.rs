@@ -1,0 +1,440 @@
+//! The task-side API: what model code calls while it runs inside an
+//! execution. Outside an execution (real threads, plain tests) every call
+//! is a no-op or returns a neutral value, so the same model code runs there.
+
+use crate::cost::{CostKey, ResolvedCosts};
+use crate::outcome::Outcome;
+use crate::trace::{Event, EventKind, Trace};
+use crate::TaskId;
+use corosensei::Yielder;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+
+/// A modelled kernel object (or a wait queue), numbered per execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjId(pub u32);
+
+impl ObjId {
+    /// Placeholder for steps that concern no object.
+    pub const NONE: ObjId = ObjId(u32::MAX);
+    /// The RCU state: grace-period waiters block on it.
+    pub const RCU: ObjId = ObjId(0);
+}
+
+/// Lifetime of a modelled object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjState {
+    Live,
+    /// Released and waiting in a free queue.
+    Queued,
+    /// Freed by `by` at step `step`.
+    Freed {
+        by: TaskId,
+        step: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunState {
+    Runnable,
+    Blocked { on: ObjId, idle: bool },
+    Finished,
+}
+
+pub(crate) struct PendingOp {
+    pub label: &'static str,
+    pub obj: ObjId,
+    pub cost: u64,
+}
+
+pub(crate) struct TaskState {
+    pub name: String,
+    pub daemon: bool,
+    pub run: RunState,
+    pub clock: u64,
+    pub pending: PendingOp,
+    pub yielder: *const Yielder<(), ()>,
+    pub rcu_nesting: u32,
+    pub rcu_sections: u64,
+}
+
+pub(crate) struct ObjInfo {
+    pub kind: &'static str,
+    pub serial: u32,
+    pub state: ObjState,
+    pub owner: Option<TaskId>,
+}
+
+pub(crate) type TaskFn = Box<dyn FnOnce() + 'static>;
+
+pub(crate) struct Shared {
+    pub tasks: Vec<TaskState>,
+    pub current: TaskId,
+    pub step: u64,
+    pub costs: ResolvedCosts,
+    pub cpus: Vec<u64>,
+    pub objects: Vec<ObjInfo>,
+    pub serials: BTreeMap<&'static str, u32>,
+    pub waiters: BTreeMap<ObjId, Vec<TaskId>>,
+    pub abort: Option<Outcome>,
+    pub trace: Trace,
+    pub spawned: Vec<(TaskId, TaskFn)>,
+    pub teardown: bool,
+    /// True while the world is being built: objects and tasks may be made,
+    /// but nothing runs, waits or is traced.
+    pub setting_up: bool,
+    /// True while a task's coroutine is resumed (checkers run outside).
+    pub in_task: bool,
+}
+
+thread_local! {
+    static CURRENT: Cell<*const RefCell<Shared>> = const { Cell::new(std::ptr::null()) };
+}
+
+pub(crate) fn install(shared: *const RefCell<Shared>) {
+    CURRENT.with(|c| c.set(shared));
+}
+
+/// Run `f` on the current execution's state, if a task of one is running.
+#[inline]
+fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
+    let p = CURRENT.with(|c| c.get());
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the pointer is set by `Execution::run` for the duration of the
+    // run and cleared before the state is dropped; only this thread uses it.
+    let cell = unsafe { &*p };
+    let mut s = cell.try_borrow_mut().ok()?;
+    if s.teardown {
+        return None;
+    }
+    Some(f(&mut s))
+}
+
+/// Like [`with`], but only while tasks run (not during set-up).
+#[inline]
+fn with_running<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
+    with(|s| (s.in_task && !s.setting_up).then(|| f(s))).flatten()
+}
+
+/// True inside a running execution (false on plain threads, during set-up
+/// and while an aborted execution is being torn down).
+#[inline]
+pub fn active() -> bool {
+    with_running(|_| ()).is_some()
+}
+
+fn suspend_current() {
+    let y = with_running(|s| s.tasks[s.current].yielder);
+    if let Some(y) = y {
+        // SAFETY: the yielder lives on the task's coroutine stack for as long
+        // as the coroutine runs, and only the running task suspends itself.
+        unsafe { (*y).suspend(()) };
+    }
+}
+
+impl Shared {
+    fn set_pending(&mut self, label: &'static str, obj: ObjId, cost: u64) {
+        let t = &mut self.tasks[self.current];
+        t.pending = PendingOp { label, obj, cost };
+    }
+
+    pub(crate) fn note(&mut self, label: &'static str, obj: ObjId, value: i64) {
+        let t = self.current;
+        let e = Event {
+            step: self.step,
+            task: t,
+            time: self.tasks[t].clock,
+            kind: EventKind::Note,
+            label,
+            obj,
+            value,
+        };
+        self.trace.push(e);
+    }
+
+    pub(crate) fn wake(&mut self, obj: ObjId, latency: u64) {
+        let Some(ws) = self.waiters.remove(&obj) else {
+            return;
+        };
+        let at = self.tasks[self.current].clock + latency;
+        for w in ws {
+            let t = &mut self.tasks[w];
+            if matches!(t.run, RunState::Blocked { on, .. } if on == obj) {
+                t.run = RunState::Runnable;
+                t.clock = t.clock.max(at);
+            }
+        }
+    }
+
+    pub(crate) fn object_name(&self, obj: ObjId) -> String {
+        match self.objects.get(obj.0 as usize) {
+            Some(o) if o.serial == 0 && o.kind == "rcu" => "rcu".to_string(),
+            Some(o) => format!("{}#{}", o.kind, o.serial),
+            None => "-".to_string(),
+        }
+    }
+
+    pub(crate) fn new_object(&mut self, kind: &'static str) -> ObjId {
+        let serial = self.serials.entry(kind).or_insert(0);
+        let id = ObjId(self.objects.len() as u32);
+        self.objects.push(ObjInfo {
+            kind,
+            serial: *serial,
+            state: ObjState::Live,
+            owner: None,
+        });
+        *serial += 1;
+        id
+    }
+}
+
+/// A scheduling point: the current task is about to perform `label` on
+/// `obj`, costing `cost`. Other tasks may run before it continues.
+#[inline]
+pub fn point(label: &'static str, obj: ObjId, cost: &CostKey) {
+    if with_running(|s| {
+        let c = s.costs.get(cost);
+        s.set_pending(label, obj, c);
+    })
+    .is_some()
+    {
+        suspend_current();
+    }
+}
+
+/// The virtual-time cost of `key` in the current execution (its default
+/// outside one).
+pub fn cost(key: &CostKey) -> u64 {
+    with(|s| s.costs.get(key)).unwrap_or(key.default_ns)
+}
+
+/// Record a fact in the trace (a syscall's result, a counter's value).
+#[inline]
+pub fn note(label: &'static str, obj: ObjId, value: i64) {
+    with_running(|s| s.note(label, obj, value));
+}
+
+/// Block the current task on `obj` until [`wake_all`] on it; `idle` marks a
+/// daemon's wait for work (not a deadlock when nothing else can run).
+/// Callers re-check their condition after waking.
+pub fn block(label: &'static str, obj: ObjId, idle: bool) {
+    if with_running(|s| {
+        let t = s.current;
+        s.tasks[t].run = RunState::Blocked { on: obj, idle };
+        s.waiters.entry(obj).or_default().push(t);
+        s.set_pending(label, obj, 0);
+    })
+    .is_some()
+    {
+        suspend_current();
+    }
+}
+
+/// Block on `obj` until `ready()` holds.
+pub fn wait_until(label: &'static str, obj: ObjId, mut ready: impl FnMut() -> bool) {
+    while !ready() {
+        if !active() {
+            std::thread::yield_now();
+            continue;
+        }
+        block(label, obj, false);
+    }
+}
+
+/// Make every task blocked on `obj` runnable, no earlier than the current
+/// task's clock plus `latency_ns`.
+pub fn wake_all(obj: ObjId, latency_ns: u64) {
+    with_running(|s| s.wake(obj, latency_ns));
+}
+
+/// Advance the current task's clock by `ns` without holding a CPU (a
+/// sleep, a timed wait), then let others run.
+pub fn sleep(label: &'static str, ns: u64) {
+    if with_running(|s| {
+        let t = s.current;
+        s.tasks[t].clock += ns;
+        s.set_pending(label, ObjId::NONE, 0);
+    })
+    .is_some()
+    {
+        suspend_current();
+    }
+}
+
+/// The current task's virtual clock (0 outside an execution).
+pub fn now() -> u64 {
+    with_running(|s| s.tasks[s.current].clock).unwrap_or(0)
+}
+
+/// The current task's id.
+pub fn current_task() -> Option<TaskId> {
+    with_running(|s| s.current)
+}
+
+pub fn task_name(t: TaskId) -> String {
+    with(|s| s.tasks.get(t).map(|x| x.name.clone()))
+        .flatten()
+        .unwrap_or_else(|| format!("task{t}"))
+}
+
+/// Start a new task; it becomes runnable at the current task's clock.
+pub fn spawn(name: impl Into<String>, daemon: bool, f: impl FnOnce() + 'static) -> Option<TaskId> {
+    let name = name.into();
+    let mut f = Some(Box::new(f) as TaskFn);
+    with(|s| {
+        let id = s.tasks.len();
+        let clock = s.tasks.get(s.current).map_or(0, |t| t.clock);
+        s.tasks.push(new_task(name, daemon, clock));
+        s.spawned.push((id, f.take().expect("taken once")));
+        id
+    })
+}
+
+pub(crate) fn new_task(name: String, daemon: bool, clock: u64) -> TaskState {
+    TaskState {
+        name,
+        daemon,
+        run: RunState::Runnable,
+        clock,
+        pending: PendingOp {
+            label: "start",
+            obj: ObjId::NONE,
+            cost: 0,
+        },
+        yielder: std::ptr::null(),
+        rcu_nesting: 0,
+        rcu_sections: 0,
+    }
+}
+
+/// Register a modelled object of `kind`; it starts live.
+pub fn new_object(kind: &'static str) -> ObjId {
+    with(|s| s.new_object(kind)).unwrap_or(ObjId::NONE)
+}
+
+pub fn object_name(obj: ObjId) -> String {
+    with(|s| s.object_name(obj)).unwrap_or_else(|| format!("obj{}", obj.0))
+}
+
+pub fn object_state(obj: ObjId) -> ObjState {
+    with(|s| s.objects.get(obj.0 as usize).map(|o| o.state))
+        .flatten()
+        .unwrap_or(ObjState::Live)
+}
+
+/// Mark `obj` released and waiting in a free queue.
+pub fn queue_object(obj: ObjId) {
+    with_running(|s| {
+        if let Some(o) = s.objects.get_mut(obj.0 as usize) {
+            o.state = ObjState::Queued;
+        }
+        s.note("queued", obj, 0);
+    });
+}
+
+/// Mark `obj` freed by the current task.
+pub fn free_object(obj: ObjId) {
+    with_running(|s| {
+        let (by, step) = (s.current, s.step);
+        if let Some(o) = s.objects.get_mut(obj.0 as usize) {
+            o.state = ObjState::Freed { by, step };
+        }
+        s.note("freed", obj, 0);
+    });
+}
+
+/// The current task dereferences `obj` (`what` says how). Touching a freed
+/// object ends the execution with outcome `use-after-free`.
+pub fn touch(obj: ObjId, what: &'static str) {
+    let aborted = with_running(|s| {
+        let Some(ObjState::Freed { by, .. }) = s.objects.get(obj.0 as usize).map(|o| o.state)
+        else {
+            return false;
+        };
+        s.note("use-after-free", obj, by as i64);
+        s.abort = Some(Outcome::UseAfterFree {
+            object: s.object_name(obj),
+            freed_by: s.tasks[by].name.clone(),
+            touched_by: s.tasks[s.current].name.clone(),
+            at: what.to_string(),
+        });
+        s.set_pending("use-after-free", obj, 0);
+        true
+    });
+    if aborted == Some(true) {
+        abort_current();
+    }
+}
+
+/// End the execution now with `outcome` (model code found a violation).
+pub fn fail(outcome: Outcome) {
+    if with_running(|s| s.abort = Some(outcome)).is_some() {
+        abort_current();
+    }
+}
+
+fn abort_current() {
+    // The scheduler never resumes a task after an abort; it is unwound
+    // during tear-down.
+    suspend_current();
+    unreachable!("an aborted task was resumed");
+}
+
+/// Record that `owner` holds `obj` (for wait-for cycles in deadlock reports).
+pub fn set_owner(obj: ObjId, owner: Option<TaskId>) {
+    with(|s| {
+        if let Some(o) = s.objects.get_mut(obj.0 as usize) {
+            o.owner = owner;
+        }
+    });
+}
+
+/// The current task enters an RCU read-side critical section.
+pub fn rcu_read_enter() {
+    with_running(|s| {
+        let t = &mut s.tasks[s.current];
+        if t.rcu_nesting == 0 {
+            t.rcu_sections += 1;
+        }
+        t.rcu_nesting += 1;
+    });
+}
+
+/// The current task leaves an RCU read-side critical section; when it was
+/// the outermost, grace-period waiters re-check.
+pub fn rcu_read_exit() {
+    with_running(|s| {
+        let t = &mut s.tasks[s.current];
+        t.rcu_nesting = t.rcu_nesting.saturating_sub(1);
+        if t.rcu_nesting == 0 {
+            s.wake(ObjId::RCU, 0);
+        }
+    });
+}
+
+/// The readers a grace period starting now must wait for: each task inside
+/// a read-side section, with that section's number.
+pub fn rcu_readers_snapshot() -> Vec<(TaskId, u64)> {
+    with_running(|s| {
+        s.tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.rcu_nesting > 0)
+            .map(|(i, t)| (i, t.rcu_sections))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// True once every reader of `snapshot` has left the section it was in.
+pub fn rcu_snapshot_done(snapshot: &[(TaskId, u64)]) -> bool {
+    with_running(|s| {
+        snapshot.iter().all(|&(t, sec)| {
+            let task = &s.tasks[t];
+            task.rcu_nesting == 0 || task.rcu_sections > sec || task.run == RunState::Finished
+        })
+    })
+    .unwrap_or(true)
+}

@@ -1,0 +1,193 @@
+//! Strategies: at every scheduling point, which runnable task goes next.
+//! Each is a pure function of its seed and iteration (and, for explicit
+//! choices, of the recorded prefix), so shards and replays agree.
+
+use crate::token::Schedule;
+use crate::TaskId;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// What a strategy sees at one scheduling point.
+pub(crate) struct PickCtx<'a> {
+    /// Runnable tasks, ascending by id; never empty.
+    pub runnable: &'a [TaskId],
+    /// The task that ran the previous step, if it is still runnable.
+    pub last: Option<TaskId>,
+    /// Virtual clock of every task, indexed by id.
+    pub clocks: &'a [u64],
+}
+
+/// One recorded decision among two or more runnable tasks.
+#[derive(Debug, Clone)]
+pub struct ChoicePoint {
+    pub runnable: Vec<TaskId>,
+    pub last: Option<TaskId>,
+    pub chosen: TaskId,
+}
+
+impl ChoicePoint {
+    /// The task a non-preemptive scheduler would pick here.
+    pub fn default_choice(&self) -> TaskId {
+        default_choice(&self.runnable, self.last)
+    }
+
+    pub fn is_preemption(&self, t: TaskId) -> bool {
+        matches!(self.last, Some(l) if l != t)
+    }
+}
+
+pub(crate) fn default_choice(runnable: &[TaskId], last: Option<TaskId>) -> TaskId {
+    last.unwrap_or(runnable[0])
+}
+
+pub(crate) enum Chooser {
+    Random(ChaCha8Rng),
+    Pct(Pct),
+    Fair,
+    Choices {
+        prefix: Vec<u32>,
+        pos: usize,
+        log: Vec<ChoicePoint>,
+        diverged: Option<usize>,
+    },
+}
+
+pub(crate) struct Pct {
+    rng: ChaCha8Rng,
+    /// Priority per task id; higher runs first.
+    priority: Vec<u64>,
+    /// Steps (counted in scheduling points with a choice) where the running
+    /// task's priority drops, with the low priority it gets.
+    change_points: Vec<(u64, u64)>,
+    choice_step: u64,
+    depth: u32,
+}
+
+fn rng_for(seed: u64, iteration: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(iteration);
+    rng
+}
+
+impl Chooser {
+    pub(crate) fn new(schedule: &Schedule) -> Chooser {
+        match schedule {
+            Schedule::Random { seed, iteration } => Chooser::Random(rng_for(*seed, *iteration)),
+            Schedule::Pct {
+                seed,
+                iteration,
+                depth,
+                steps_hint,
+            } => {
+                let mut rng = rng_for(*seed, *iteration);
+                let depth = (*depth).max(1);
+                let k = (*steps_hint).max(1);
+                let change_points = (1..depth as u64)
+                    .map(|j| (rng.random_range(1..=k), j))
+                    .collect();
+                Chooser::Pct(Pct {
+                    rng,
+                    priority: Vec::new(),
+                    change_points,
+                    choice_step: 0,
+                    depth,
+                })
+            }
+            Schedule::Fair => Chooser::Fair,
+            Schedule::Choices(prefix) => Chooser::Choices {
+                prefix: prefix.clone(),
+                pos: 0,
+                log: Vec::new(),
+                diverged: None,
+            },
+        }
+    }
+
+    pub(crate) fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+        if ctx.runnable.len() == 1 {
+            return ctx.runnable[0];
+        }
+        match self {
+            Chooser::Random(rng) => ctx.runnable[rng.random_range(0..ctx.runnable.len())],
+            Chooser::Pct(p) => p.pick(ctx),
+            Chooser::Fair => fair_pick(ctx),
+            Chooser::Choices {
+                prefix,
+                pos,
+                log,
+                diverged,
+            } => {
+                let wanted = prefix.get(*pos).map(|t| *t as TaskId);
+                let chosen = match wanted {
+                    Some(t) if ctx.runnable.contains(&t) => t,
+                    Some(_) => {
+                        diverged.get_or_insert(*pos);
+                        default_choice(ctx.runnable, ctx.last)
+                    }
+                    None => default_choice(ctx.runnable, ctx.last),
+                };
+                *pos += 1;
+                log.push(ChoicePoint {
+                    runnable: ctx.runnable.to_vec(),
+                    last: ctx.last,
+                    chosen,
+                });
+                chosen
+            }
+        }
+    }
+
+    /// The recorded choice points of an explicit-choice run.
+    pub(crate) fn take_log(&mut self) -> (Vec<ChoicePoint>, Option<usize>) {
+        match self {
+            Chooser::Choices { log, diverged, .. } => (std::mem::take(log), *diverged),
+            _ => (Vec::new(), None),
+        }
+    }
+}
+
+/// The discrete-event order: earliest clock first; on a tie keep running
+/// the same task, else the lowest id.
+fn fair_pick(ctx: &PickCtx<'_>) -> TaskId {
+    let mut best = ctx.runnable[0];
+    for &t in ctx.runnable {
+        let (ct, cb) = (ctx.clocks[t], ctx.clocks[best]);
+        if ct < cb || (ct == cb && Some(t) == ctx.last) {
+            best = t;
+        }
+    }
+    best
+}
+
+impl Pct {
+    fn priority_of(&mut self, t: TaskId) -> u64 {
+        while self.priority.len() <= t {
+            // New tasks get a random priority above every change-point level.
+            let p = self.depth as u64 + 1 + self.rng.random_range(0..1u64 << 40);
+            self.priority.push(p);
+        }
+        self.priority[t]
+    }
+
+    fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+        self.choice_step += 1;
+        if let Some(last) = ctx.last {
+            let step = self.choice_step;
+            let drop_to = self.change_points.iter().find(|(at, _)| *at == step);
+            if let Some(&(_, level)) = drop_to {
+                self.priority_of(last);
+                self.priority[last] = level;
+            }
+        }
+        let mut best = ctx.runnable[0];
+        let mut best_p = self.priority_of(best);
+        for &t in &ctx.runnable[1..] {
+            let p = self.priority_of(t);
+            if p > best_p {
+                best = t;
+                best_p = p;
+            }
+        }
+        best
+    }
+}

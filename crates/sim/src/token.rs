@@ -1,0 +1,354 @@
+//! Schedule tokens: a short printable string that, with the scenario file,
+//! names one execution exactly. Layout (before base64url): a version byte,
+//! then varints and length-prefixed strings, then a 32-bit checksum.
+
+use thiserror::Error;
+
+const MAGIC: &str = "nss1_";
+const VERSION: u8 = 1;
+
+/// How the scheduler chose at every scheduling point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Schedule {
+    /// Uniformly random; iteration `iteration` of seed `seed`.
+    Random { seed: u64, iteration: u64 },
+    /// Probabilistic concurrency testing with `depth` priority change points
+    /// spread over `steps_hint` steps.
+    Pct {
+        seed: u64,
+        iteration: u64,
+        depth: u32,
+        steps_hint: u64,
+    },
+    /// Discrete-event order: the task whose virtual clock is earliest runs.
+    Fair,
+    /// Explicit choices at every scheduling point with more than one runnable
+    /// task (the task id chosen), then non-preemptive order.
+    Choices(Vec<u32>),
+}
+
+/// Everything besides the scenario file that an execution depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// Hash of the scenario's name, to catch a token used with another file.
+    pub scenario: u32,
+    /// The kernel run (label) of the scenario.
+    pub kernel: String,
+    /// Patch toggles given on the command line, e.g. `+ipc-batch-free`.
+    pub patches: Vec<String>,
+    pub cpus: u32,
+    pub max_steps: u64,
+    pub max_virtual_ns: u64,
+    pub schedule: Schedule,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum TokenError {
+    #[error("a token starts with `{MAGIC}`")]
+    Prefix,
+    #[error("the token has a character that is not base64url at position {0}")]
+    Alphabet(usize),
+    #[error("the token is truncated or corrupted (checksum mismatch)")]
+    Checksum,
+    #[error(
+        "the token was made by another token format (version {0}, this nssim reads {VERSION})"
+    )]
+    Version(u8),
+    #[error("the token is truncated or corrupted ({0})")]
+    Malformed(&'static str),
+}
+
+/// A stable 32-bit hash used for scenario names and token checksums.
+pub fn hash32(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in bytes {
+        h ^= *b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn varint(&mut self) -> Result<u64, TokenError> {
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = *self
+                .bytes
+                .get(self.pos)
+                .ok_or(TokenError::Malformed("ends inside a number"))?;
+            self.pos += 1;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(TokenError::Malformed("number too long"))
+    }
+
+    fn u32(&mut self) -> Result<u32, TokenError> {
+        u32::try_from(self.varint()?).map_err(|_| TokenError::Malformed("number out of range"))
+    }
+
+    fn string(&mut self) -> Result<String, TokenError> {
+        let len = self.varint()? as usize;
+        let end = self
+            .pos
+            .checked_add(len)
+            .filter(|e| *e <= self.bytes.len())
+            .ok_or(TokenError::Malformed("ends inside a name"))?;
+        let s = std::str::from_utf8(&self.bytes[self.pos..end])
+            .map_err(|_| TokenError::Malformed("a name is not UTF-8"))?;
+        self.pos = end;
+        Ok(s.to_string())
+    }
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+fn b64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 4 / 3 + 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.len();
+        let v = (chunk[0] as u32) << 16
+            | (*chunk.get(1).unwrap_or(&0) as u32) << 8
+            | *chunk.get(2).unwrap_or(&0) as u32;
+        for i in 0..=n {
+            out.push(B64[((v >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+fn b64_decode(text: &str, offset: usize) -> Result<Vec<u8>, TokenError> {
+    let mut vals = Vec::with_capacity(text.len());
+    for (i, c) in text.bytes().enumerate() {
+        let v = B64
+            .iter()
+            .position(|b| *b == c)
+            .ok_or(TokenError::Alphabet(offset + i + 1))?;
+        vals.push(v as u32);
+    }
+    if vals.len() % 4 == 1 {
+        return Err(TokenError::Malformed("wrong length"));
+    }
+    let mut out = Vec::with_capacity(vals.len() * 3 / 4);
+    for chunk in vals.chunks(4) {
+        let mut v = 0u32;
+        for (i, x) in chunk.iter().enumerate() {
+            v |= x << (18 - 6 * i);
+        }
+        for i in 0..chunk.len() - 1 {
+            out.push((v >> (16 - 8 * i)) as u8);
+        }
+    }
+    Ok(out)
+}
+
+impl Token {
+    pub fn encode(&self) -> String {
+        let mut b = vec![VERSION];
+        put_varint(&mut b, self.scenario as u64);
+        put_str(&mut b, &self.kernel);
+        put_varint(&mut b, self.patches.len() as u64);
+        for p in &self.patches {
+            put_str(&mut b, p);
+        }
+        put_varint(&mut b, self.cpus as u64);
+        put_varint(&mut b, self.max_steps);
+        put_varint(&mut b, self.max_virtual_ns);
+        match &self.schedule {
+            Schedule::Random { seed, iteration } => {
+                b.push(0);
+                put_varint(&mut b, *seed);
+                put_varint(&mut b, *iteration);
+            }
+            Schedule::Pct {
+                seed,
+                iteration,
+                depth,
+                steps_hint,
+            } => {
+                b.push(1);
+                put_varint(&mut b, *seed);
+                put_varint(&mut b, *iteration);
+                put_varint(&mut b, *depth as u64);
+                put_varint(&mut b, *steps_hint);
+            }
+            Schedule::Fair => b.push(2),
+            Schedule::Choices(choices) => {
+                b.push(3);
+                put_runs(&mut b, choices);
+            }
+        }
+        let sum = hash32(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        format!("{MAGIC}{}", b64_encode(&b))
+    }
+
+    pub fn decode(text: &str) -> Result<Token, TokenError> {
+        let text = text.trim();
+        let body = text.strip_prefix(MAGIC).ok_or(TokenError::Prefix)?;
+        let bytes = b64_decode(body, MAGIC.len())?;
+        if bytes.len() < 5 {
+            return Err(TokenError::Malformed("too short"));
+        }
+        let (payload, sum) = bytes.split_at(bytes.len() - 4);
+        let sum = u32::from_le_bytes([sum[0], sum[1], sum[2], sum[3]]);
+        if hash32(payload) != sum {
+            return Err(TokenError::Checksum);
+        }
+        if payload[0] != VERSION {
+            return Err(TokenError::Version(payload[0]));
+        }
+        let mut r = Reader {
+            bytes: payload,
+            pos: 1,
+        };
+        let scenario = r.u32()?;
+        let kernel = r.string()?;
+        let npatches = r.varint()?;
+        if npatches > 1024 {
+            return Err(TokenError::Malformed("too many patches"));
+        }
+        let patches = (0..npatches)
+            .map(|_| r.string())
+            .collect::<Result<Vec<_>, _>>()?;
+        let cpus = r.u32()?;
+        let max_steps = r.varint()?;
+        let max_virtual_ns = r.varint()?;
+        let tag = r.varint()?;
+        let schedule = match tag {
+            0 => Schedule::Random {
+                seed: r.varint()?,
+                iteration: r.varint()?,
+            },
+            1 => Schedule::Pct {
+                seed: r.varint()?,
+                iteration: r.varint()?,
+                depth: r.u32()?,
+                steps_hint: r.varint()?,
+            },
+            2 => Schedule::Fair,
+            3 => Schedule::Choices(get_runs(&mut r)?),
+            _ => return Err(TokenError::Malformed("unknown schedule kind")),
+        };
+        if r.pos != payload.len() {
+            return Err(TokenError::Malformed("trailing bytes"));
+        }
+        Ok(Token {
+            scenario,
+            kernel,
+            patches,
+            cpus,
+            max_steps,
+            max_virtual_ns,
+            schedule,
+        })
+    }
+}
+
+/// Choices as (task, run length) pairs.
+fn put_runs(b: &mut Vec<u8>, choices: &[u32]) {
+    let mut runs: Vec<(u32, u64)> = Vec::new();
+    for c in choices {
+        match runs.last_mut() {
+            Some((t, n)) if t == c => *n += 1,
+            _ => runs.push((*c, 1)),
+        }
+    }
+    put_varint(b, runs.len() as u64);
+    for (t, n) in runs {
+        put_varint(b, t as u64);
+        put_varint(b, n);
+    }
+}
+
+fn get_runs(r: &mut Reader<'_>) -> Result<Vec<u32>, TokenError> {
+    const MAX_CHOICES: u64 = 1 << 28;
+    let nruns = r.varint()?;
+    let mut out = Vec::new();
+    for _ in 0..nruns {
+        let t = r.u32()?;
+        let n = r.varint()?;
+        if out.len() as u64 + n > MAX_CHOICES {
+            return Err(TokenError::Malformed("too many choices"));
+        }
+        out.extend(std::iter::repeat_n(t, n as usize));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(schedule: Schedule) -> Token {
+        Token {
+            scenario: hash32(b"ipc-alloc-vs-free"),
+            kernel: "v6.2".into(),
+            patches: vec!["+ipc-batch-free".into()],
+            cpus: 2,
+            max_steps: 1_000_000,
+            max_virtual_ns: 3_600_000_000_000,
+            schedule,
+        }
+    }
+
+    #[test]
+    fn every_schedule_round_trips() {
+        for s in [
+            Schedule::Random {
+                seed: 7,
+                iteration: 12345,
+            },
+            Schedule::Pct {
+                seed: u64::MAX,
+                iteration: 0,
+                depth: 3,
+                steps_hint: 999,
+            },
+            Schedule::Fair,
+            Schedule::Choices(vec![0, 0, 0, 1, 2, 2, 0]),
+            Schedule::Choices(vec![]),
+        ] {
+            let t = sample(s);
+            let text = t.encode();
+            assert!(text.starts_with(MAGIC));
+            assert_eq!(Token::decode(&text), Ok(t));
+        }
+    }
+
+    #[test]
+    fn corruption_is_detected() {
+        let text = sample(Schedule::Fair).encode();
+        let truncated = &text[..text.len() - 3];
+        assert!(Token::decode(truncated).is_err());
+        let mut flipped: Vec<u8> = text.clone().into_bytes();
+        let i = MAGIC.len() + 4;
+        flipped[i] = if flipped[i] == b'A' { b'B' } else { b'A' };
+        assert_eq!(
+            Token::decode(std::str::from_utf8(&flipped).unwrap()),
+            Err(TokenError::Checksum)
+        );
+        assert_eq!(Token::decode("hello"), Err(TokenError::Prefix));
+        assert_eq!(Token::decode("nss1_ab!c"), Err(TokenError::Alphabet(8)));
+    }
+}

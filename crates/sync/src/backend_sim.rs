@@ -1,0 +1,571 @@
+//! The default backend: scheduling points inside a simulation, ordinary
+//! `parking_lot` blocking on real threads.
+//!
+//! Inside an execution every task runs on the same OS thread, so the
+//! `parking_lot` locks below are never contended for real: the scheduler
+//! decides who may take them, and a task that finds a lock taken blocks in
+//! the scheduler, not in the OS.
+
+use crate::costs;
+use parking_lot as pl;
+use sim::{CostKey, ObjId};
+use std::collections::VecDeque;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{self, Ordering};
+use std::sync::Arc;
+
+/// Register an object of `kind` in the running execution (or none outside).
+fn object(kind: &'static str) -> ObjId {
+    sim::new_object(kind)
+}
+
+/// A scheduling point before a primitive operation.
+#[inline]
+fn op(label: &'static str, obj: ObjId, cost: &CostKey) {
+    sim::point(label, obj, cost);
+}
+
+// ---------------------------------------------------------------- locks
+
+struct LockKind {
+    lock: &'static str,
+    unlock: &'static str,
+    cost: &'static CostKey,
+}
+
+static MUTEX_KIND: LockKind = LockKind {
+    lock: "mutex_lock",
+    unlock: "mutex_unlock",
+    cost: &costs::MUTEX,
+};
+static SPIN_KIND: LockKind = LockKind {
+    lock: "spin_lock",
+    unlock: "spin_unlock",
+    cost: &costs::SPINLOCK,
+};
+
+struct RawLock<T> {
+    inner: pl::Mutex<T>,
+    obj: ObjId,
+    kind: &'static LockKind,
+}
+
+impl<T> RawLock<T> {
+    fn new(name: &'static str, kind: &'static LockKind, value: T) -> Self {
+        RawLock {
+            inner: pl::Mutex::new(value),
+            obj: object(name),
+            kind,
+        }
+    }
+
+    fn lock(&self) -> LockGuard<'_, T> {
+        if !sim::active() {
+            return LockGuard {
+                guard: Some(self.inner.lock()),
+                lock: self,
+            };
+        }
+        op(self.kind.lock, self.obj, self.kind.cost);
+        loop {
+            if let Some(g) = self.inner.try_lock() {
+                sim::set_owner(self.obj, sim::current_task());
+                return LockGuard {
+                    guard: Some(g),
+                    lock: self,
+                };
+            }
+            sim::block(self.kind.lock, self.obj, false);
+        }
+    }
+}
+
+/// Holding a [`Mutex`] or [`SpinLock`]; releasing is a scheduling point.
+pub struct LockGuard<'a, T> {
+    guard: Option<pl::MutexGuard<'a, T>>,
+    lock: &'a RawLock<T>,
+}
+
+pub type MutexGuard<'a, T> = LockGuard<'a, T>;
+pub type SpinLockGuard<'a, T> = LockGuard<'a, T>;
+
+impl<T> Deref for LockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.guard.as_ref().expect("guard is held until drop")
+    }
+}
+
+impl<T> DerefMut for LockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.guard.as_mut().expect("guard is held until drop")
+    }
+}
+
+impl<T> Drop for LockGuard<'_, T> {
+    fn drop(&mut self) {
+        let l = self.lock;
+        if sim::active() {
+            op(l.kind.unlock, l.obj, l.kind.cost);
+        }
+        drop(self.guard.take());
+        if sim::active() {
+            sim::set_owner(l.obj, None);
+            sim::wake_all(l.obj, 0);
+        }
+    }
+}
+
+/// A sleeping lock (`struct mutex`).
+pub struct Mutex<T>(RawLock<T>);
+
+impl<T> Mutex<T> {
+    pub fn new(name: &'static str, value: T) -> Self {
+        Mutex(RawLock::new(name, &MUTEX_KIND, value))
+    }
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        self.0.lock()
+    }
+    pub fn obj(&self) -> ObjId {
+        self.0.obj
+    }
+}
+
+/// A spinning lock (`spinlock_t`). In the model a spinner waits in the
+/// scheduler, which is equivalent for ordering.
+pub struct SpinLock<T>(RawLock<T>);
+
+impl<T> SpinLock<T> {
+    pub fn new(name: &'static str, value: T) -> Self {
+        SpinLock(RawLock::new(name, &SPIN_KIND, value))
+    }
+    pub fn lock(&self) -> SpinLockGuard<'_, T> {
+        self.0.lock()
+    }
+    pub fn obj(&self) -> ObjId {
+        self.0.obj
+    }
+}
+
+// ---------------------------------------------------------------- atomics
+
+macro_rules! atomic_int {
+    ($name:ident, $std:ty, $int:ty) => {
+        /// An atomic integer; every operation is a scheduling point and
+        /// takes an explicit memory ordering.
+        pub struct $name {
+            v: $std,
+            obj: ObjId,
+        }
+
+        impl $name {
+            pub fn new(name: &'static str, v: $int) -> Self {
+                $name {
+                    v: <$std>::new(v),
+                    obj: object(name),
+                }
+            }
+            pub fn obj(&self) -> ObjId {
+                self.obj
+            }
+            pub fn load(&self, o: Ordering) -> $int {
+                op("atomic_read", self.obj, &costs::ATOMIC);
+                self.v.load(o)
+            }
+            pub fn store(&self, v: $int, o: Ordering) {
+                op("atomic_set", self.obj, &costs::ATOMIC);
+                self.v.store(v, o)
+            }
+            pub fn fetch_add(&self, v: $int, o: Ordering) -> $int {
+                op("atomic_add", self.obj, &costs::ATOMIC);
+                self.v.fetch_add(v, o)
+            }
+            pub fn fetch_sub(&self, v: $int, o: Ordering) -> $int {
+                op("atomic_sub", self.obj, &costs::ATOMIC);
+                self.v.fetch_sub(v, o)
+            }
+            pub fn compare_exchange(
+                &self,
+                current: $int,
+                new: $int,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<$int, $int> {
+                op("atomic_cmpxchg", self.obj, &costs::ATOMIC);
+                self.v.compare_exchange(current, new, success, failure)
+            }
+            /// Read without a scheduling point, for invariant checkers and
+            /// reports (never from model code).
+            pub fn peek(&self) -> $int {
+                self.v.load(Ordering::SeqCst)
+            }
+        }
+    };
+}
+
+atomic_int!(AtomicI64, atomic::AtomicI64, i64);
+atomic_int!(AtomicU64, atomic::AtomicU64, u64);
+atomic_int!(AtomicU32, atomic::AtomicU32, u32);
+
+/// An atomic flag.
+pub struct AtomicBool {
+    v: atomic::AtomicBool,
+    obj: ObjId,
+}
+
+impl AtomicBool {
+    pub fn new(name: &'static str, v: bool) -> Self {
+        AtomicBool {
+            v: atomic::AtomicBool::new(v),
+            obj: object(name),
+        }
+    }
+    pub fn load(&self, o: Ordering) -> bool {
+        op("atomic_read", self.obj, &costs::ATOMIC);
+        self.v.load(o)
+    }
+    pub fn store(&self, v: bool, o: Ordering) {
+        op("atomic_set", self.obj, &costs::ATOMIC);
+        self.v.store(v, o)
+    }
+    pub fn swap(&self, v: bool, o: Ordering) -> bool {
+        op("atomic_xchg", self.obj, &costs::ATOMIC);
+        self.v.swap(v, o)
+    }
+}
+
+// ---------------------------------------------------------------- RCU
+
+/// Outside a simulation, RCU is a reader-writer lock: a grace period takes
+/// it for writing, which waits for every reader that holds it.
+static RCU_REAL: pl::RwLock<()> = pl::RwLock::new(());
+
+/// Inside an `rcu_read_lock()` section; dropping it is `rcu_read_unlock()`.
+pub struct RcuReadGuard {
+    real: Option<pl::RwLockReadGuard<'static, ()>>,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+pub fn rcu_read_lock() -> RcuReadGuard {
+    if sim::active() {
+        op("rcu_read_lock", ObjId::RCU, &costs::RCU_READ);
+        sim::rcu_read_enter();
+        RcuReadGuard {
+            real: None,
+            _not_send: Default::default(),
+        }
+    } else {
+        RcuReadGuard {
+            real: Some(RCU_REAL.read_recursive()),
+            _not_send: Default::default(),
+        }
+    }
+}
+
+impl Drop for RcuReadGuard {
+    fn drop(&mut self) {
+        if self.real.take().is_none() && sim::active() {
+            op("rcu_read_unlock", ObjId::RCU, &costs::RCU_READ);
+            sim::rcu_read_exit();
+        }
+    }
+}
+
+/// Wait until every reader that was inside a read-side section when the
+/// call began has left it. In virtual time it lasts at least one grace
+/// period (`rcu_grace_period` in the cost table).
+pub fn synchronize_rcu() {
+    if !sim::active() {
+        drop(RCU_REAL.write());
+        return;
+    }
+    op("synchronize_rcu", ObjId::RCU, &sim::costs::STEP);
+    let start = sim::now();
+    sim::note("gp_start", ObjId::RCU, 0);
+    let readers = sim::rcu_readers_snapshot();
+    sim::wait_until("synchronize_rcu: wait for readers", ObjId::RCU, || {
+        sim::rcu_snapshot_done(&readers)
+    });
+    let end = start + sim::cost(&costs::RCU_GRACE_PERIOD);
+    sim::sleep("grace period", end.saturating_sub(sim::now()));
+    sim::note("gp_end", ObjId::RCU, 0);
+}
+
+// ---------------------------------------------------------------- llist
+
+/// A lockless list (`struct llist_head`): producers add one node at a
+/// time, the consumer takes the whole list at once.
+pub struct LList<T> {
+    nodes: pl::Mutex<Vec<T>>,
+    obj: ObjId,
+}
+
+impl<T> LList<T> {
+    pub fn new(name: &'static str) -> Self {
+        LList {
+            nodes: pl::Mutex::new(Vec::new()),
+            obj: object(name),
+        }
+    }
+
+    /// Add a node; true if the list was empty before (the caller then
+    /// schedules the consumer).
+    pub fn llist_add(&self, node: T) -> bool {
+        op("llist_add", self.obj, &costs::LLIST);
+        let mut nodes = self.nodes.lock();
+        let was_empty = nodes.is_empty();
+        nodes.push(node);
+        was_empty
+    }
+
+    /// Take every node, newest first (the order the kernel's list has).
+    pub fn llist_del_all(&self) -> Vec<T> {
+        op("llist_del_all", self.obj, &costs::LLIST);
+        let mut all = std::mem::take(&mut *self.nodes.lock());
+        all.reverse();
+        all
+    }
+
+    /// Number of nodes, without a scheduling point (for checkers).
+    pub fn peek_len(&self) -> usize {
+        self.nodes.lock().len()
+    }
+}
+
+// ---------------------------------------------------------------- refcount
+
+/// `refcount_t`.
+pub struct Refcount {
+    v: atomic::AtomicI64,
+    obj: ObjId,
+}
+
+impl Refcount {
+    pub fn new(name: &'static str, v: i64) -> Self {
+        Refcount {
+            v: atomic::AtomicI64::new(v),
+            obj: object(name),
+        }
+    }
+
+    pub fn inc(&self) {
+        op("refcount_inc", self.obj, &costs::ATOMIC);
+        self.v.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Decrement; true when it reached zero.
+    pub fn dec_and_test(&self) -> bool {
+        op("refcount_dec_and_test", self.obj, &costs::ATOMIC);
+        self.v.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// `refcount_dec_and_lock`: decrement, and when the count reaches zero
+    /// return with `lock` held. The fast path decrements without the lock
+    /// unless this is the last reference.
+    pub fn dec_and_lock<'a, T>(&self, lock: &'a SpinLock<T>) -> Option<SpinLockGuard<'a, T>> {
+        op("refcount_dec_not_one", self.obj, &costs::ATOMIC);
+        let mut cur = self.v.load(Ordering::Relaxed);
+        while cur != 1 {
+            match self
+                .v
+                .compare_exchange(cur, cur - 1, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return None,
+                Err(now) => cur = now,
+            }
+        }
+        let guard = lock.lock();
+        if self.dec_and_test() {
+            Some(guard)
+        } else {
+            None
+        }
+    }
+
+    pub fn peek(&self) -> i64 {
+        self.v.load(Ordering::SeqCst)
+    }
+}
+
+// ---------------------------------------------------------------- work items
+
+struct WqState {
+    queue: VecDeque<Arc<Work>>,
+    shutdown: bool,
+}
+
+/// A workqueue served by one kworker.
+pub struct Workqueue {
+    obj: ObjId,
+    state: pl::Mutex<WqState>,
+    cv: pl::Condvar,
+}
+
+impl Workqueue {
+    pub fn new(name: &'static str) -> Arc<Self> {
+        Arc::new(Workqueue {
+            obj: object(name),
+            state: pl::Mutex::new(WqState {
+                queue: VecDeque::new(),
+                shutdown: false,
+            }),
+            cv: pl::Condvar::new(),
+        })
+    }
+
+    /// Start the kworker: a daemon task inside a simulation (call it while
+    /// the execution is set up), a thread outside one.
+    pub fn start_worker(self: &Arc<Self>, name: &str) -> Option<std::thread::JoinHandle<()>> {
+        let wq = Arc::clone(self);
+        if sim::spawn(name, true, move || wq.worker_loop()).is_some() {
+            return None;
+        }
+        let wq = Arc::clone(self);
+        Some(std::thread::spawn(move || wq.worker_loop()))
+    }
+
+    /// Let the kworker exit once the queue is empty.
+    pub fn shutdown(&self) {
+        self.state.lock().shutdown = true;
+        self.cv.notify_all();
+        sim::wake_all(self.obj, 0);
+    }
+
+    fn worker_loop(&self) {
+        while let Some(work) = self.next_work() {
+            work.run();
+        }
+    }
+
+    fn next_work(&self) -> Option<Arc<Work>> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some(w) = st.queue.pop_front() {
+                return Some(w);
+            }
+            if st.shutdown {
+                return None;
+            }
+            if sim::active() {
+                drop(st);
+                sim::block("kworker: idle", self.obj, true);
+                st = self.state.lock();
+            } else {
+                self.cv.wait(&mut st);
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct WorkState {
+    pending: bool,
+    running: bool,
+    /// Executions started and finished, for `flush_work`.
+    started: u64,
+    done: u64,
+}
+
+type WorkFn = Box<dyn Fn() + Send + Sync>;
+
+/// `struct work_struct`: a function a kworker runs when it is scheduled.
+pub struct Work {
+    obj: ObjId,
+    func: WorkFn,
+    wq: Arc<Workqueue>,
+    state: pl::Mutex<WorkState>,
+    cv: pl::Condvar,
+}
+
+impl Work {
+    pub fn new(name: &'static str, wq: &Arc<Workqueue>, func: impl Fn() + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(Work {
+            obj: object(name),
+            func: Box::new(func),
+            wq: Arc::clone(wq),
+            state: pl::Mutex::new(WorkState::default()),
+            cv: pl::Condvar::new(),
+        })
+    }
+
+    pub fn obj(&self) -> ObjId {
+        self.obj
+    }
+
+    /// Queued and not yet started (for checkers).
+    pub fn peek_pending(&self) -> bool {
+        self.state.lock().pending
+    }
+
+    /// Being run by the kworker (for checkers).
+    pub fn peek_running(&self) -> bool {
+        self.state.lock().running
+    }
+
+    fn run(&self) {
+        sim::point("work_run", self.obj, &costs::WORK_RUN);
+        {
+            // The kernel clears PENDING before calling the function, so a
+            // schedule_work during the run queues it again.
+            let mut st = self.state.lock();
+            st.pending = false;
+            st.running = true;
+            st.started += 1;
+        }
+        sim::set_owner(self.obj, sim::current_task());
+        (self.func)();
+        {
+            let mut st = self.state.lock();
+            st.running = false;
+            st.done += 1;
+        }
+        sim::set_owner(self.obj, None);
+        sim::note("work_done", self.obj, 0);
+        self.cv.notify_all();
+        sim::wake_all(self.obj, 0);
+    }
+}
+
+/// Queue `work` unless it is already pending; true if it was queued.
+pub fn schedule_work(work: &Arc<Work>) -> bool {
+    op("schedule_work", work.obj, &costs::SCHEDULE_WORK);
+    {
+        let mut st = work.state.lock();
+        if st.pending {
+            return false;
+        }
+        st.pending = true;
+    }
+    let wq = &work.wq;
+    wq.state.lock().queue.push_back(Arc::clone(work));
+    wq.cv.notify_one();
+    sim::wake_all(wq.obj, sim::cost(&costs::KWORKER_WAKEUP));
+    true
+}
+
+/// Wait for the last queued instance of `work` to finish: the pending one
+/// if it is queued, else the running one. False (no wait) when it is idle.
+pub fn flush_work(work: &Work) -> bool {
+    op("flush_work", work.obj, &costs::FLUSH_WORK);
+    let target = {
+        let st = work.state.lock();
+        if st.pending {
+            st.started + 1
+        } else if st.running {
+            st.started
+        } else {
+            return false;
+        }
+    };
+    if sim::active() {
+        sim::wait_until("flush_work: wait", work.obj, || {
+            work.state.lock().done >= target
+        });
+    } else {
+        let mut st = work.state.lock();
+        while st.done < target {
+            work.cv.wait(&mut st);
+        }
+    }
+    true
+}
