@@ -478,7 +478,11 @@ pub struct Work {
 }
 
 impl Work {
-    pub fn new(name: &'static str, wq: &Arc<Workqueue>, func: impl Fn() + Send + Sync + 'static) -> Arc<Self> {
+    pub fn new(
+        name: &'static str,
+        wq: &Arc<Workqueue>,
+        func: impl Fn() + Send + Sync + 'static,
+    ) -> Arc<Self> {
         Arc::new(Work {
             obj: object(name),
             func: Box::new(func),

@@ -18,7 +18,8 @@ pub static KWORKER_WAKEUP: CostKey = CostKey::new(
     "latency from schedule_work until an idle kworker runs the item",
 );
 pub static WORK_RUN: CostKey = CostKey::new("work_run", 200, "a kworker picking up a work item");
-pub static FLUSH_WORK: CostKey = CostKey::new("flush_work", 100, "flush_work checking the work item");
+pub static FLUSH_WORK: CostKey =
+    CostKey::new("flush_work", 100, "flush_work checking the work item");
 pub static LLIST: CostKey = CostKey::new("llist", 10, "llist_add or llist_del_all");
 
 /// Every entry above, for catalogues.

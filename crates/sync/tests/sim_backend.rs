@@ -205,7 +205,7 @@ fn flush_work_waits_only_when_the_work_is_pending_or_running() {
             // does not wait); either way the work has run when flush returns.
             let v = seen.lock().clone();
             let ok = v.len() == 4 && !v[0] && v[2] && !v[3];
-            WAITED.with(|w| w.set(w.get() | v.get(1) == Some(&true)));
+            WAITED.with(|w| w.set(w.get() || v.get(1) == Some(&true)));
             (!ok).then(|| Outcome::Violation {
                 invariant: "flush_work".into(),
                 detail: format!("{v:?}"),

@@ -1,0 +1,1 @@
+//! The loom backend (`RUSTFLAGS="--cfg loom"`): being written.
