@@ -1,1 +1,320 @@
-//! stub
+//! ipc namespaces and their asynchronous free queue.
+//!
+//! Models ipc/namespace.c (`create_ipc_ns`, `put_ipc_ns`, `free_ipc`,
+//! `free_ipc_ns`), ipc/mqueue.c (`mq_init_ns`, `mq_clear_sbinfo`,
+//! `mq_put_mnt`) and the parts of fs/namespace.c they use
+//! (`mnt_make_shortterm`, `kern_unmount`, `mntput`).
+//!
+//! Patches (see [`IpcPatches`]):
+//! * `ipc-async-free` (v5.7): the last put queues the namespace on
+//!   `free_ipc_list` and `free_ipc_work` frees it later, one grace period
+//!   per namespace. Before it, the last put freed synchronously.
+//! * `ipc-wait-pending-free` (v6.3): `create_ipc_ns` retries after
+//!   `flush_work` when the ucount is exhausted and frees were pending.
+//! * `ipc-batch-free` (v6.3): one grace period for a whole batch.
+//! * `ipc-free-no-grace-period` (never merged, deliberately broken): no
+//!   grace period before the free, so RCU readers can touch freed memory.
+//!
+//! The oracle for `ipc.no_false_enospc` lives in [`oracle`].
+
+pub mod oracle;
+
+use oracle::Oracle;
+use sim::{CostKey, ObjId};
+use std::sync::{Arc, Weak};
+use sync::{
+    flush_work, rcu_read_lock, schedule_work, synchronize_rcu, AtomicBool, LList, Ordering,
+    Refcount, SpinLock, Work, Workqueue,
+};
+use ucounts::{UcountType, Ucounts, UcountsNs, UcountsTable};
+
+pub mod costs {
+    use sim::CostKey;
+    pub static KZALLOC: CostKey = CostKey::new("kzalloc", 250, "allocating a kernel object");
+    pub static MQ_INIT_NS: CostKey = CostKey::new(
+        "mq_init_ns",
+        7_000,
+        "mq_init_ns: the internal mqueue mount of a new ipc namespace",
+    );
+    pub static IPC_INIT_NS: CostKey = CostKey::new(
+        "ipc_init_ns",
+        2_500,
+        "sysctl sets and sem/msg/shm ids of a new ipc namespace",
+    );
+    pub static FREE_IPC_NS: CostKey = CostKey::new(
+        "free_ipc_ns",
+        1_500,
+        "free_ipc_ns besides its grace period: ids, sysctls, inode number, kfree",
+    );
+    pub static MNT: CostKey =
+        CostKey::new("mnt", 100, "mntput, mnt_make_shortterm, a mount lookup");
+    pub static ALL: &[&CostKey] = &[&KZALLOC, &MQ_INIT_NS, &IPC_INIT_NS, &FREE_IPC_NS, &MNT];
+}
+
+/// The ipc behaviours that changed over kernel history.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IpcPatches {
+    pub async_free: bool,
+    pub wait_pending_free: bool,
+    pub batch_free: bool,
+    pub free_no_grace_period: bool,
+}
+
+/// Errors of the ipc paths, as the kernel's errno values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpcError {
+    /// ENOSPC: the ucount limit of ipc namespaces is reached.
+    NoSpace,
+}
+
+/// The internal mqueue mount of an ipc namespace (`ns->mq_mnt`).
+pub struct MqMount {
+    pub obj: ObjId,
+    /// `real_mount(mnt)->mnt_ns != NULL`: still reachable by new lookups,
+    /// so `mntput` may take the lockless fast path under RCU.
+    mnt_ns: AtomicBool,
+}
+
+/// `struct ipc_namespace`.
+pub struct IpcNamespace {
+    pub obj: ObjId,
+    count: Refcount,
+    /// The user namespace that owns it (its ucounts side).
+    pub user_ns: Arc<UcountsNs>,
+    /// The UCOUNT_IPC_NAMESPACES charge; `None` for the initial namespace.
+    ucounts: Option<Arc<Ucounts>>,
+    pub mq_mnt: MqMount,
+    /// `mq_clear_sbinfo` ran: the mqueue superblock no longer points here.
+    sb_cleared: parking_lot::Mutex<bool>,
+}
+
+impl IpcNamespace {
+    pub fn is_init(&self) -> bool {
+        self.ucounts.is_none()
+    }
+
+    /// `get_ipc_ns`: take a reference.
+    pub fn get(&self) {
+        self.count.inc();
+    }
+}
+
+/// The ipc subsystem's globals: `free_ipc_list`, `free_ipc_work`,
+/// `mq_lock`, and the initial namespace.
+pub struct Ipc {
+    pub patches: IpcPatches,
+    pub ucounts: Arc<UcountsTable>,
+    free_ipc_list: LList<Arc<IpcNamespace>>,
+    free_ipc_work: Arc<Work>,
+    mq_lock: SpinLock<()>,
+    pub init_ipc_ns: Arc<IpcNamespace>,
+    pub oracle: Oracle,
+}
+
+impl Ipc {
+    /// Set up the subsystem; `wq` is the system workqueue whose kworker
+    /// runs `free_ipc_work`.
+    pub fn new(
+        patches: IpcPatches,
+        ucounts: Arc<UcountsTable>,
+        init_user_ns: &Arc<UcountsNs>,
+        wq: &Arc<Workqueue>,
+    ) -> Arc<Ipc> {
+        Arc::new_cyclic(|me: &Weak<Ipc>| {
+            let me = me.clone();
+            let work = Work::new("free_ipc_work", wq, move || {
+                if let Some(ipc) = me.upgrade() {
+                    ipc.free_ipc();
+                }
+            });
+            Ipc {
+                patches,
+                ucounts,
+                free_ipc_list: LList::new("free_ipc_list"),
+                free_ipc_work: work,
+                mq_lock: SpinLock::new("mq_lock", ()),
+                init_ipc_ns: Arc::new(IpcNamespace {
+                    obj: sim::new_object("init_ipc_ns"),
+                    count: Refcount::new("ipc_ns.count", 1),
+                    user_ns: Arc::clone(init_user_ns),
+                    ucounts: None,
+                    mq_mnt: MqMount {
+                        obj: sim::new_object("mq_mnt"),
+                        mnt_ns: AtomicBool::new("mnt_ns", true),
+                    },
+                    sb_cleared: parking_lot::Mutex::new(false),
+                }),
+                oracle: Oracle::default(),
+            }
+        })
+    }
+
+    /// `create_ipc_ns`: charge the namespace to (user_ns, euid), then
+    /// allocate it and its mqueue mount.
+    pub fn create_ipc_ns(
+        &self,
+        user_ns: &Arc<UcountsNs>,
+        euid: u32,
+    ) -> Result<Arc<IpcNamespace>, IpcError> {
+        let ucounts = self.inc_ipc_namespaces(user_ns, euid)?;
+        self.oracle.charged(&user_ns.chain());
+        sim::point("kzalloc", ObjId::NONE, &costs::KZALLOC);
+        let obj = sim::new_object("ipc_ns");
+        let mq_mnt = self.mq_init_ns();
+        sim::point("setup_ipc_sysctls", obj, &costs::IPC_INIT_NS);
+        Ok(Arc::new(IpcNamespace {
+            obj,
+            count: Refcount::new("ipc_ns.count", 1),
+            user_ns: Arc::clone(user_ns),
+            ucounts: Some(ucounts),
+            mq_mnt,
+            sb_cleared: parking_lot::Mutex::new(false),
+        }))
+    }
+
+    /// The ucount charge, with the v6.3 wait for pending frees.
+    fn inc_ipc_namespaces(
+        &self,
+        user_ns: &Arc<UcountsNs>,
+        euid: u32,
+    ) -> Result<Arc<Ucounts>, IpcError> {
+        loop {
+            if let Some(u) = self
+                .ucounts
+                .inc_ucount(user_ns, euid, UcountType::IpcNamespaces)
+            {
+                return Ok(u);
+            }
+            // Namespaces waiting in the free queue still hold their charge:
+            // wait for the free to run, then try again.
+            if !(self.patches.wait_pending_free && flush_work(&self.free_ipc_work)) {
+                return Err(IpcError::NoSpace);
+            }
+            sim::note("create_ipc_ns: retry", ObjId::NONE, 0);
+        }
+    }
+
+    /// `mq_init_ns`: the namespace's internal mqueue mount.
+    fn mq_init_ns(&self) -> MqMount {
+        sim::point("mq_init_ns", ObjId::NONE, &costs::MQ_INIT_NS);
+        MqMount {
+            obj: sim::new_object("mq_mnt"),
+            mnt_ns: AtomicBool::new("mnt_ns", true),
+        }
+    }
+
+    /// `put_ipc_ns`: drop a reference; the last one detaches the mqueue
+    /// superblock under `mq_lock` and frees the namespace (synchronously
+    /// before v5.7, through the free queue after).
+    pub fn put_ipc_ns(&self, ns: Arc<IpcNamespace>) {
+        let Some(guard) = ns.count.dec_and_lock(&self.mq_lock) else {
+            return;
+        };
+        mq_clear_sbinfo(&ns);
+        drop(guard);
+        self.oracle.released(&ns.user_ns.chain());
+        if !self.patches.async_free {
+            self.mq_put_mnt(&ns);
+            self.free_ipc_ns(ns);
+            return;
+        }
+        sim::queue_object(ns.obj);
+        if self.free_ipc_list.llist_add(ns) {
+            schedule_work(&self.free_ipc_work);
+        }
+    }
+
+    /// `free_ipc`, the work function: take the whole queue and free it.
+    fn free_ipc(&self) {
+        let batch = self.free_ipc_list.llist_del_all();
+        sim::note("free_ipc: batch", ObjId::NONE, batch.len() as i64);
+        if !self.patches.batch_free {
+            for ns in batch {
+                self.mq_put_mnt(&ns);
+                self.free_ipc_ns(ns);
+            }
+            return;
+        }
+        for ns in &batch {
+            mnt_make_shortterm(&ns.mq_mnt);
+        }
+        // Wait for any last users of the mounts to have gone away.
+        self.grace_period();
+        for ns in batch {
+            self.free_ipc_ns(ns);
+        }
+    }
+
+    /// `mq_put_mnt` → `kern_unmount`: make the mount short-term, wait a
+    /// grace period, then drop it.
+    fn mq_put_mnt(&self, ns: &IpcNamespace) {
+        mnt_make_shortterm(&ns.mq_mnt);
+        self.grace_period();
+    }
+
+    fn grace_period(&self) {
+        if self.patches.free_no_grace_period {
+            sim::note("grace period skipped (broken patch)", ObjId::RCU, 0);
+            return;
+        }
+        synchronize_rcu();
+    }
+
+    /// `free_ipc_ns`: drop the mount, tear down the ids and sysctls,
+    /// uncharge the ucount, free.
+    fn free_ipc_ns(&self, ns: Arc<IpcNamespace>) {
+        sim::point("mntput", ns.mq_mnt.obj, &costs::MNT);
+        sim::free_object(ns.mq_mnt.obj);
+        sim::point("free_ipc_ns", ns.obj, &costs::FREE_IPC_NS);
+        if let Some(u) = &ns.ucounts {
+            self.ucounts.dec_ucount(u, UcountType::IpcNamespaces);
+        }
+        sim::free_object(ns.obj);
+        self.oracle.freed();
+    }
+
+    /// Namespaces waiting in the free queue (for checkers and reports).
+    pub fn peek_pending(&self) -> usize {
+        self.free_ipc_list.peek_len()
+    }
+
+    pub fn free_work(&self) -> &Arc<Work> {
+        &self.free_ipc_work
+    }
+}
+
+/// `mq_clear_sbinfo`: the mqueue superblock forgets the namespace.
+fn mq_clear_sbinfo(ns: &IpcNamespace) {
+    sim::touch(ns.obj, "mq_clear_sbinfo");
+    *ns.sb_cleared.lock() = true;
+}
+
+/// `mnt_make_shortterm`: no new lookups; a grace period must pass before
+/// the mount is freed.
+fn mnt_make_shortterm(mnt: &MqMount) {
+    sim::touch(mnt.obj, "mnt_make_shortterm");
+    mnt.mnt_ns.store(false, Ordering::Release);
+}
+
+/// A reader in the mqueue filesystem: under `rcu_read_lock` it reaches the
+/// namespace's mount and, while the mount is still long-term, takes the
+/// lockless `mntput` fast path. The grace period before the free is what
+/// makes this safe.
+pub fn mq_path_walk(find_ns: impl FnOnce() -> Arc<IpcNamespace>) -> bool {
+    let _rcu = rcu_read_lock();
+    let ns = find_ns();
+    sim::touch(ns.obj, "read ns->mq_mnt");
+    sim::point("lookup_mnt", ns.mq_mnt.obj, &costs::MNT);
+    sim::touch(ns.mq_mnt.obj, "read mnt->mnt_ns");
+    if !ns.mq_mnt.mnt_ns.load(Ordering::Acquire) {
+        return false;
+    }
+    sim::point("mntput fast path", ns.mq_mnt.obj, &costs::MNT);
+    sim::touch(ns.mq_mnt.obj, "mntput fast path");
+    true
+}
+
+/// Costs this crate adds to the cost table.
+pub fn cost_keys() -> &'static [&'static CostKey] {
+    costs::ALL
+}

@@ -205,45 +205,20 @@ pub fn sysctl(name: &str) -> bool {
     SYSCTLS.iter().any(|(n, _)| *n == name)
 }
 
-/// Entries of the virtual-time cost table: (name, default in ns, what it
-/// costs). A scenario's `[costs]` table may override any of them.
-pub const COSTS: &[(&str, u64, &str)] = &[
-    ("step", 10, "any scheduling point not listed below"),
-    ("syscall", 150, "entering and leaving a syscall"),
-    ("mutex", 25, "taking or releasing an uncontended mutex"),
-    ("spinlock", 15, "taking or releasing a spinlock"),
-    ("atomic", 5, "one atomic operation"),
-    ("rcu_read", 2, "rcu_read_lock or rcu_read_unlock"),
-    (
-        "rcu_grace_period",
-        8_000_000,
-        "one synchronize_rcu grace period",
-    ),
-    ("schedule_work", 100, "queueing a work item"),
-    (
-        "kworker_wakeup",
-        5_000,
-        "latency from schedule_work until a kworker runs the item",
-    ),
-    ("kzalloc", 250, "allocating a kernel object"),
-    (
-        "mq_init_ns",
-        7_000,
-        "mq_init_ns: the internal mqueue mount of a new ipc namespace",
-    ),
-    (
-        "ipc_init_ns",
-        2_500,
-        "sysctl sets and sem/msg/shm ids of a new ipc namespace",
-    ),
-    (
-        "free_ipc_ns",
-        1_500,
-        "free_ipc_ns without its grace period: mntput, ids, sysctls, kfree",
-    ),
-    (
-        "switch_task_namespaces",
-        200,
-        "installing the new nsproxy and dropping the old one",
-    ),
-];
+/// Entries of the virtual-time cost table, each with its default and what
+/// it costs. A scenario's `[costs]` table may override any of them.
+pub fn costs() -> Vec<&'static sim::CostKey> {
+    let mut all: Vec<&'static sim::CostKey> = vec![
+        &sim::costs::STEP,
+        &crate::world::SYSCALL,
+        &crate::world::SWITCH_NS,
+    ];
+    all.extend(sync::costs::ALL.iter().copied());
+    all.extend(ipcns::costs::ALL.iter().copied());
+    all
+}
+
+/// Look up a cost-table entry by name.
+pub fn cost(name: &str) -> Option<&'static sim::CostKey> {
+    costs().into_iter().find(|c| c.name == name)
+}

@@ -2,7 +2,15 @@
 //! together (`unshare`, sysctl writes); kernel profiles and patches.
 //!
 //! Models kernel/nsproxy.c (`unshare_nsproxy_namespaces`,
-//! `switch_task_namespaces`) and kernel/fork.c (`ksys_unshare`).
+//! `switch_task_namespaces`, `exit_task_namespaces`), kernel/fork.c
+//! (`ksys_unshare`) and kernel/ucount.c's sysctl table (`max_*` writes).
 
 pub mod catalog;
+pub mod errno;
+pub mod profile;
 pub mod setup;
+pub mod world;
+
+pub use errno::Errno;
+pub use profile::{resolve_patches, ActivePatches};
+pub use world::{explore_run, replay_run, Results, RunOutput, RunSpec, SyscallStats};

@@ -1,0 +1,143 @@
+//! The oracle behind `ipc.no_false_enospc`, judged the way a user would:
+//! an `unshare(CLONE_NEWIPC)` may fail with ENOSPC only if, at some instant
+//! during the call, the ipc namespaces that were alive (charged and not yet
+//! released by their last put) in its user namespace or an ancestor
+//! reached that level's `max_ipc_namespaces`. Namespaces waiting in the
+//! free queue do not count: they are already released.
+
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use ucounts::{UcountType, UcountsNs};
+
+#[derive(Default)]
+pub struct Oracle {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Alive namespaces charged through each user namespace (by id).
+    live: BTreeMap<u32, i64>,
+    calls: BTreeMap<u64, Call>,
+    next_call: u64,
+    released: u64,
+    freed: u64,
+    violation: Option<String>,
+}
+
+struct Call {
+    chain: Vec<Arc<UcountsNs>>,
+    justified: bool,
+    /// Most namespaces seen alive at the leaf during the call.
+    most_live: i64,
+}
+
+/// A call being judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallId(u64);
+
+impl State {
+    fn judge(&mut self, id: u64) {
+        let live = &self.live;
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        let leaf_live = live.get(&call.chain[0].id).copied().unwrap_or(0);
+        call.most_live = call.most_live.max(leaf_live);
+        if call.justified {
+            return;
+        }
+        call.justified = call.chain.iter().any(|level| {
+            let alive = live.get(&level.id).copied().unwrap_or(0);
+            alive >= level.peek_max(UcountType::IpcNamespaces)
+        });
+    }
+
+    fn judge_all(&mut self) {
+        let ids: Vec<u64> = self.calls.keys().copied().collect();
+        for id in ids {
+            self.judge(id);
+        }
+    }
+}
+
+impl Oracle {
+    /// An `unshare(CLONE_NEWIPC)` begins in the user namespace `chain[0]`.
+    pub fn begin_call(&self, chain: Vec<Arc<UcountsNs>>) -> CallId {
+        let mut s = self.state.lock();
+        let id = s.next_call;
+        s.next_call += 1;
+        s.calls.insert(
+            id,
+            Call {
+                chain,
+                justified: false,
+                most_live: 0,
+            },
+        );
+        s.judge(id);
+        CallId(id)
+    }
+
+    /// The call returned; `enospc` says whether it failed with ENOSPC.
+    pub fn end_call(&self, id: CallId, enospc: bool, task: &str) {
+        let mut s = self.state.lock();
+        s.judge(id.0);
+        let Some(call) = s.calls.remove(&id.0) else {
+            return;
+        };
+        if enospc && !call.justified && s.violation.is_none() {
+            let leaf = &call.chain[0];
+            s.violation = Some(format!(
+                "unshare(CLONE_NEWIPC) by {task} returned ENOSPC, but at most {} ipc namespaces were alive in user namespace {} during the call (max_ipc_namespaces = {}) while {} released namespaces were waiting to be freed",
+                call.most_live,
+                leaf.name,
+                leaf.peek_max(UcountType::IpcNamespaces),
+                s.released - s.freed
+            ));
+        }
+    }
+
+    /// A namespace was charged at every level of `chain`.
+    pub fn charged(&self, chain: &[Arc<UcountsNs>]) {
+        let mut s = self.state.lock();
+        for level in chain {
+            *s.live.entry(level.id).or_default() += 1;
+        }
+        s.judge_all();
+    }
+
+    /// A namespace's last reference was dropped.
+    pub fn released(&self, chain: &[Arc<UcountsNs>]) {
+        let mut s = self.state.lock();
+        for level in chain {
+            *s.live.entry(level.id).or_default() -= 1;
+        }
+        s.released += 1;
+    }
+
+    /// A `max_ipc_namespaces` changed.
+    pub fn limits_changed(&self) {
+        self.state.lock().judge_all();
+    }
+
+    pub fn freed(&self) {
+        self.state.lock().freed += 1;
+    }
+
+    pub fn take_violation(&self) -> Option<String> {
+        self.state.lock().violation.take()
+    }
+
+    /// (released, freed) so far.
+    pub fn released_and_freed(&self) -> (u64, u64) {
+        let s = self.state.lock();
+        (s.released, s.freed)
+    }
+
+    /// Alive namespaces charged through user namespace `id`.
+    pub fn live(&self, id: u32) -> i64 {
+        self.state.lock().live.get(&id).copied().unwrap_or(0)
+    }
+}

@@ -1,0 +1,60 @@
+//! Error numbers, printed the way the kernel names them.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[allow(clippy::upper_case_acronyms)]
+pub enum Errno {
+    EPERM = 1,
+    ENOENT = 2,
+    EAGAIN = 11,
+    ENOMEM = 12,
+    EACCES = 13,
+    EINVAL = 22,
+    ENOSPC = 28,
+    EUSERS = 87,
+    ENOBUFS = 105,
+}
+
+impl Errno {
+    pub fn name(self) -> &'static str {
+        match self {
+            Errno::EPERM => "EPERM",
+            Errno::ENOENT => "ENOENT",
+            Errno::EAGAIN => "EAGAIN",
+            Errno::ENOMEM => "ENOMEM",
+            Errno::EACCES => "EACCES",
+            Errno::EINVAL => "EINVAL",
+            Errno::ENOSPC => "ENOSPC",
+            Errno::EUSERS => "EUSERS",
+            Errno::ENOBUFS => "ENOBUFS",
+        }
+    }
+
+    /// The value a syscall returns: minus the error number.
+    pub fn as_return(self) -> i64 {
+        -(self as i64)
+    }
+
+    pub fn from_return(v: i64) -> Option<Errno> {
+        [
+            Errno::EPERM,
+            Errno::ENOENT,
+            Errno::EAGAIN,
+            Errno::ENOMEM,
+            Errno::EACCES,
+            Errno::EINVAL,
+            Errno::ENOSPC,
+            Errno::EUSERS,
+            Errno::ENOBUFS,
+        ]
+        .into_iter()
+        .find(|e| e.as_return() == v)
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

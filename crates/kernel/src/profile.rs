@@ -1,0 +1,89 @@
+//! Kernel profiles: a release's patch set, plus the toggles a scenario or
+//! the command line adds.
+
+use crate::catalog;
+use ipcns::IpcPatches;
+use std::collections::BTreeSet;
+
+/// The patches in force for one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActivePatches {
+    pub profile: String,
+    pub enabled: BTreeSet<String>,
+}
+
+impl ActivePatches {
+    pub fn has(&self, patch: &str) -> bool {
+        self.enabled.contains(patch)
+    }
+
+    pub fn ipc(&self) -> IpcPatches {
+        IpcPatches {
+            async_free: self.has("ipc-async-free"),
+            wait_pending_free: self.has("ipc-wait-pending-free"),
+            batch_free: self.has("ipc-batch-free"),
+            free_no_grace_period: self.has("ipc-free-no-grace-period"),
+        }
+    }
+}
+
+/// Start from `profile`'s patches and apply `toggles` in order (`true`
+/// turns a patch on).
+pub fn resolve_patches(profile: &str, toggles: &[(String, bool)]) -> Result<ActivePatches, String> {
+    let p = catalog::profile(profile).ok_or_else(|| {
+        let names: Vec<_> = catalog::PROFILES.iter().map(|p| p.name).collect();
+        format!(
+            "unknown kernel profile `{profile}` (known: {})",
+            names.join(", ")
+        )
+    })?;
+    let mut enabled: BTreeSet<String> = p.patches.iter().map(|s| s.to_string()).collect();
+    for (name, on) in toggles {
+        if catalog::patch(name).is_none() {
+            let names: Vec<_> = catalog::PATCHES.iter().map(|p| p.name).collect();
+            return Err(format!(
+                "unknown patch `{name}` (known: {})",
+                names.join(", ")
+            ));
+        }
+        if *on {
+            enabled.insert(name.clone());
+        } else {
+            enabled.remove(name);
+        }
+    }
+    Ok(ActivePatches {
+        profile: profile.to_string(),
+        enabled,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_have_the_ipc_eras() {
+        let v62 = resolve_patches("v6.2", &[]).unwrap().ipc();
+        assert!(v62.async_free && !v62.wait_pending_free && !v62.batch_free);
+        let v63 = resolve_patches("v6.3", &[]).unwrap().ipc();
+        assert!(v63.async_free && v63.wait_pending_free && v63.batch_free);
+        let v56 = resolve_patches("v5.6", &[]).unwrap().ipc();
+        assert!(!v56.async_free);
+        let wait_only = resolve_patches("v6.3", &[("ipc-batch-free".into(), false)])
+            .unwrap()
+            .ipc();
+        assert!(wait_only.wait_pending_free && !wait_only.batch_free);
+        assert!(resolve_patches("v9.9", &[]).is_err());
+        assert!(resolve_patches("v6.3", &[("nope".into(), true)]).is_err());
+    }
+
+    #[test]
+    fn every_profile_names_known_patches() {
+        for p in catalog::PROFILES {
+            for patch in p.patches {
+                assert!(catalog::patch(patch).is_some(), "{patch}");
+            }
+        }
+    }
+}

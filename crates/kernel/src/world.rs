@@ -1,0 +1,468 @@
+//! A simulated machine built from a [`Setup`]: user namespaces, the ipc
+//! subsystem, a kworker, and one process per task instance running its
+//! operations. Also the entry points that explore or replay one kernel run.
+
+use crate::errno::Errno;
+use crate::profile::ActivePatches;
+use crate::setup::{clone_flags, Op, Setup, INIT_USER_NS};
+use ipcns::{mq_path_walk, Ipc, IpcError, IpcNamespace};
+use parking_lot::Mutex;
+use sim::{CostKey, ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Outcome, Schedule};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use sync::Workqueue;
+use ucounts::{UcountType, UcountsNs, UcountsTable, UCOUNT_MAX_LIMIT};
+
+pub static SYSCALL: CostKey = CostKey::new("syscall", 150, "entering and leaving a syscall");
+pub static SWITCH_NS: CostKey = CostKey::new(
+    "switch_task_namespaces",
+    200,
+    "installing a new nsproxy and dropping the old one",
+);
+
+/// Results of one task's syscalls: for each operation, how many calls gave
+/// each result (`ok` or an errno name) and the index of the first failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyscallStats {
+    pub calls: u64,
+    pub results: BTreeMap<String, u64>,
+    pub first_failure: Option<u64>,
+}
+
+/// Per task instance, per operation label.
+pub type Results = BTreeMap<String, BTreeMap<String, SyscallStats>>;
+
+/// `struct nsproxy`, reduced to what the model uses.
+struct Nsproxy {
+    ipc_ns: Arc<IpcNamespace>,
+}
+
+/// A simulated process.
+struct Process {
+    name: String,
+    uid: u32,
+    user_ns: Arc<UcountsNs>,
+    nsproxy: Mutex<Nsproxy>,
+}
+
+/// A scenario's named lock (`lock(A)`): a plain sleeping lock that records
+/// its holder, so a deadlock report can show the wait-for cycle.
+struct ScenarioLock {
+    obj: ObjId,
+    holder: Mutex<Option<sim::TaskId>>,
+}
+
+struct World {
+    ipc: Arc<Ipc>,
+    ucounts: Arc<UcountsTable>,
+    user_ns: BTreeMap<String, Arc<UcountsNs>>,
+    procs: BTreeMap<String, Arc<Process>>,
+    locks: BTreeMap<String, ScenarioLock>,
+    results: Mutex<Results>,
+}
+
+/// What to run: a set-up under a kernel profile, with invariants and an
+/// exploration.
+pub struct RunSpec<'a> {
+    pub setup: &'a Setup,
+    pub patches: &'a ActivePatches,
+    pub invariants: &'a [String],
+    pub explore: ExploreConfig,
+}
+
+/// The reported execution of a run and its syscall results.
+pub struct RunOutput {
+    pub explore: ExploreReport,
+    pub results: Results,
+}
+
+/// Explore a run; the report is its first failing execution or its last.
+pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
+    let last: Rc<RefCell<Option<Arc<World>>>> = Rc::default();
+    let keep = Rc::clone(&last);
+    let mut build = move |e: &mut Execution| {
+        let w = build_world(e, spec);
+        *keep.borrow_mut() = Some(w);
+    };
+    let explore = sim::explore(&spec.explore, &mut build);
+    let results = take_results(&last);
+    RunOutput { explore, results }
+}
+
+/// Run exactly one execution under `schedule`, recording its events when
+/// `record` is set.
+pub fn replay_run(spec: &RunSpec<'_>, schedule: &Schedule, record: bool) -> (ExecReport, Results) {
+    let mut cfg = spec.explore.exec.clone();
+    cfg.record = record;
+    let mut e = Execution::new(cfg, schedule);
+    let w = build_world(&mut e, spec);
+    let report = e.run();
+    let results = w.results.lock().clone();
+    (report, results)
+}
+
+fn take_results(last: &Rc<RefCell<Option<Arc<World>>>>) -> Results {
+    last.borrow()
+        .as_ref()
+        .map(|w| w.results.lock().clone())
+        .unwrap_or_default()
+}
+
+fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
+    let world = e.setup(|| {
+        let ucounts = Arc::new(UcountsTable::new());
+        let user_ns = make_user_namespaces(spec.setup, &ucounts);
+        apply_sysctls(spec.setup, &user_ns);
+        let wq = Workqueue::new("system_wq");
+        wq.start_worker("kworker");
+        let ipc = Ipc::new(
+            spec.patches.ipc(),
+            Arc::clone(&ucounts),
+            &user_ns[INIT_USER_NS],
+            &wq,
+        );
+        let procs = make_processes(spec.setup, &user_ns, &ipc);
+        let locks = make_locks(spec.setup);
+        let world = Arc::new(World {
+            ipc,
+            ucounts,
+            user_ns,
+            procs,
+            locks,
+            results: Mutex::new(Results::new()),
+        });
+        spawn_tasks(spec.setup, &world);
+        world
+    });
+    install_invariants(e, &world, spec.invariants);
+    world
+}
+
+fn make_user_namespaces(setup: &Setup, table: &UcountsTable) -> BTreeMap<String, Arc<UcountsNs>> {
+    let mut map = BTreeMap::new();
+    map.insert(INIT_USER_NS.to_string(), UcountsNs::init(0));
+    for (i, spec) in setup.user_namespaces.iter().enumerate() {
+        let parent = Arc::clone(&map[&spec.parent]);
+        // The namespace's creation is charged to (parent, owner).
+        let charge = table.alloc_ucounts(&parent, spec.owner);
+        let ns = UcountsNs::child(i as u32 + 1, &spec.name, &parent, charge);
+        map.insert(spec.name.clone(), ns);
+    }
+    map
+}
+
+fn apply_sysctls(setup: &Setup, user_ns: &BTreeMap<String, Arc<UcountsNs>>) {
+    for s in &setup.sysctls {
+        if let (Some(ns), Some(t)) = (user_ns.get(&s.userns), UcountType::from_sysctl(&s.name)) {
+            ns.set_max(t, s.value);
+        }
+    }
+}
+
+fn instance_names(name: &str, instances: u32) -> Vec<String> {
+    if instances <= 1 {
+        vec![name.to_string()]
+    } else {
+        (0..instances).map(|i| format!("{name}.{i}")).collect()
+    }
+}
+
+fn make_processes(
+    setup: &Setup,
+    user_ns: &BTreeMap<String, Arc<UcountsNs>>,
+    ipc: &Arc<Ipc>,
+) -> BTreeMap<String, Arc<Process>> {
+    let mut procs = BTreeMap::new();
+    for t in &setup.tasks {
+        for name in instance_names(&t.name, t.instances) {
+            // Every process starts in the initial ipc namespace and holds a
+            // reference to it through its nsproxy.
+            ipc.init_ipc_ns.get();
+            let p = Process {
+                name: name.clone(),
+                uid: t.uid,
+                user_ns: Arc::clone(&user_ns[&t.userns]),
+                nsproxy: Mutex::new(Nsproxy {
+                    ipc_ns: Arc::clone(&ipc.init_ipc_ns),
+                }),
+            };
+            procs.insert(name, Arc::new(p));
+        }
+    }
+    procs
+}
+
+fn make_locks(setup: &Setup) -> BTreeMap<String, ScenarioLock> {
+    let mut locks = BTreeMap::new();
+    for t in &setup.tasks {
+        for op in &t.ops {
+            if let Op::Lock { name } | Op::Unlock { name } = op {
+                locks.entry(name.clone()).or_insert_with(|| ScenarioLock {
+                    obj: sim::new_object(intern(name)),
+                    holder: Mutex::new(None),
+                });
+            }
+        }
+    }
+    locks
+}
+
+/// Scenario names become object kinds, which are `&'static str`.
+fn intern(name: &str) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock();
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(leaked);
+    leaked
+}
+
+fn spawn_tasks(setup: &Setup, world: &Arc<World>) {
+    for t in &setup.tasks {
+        for name in instance_names(&t.name, t.instances) {
+            let w = Arc::clone(world);
+            let proc_ = Arc::clone(&world.procs[&name]);
+            let (ops, repeat) = (t.ops.clone(), t.repeat);
+            sim::spawn(name, false, move || {
+                for _ in 0..repeat {
+                    for op in &ops {
+                        w.do_op(&proc_, op);
+                    }
+                }
+                w.exit_task_namespaces(&proc_);
+            });
+        }
+    }
+}
+
+/// The label an operation's results are filed under.
+fn op_label(op: &Op) -> String {
+    match op {
+        Op::Unshare { flags } => {
+            let names: Vec<&str> = crate::catalog::CLONE_FLAGS
+                .iter()
+                .filter(|(_, v, _)| flags & v != 0)
+                .map(|(n, _, _)| *n)
+                .collect();
+            format!("unshare({})", names.join("|"))
+        }
+        Op::SysctlWrite { name, .. } => format!("sysctl_write({name})"),
+        Op::MqPathWalk { target } => format!("mq_path_walk({target})"),
+        Op::Lock { name } => format!("lock({name})"),
+        Op::Unlock { name } => format!("unlock({name})"),
+        Op::Sleep { .. } => "sleep".into(),
+        Op::Bug { .. } => "bug".into(),
+    }
+}
+
+impl World {
+    fn do_op(&self, p: &Process, op: &Op) {
+        let result = match op {
+            Op::Unshare { flags } => self.ksys_unshare(p, *flags),
+            Op::SysctlWrite { name, value } => self.sysctl_write(p, name, *value),
+            Op::MqPathWalk { target } => self.mq_path_walk(target),
+            Op::Lock { name } => self.lock(name),
+            Op::Unlock { name } => self.unlock(name),
+            Op::Sleep { ns } => {
+                sim::sleep("sleep", *ns);
+                Ok(())
+            }
+            Op::Bug { message } => panic!("BUG: {message}"),
+        };
+        self.record(p, op, result);
+    }
+
+    fn record(&self, p: &Process, op: &Op, result: Result<(), Errno>) {
+        if matches!(op, Op::Sleep { .. }) {
+            return;
+        }
+        let mut results = self.results.lock();
+        let stats = results
+            .entry(p.name.clone())
+            .or_default()
+            .entry(op_label(op))
+            .or_default();
+        let key = match result {
+            Ok(()) => "ok",
+            Err(e) => e.name(),
+        };
+        *stats.results.entry(key.to_string()).or_default() += 1;
+        if result.is_err() && stats.first_failure.is_none() {
+            stats.first_failure = Some(stats.calls);
+        }
+        stats.calls += 1;
+    }
+
+    /// `ksys_unshare` with the namespaces the model has: create the new
+    /// ones, then switch the task to them and drop the old ones.
+    fn ksys_unshare(&self, p: &Process, flags: u64) -> Result<(), Errno> {
+        sim::point("unshare", ObjId::NONE, &SYSCALL);
+        if flags & clone_flags::CLONE_NEWIPC == 0 {
+            return Ok(());
+        }
+        let call = self.ipc.oracle.begin_call(p.user_ns.chain());
+        let created = self.ipc.create_ipc_ns(&p.user_ns, p.uid);
+        self.ipc.oracle.end_call(call, created.is_err(), &p.name);
+        let new_ns = match created {
+            Ok(ns) => ns,
+            Err(IpcError::NoSpace) => {
+                sim::note("unshare", ObjId::NONE, Errno::ENOSPC.as_return());
+                return Err(Errno::ENOSPC);
+            }
+        };
+        sim::note("unshare", new_ns.obj, 0);
+        self.switch_task_namespaces(p, new_ns);
+        Ok(())
+    }
+
+    /// Install the new namespace, then put the old one.
+    fn switch_task_namespaces(&self, p: &Process, new_ns: Arc<IpcNamespace>) {
+        sim::point("switch_task_namespaces", new_ns.obj, &SWITCH_NS);
+        let old = std::mem::replace(&mut p.nsproxy.lock().ipc_ns, new_ns);
+        self.ipc.put_ipc_ns(old);
+    }
+
+    /// `exit_task_namespaces`: the exiting task drops its namespaces.
+    fn exit_task_namespaces(&self, p: &Process) {
+        sim::point("exit_task_namespaces", ObjId::NONE, &SWITCH_NS);
+        let old = std::mem::replace(
+            &mut p.nsproxy.lock().ipc_ns,
+            Arc::clone(&self.ipc.init_ipc_ns),
+        );
+        self.ipc.put_ipc_ns(old);
+    }
+
+    /// Write a `max_*` sysctl of the task's own user namespace.
+    fn sysctl_write(&self, p: &Process, name: &str, value: i64) -> Result<(), Errno> {
+        sim::point("sysctl_write", ObjId::NONE, &SYSCALL);
+        let t = UcountType::from_sysctl(name).ok_or(Errno::ENOENT)?;
+        if !(0..=UCOUNT_MAX_LIMIT).contains(&value) {
+            return Err(Errno::EINVAL);
+        }
+        p.user_ns.set_max(t, value);
+        self.ipc.oracle.limits_changed();
+        Ok(())
+    }
+
+    fn mq_path_walk(&self, target: &str) -> Result<(), Errno> {
+        sim::point("mq_path_walk", ObjId::NONE, &SYSCALL);
+        let Some(target) = self
+            .procs
+            .get(target)
+            .or_else(|| self.procs.get(&format!("{target}.0")))
+        else {
+            return Err(Errno::ENOENT);
+        };
+        let reached = mq_path_walk(|| Arc::clone(&target.nsproxy.lock().ipc_ns));
+        if reached {
+            Ok(())
+        } else {
+            Err(Errno::ENOENT)
+        }
+    }
+
+    fn lock(&self, name: &str) -> Result<(), Errno> {
+        let l = &self.locks[name];
+        sim::point("lock", l.obj, &sync::costs::MUTEX);
+        let me = sim::current_task();
+        loop {
+            {
+                let mut h = l.holder.lock();
+                if h.is_none() {
+                    *h = me;
+                    sim::set_owner(l.obj, me);
+                    return Ok(());
+                }
+            }
+            sim::block("lock", l.obj, false);
+        }
+    }
+
+    fn unlock(&self, name: &str) -> Result<(), Errno> {
+        let l = &self.locks[name];
+        sim::point("unlock", l.obj, &sync::costs::MUTEX);
+        let mut h = l.holder.lock();
+        if *h != sim::current_task() {
+            return Err(Errno::EPERM);
+        }
+        *h = None;
+        sim::set_owner(l.obj, None);
+        drop(h);
+        sim::wake_all(l.obj, 0);
+        Ok(())
+    }
+}
+
+fn violation(invariant: &str, detail: String) -> Outcome {
+    Outcome::Violation {
+        invariant: invariant.to_string(),
+        detail,
+    }
+}
+
+fn install_invariants(e: &mut Execution, world: &Arc<World>, invariants: &[String]) {
+    let wants = |n: &str| invariants.iter().any(|i| i == n);
+    if wants("ipc.no_false_enospc") {
+        let w = Arc::clone(world);
+        e.check_each_step(move || {
+            w.ipc
+                .oracle
+                .take_violation()
+                .map(|d| violation("ipc.no_false_enospc", d))
+        });
+    }
+    if wants("ucounts.balanced") {
+        let w = Arc::clone(world);
+        e.check_each_step(move || {
+            let entries = w.ucounts.peek_entries();
+            w.ucounts
+                .ledger
+                .check(&entries)
+                .map(|d| violation("ucounts.balanced", d))
+        });
+        let w = Arc::clone(world);
+        e.check_at_end(move || {
+            let outstanding = w.ucounts.ledger.outstanding();
+            let nonzero: Vec<String> = w
+                .ucounts
+                .peek_entries()
+                .iter()
+                .flat_map(|u| {
+                    UcountType::ALL
+                        .into_iter()
+                        .filter(|t| u.peek(*t) != 0)
+                        .map(|t| {
+                            format!("{t:?} of uid {} in {} is {}", u.uid, u.ns.name, u.peek(t))
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            (!outstanding.is_empty() || !nonzero.is_empty()).then(|| {
+                violation(
+                    "ucounts.balanced",
+                    format!(
+                        "after every task exited and the queues drained, counters are not zero: {}",
+                        nonzero.join("; ")
+                    ),
+                )
+            })
+        });
+    }
+    if wants("ipc.freed_eventually") {
+        let w = Arc::clone(world);
+        e.check_at_end(move || {
+            let (released, freed) = w.ipc.oracle.released_and_freed();
+            (released != freed || w.ipc.peek_pending() != 0).then(|| {
+                violation(
+                    "ipc.freed_eventually",
+                    format!("{released} ipc namespaces were released but only {freed} freed"),
+                )
+            })
+        });
+    }
+    let _ = &world.user_ns;
+}

@@ -1,0 +1,143 @@
+//! The ipc allocation-vs-free race across the kernel eras.
+
+use kernel::setup::{clone_flags::CLONE_NEWIPC, Op, Setup, SysctlSpec, TaskSpec};
+use kernel::{explore_run, resolve_patches, RunSpec};
+use sim::{ExecConfig, ExploreConfig, Outcome, StrategySpec};
+
+fn looper_setup(max: i64, repeat: u64, instances: u32) -> Setup {
+    Setup {
+        user_namespaces: vec![],
+        sysctls: vec![SysctlSpec {
+            userns: "init".into(),
+            name: "user.max_ipc_namespaces".into(),
+            value: max,
+        }],
+        tasks: vec![TaskSpec {
+            name: "looper".into(),
+            instances,
+            userns: "init".into(),
+            uid: 0,
+            repeat,
+            ops: vec![Op::Unshare {
+                flags: CLONE_NEWIPC,
+            }],
+        }],
+    }
+}
+
+fn all_invariants() -> Vec<String> {
+    kernel::catalog::INVARIANTS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect()
+}
+
+fn run(
+    setup: &Setup,
+    profile: &str,
+    toggles: &[(&str, bool)],
+    strategy: StrategySpec,
+    seed: u64,
+    iterations: u64,
+) -> (Outcome, u64, u64) {
+    let toggles: Vec<(String, bool)> = toggles.iter().map(|(n, b)| (n.to_string(), *b)).collect();
+    let patches = resolve_patches(profile, &toggles).unwrap();
+    let invariants = all_invariants();
+    let spec = RunSpec {
+        setup,
+        patches: &patches,
+        invariants: &invariants,
+        explore: ExploreConfig {
+            strategy,
+            seed,
+            iterations,
+            exec: ExecConfig::default(),
+        },
+    };
+    let out = explore_run(&spec);
+    (
+        out.explore.report.outcome,
+        out.explore.executions,
+        out.explore.report.virtual_ns,
+    )
+}
+
+#[test]
+fn v6_2_gives_a_false_enospc_under_random_search() {
+    let setup = looper_setup(3, 20, 1);
+    for seed in 1..=20 {
+        let (o, n, _) = run(&setup, "v6.2", &[], StrategySpec::Random, seed, 100);
+        assert_eq!(
+            o.invariant(),
+            Some("ipc.no_false_enospc"),
+            "seed {seed}: {o}"
+        );
+        assert!(n <= 100);
+    }
+}
+
+#[test]
+fn v6_2_gives_a_false_enospc_under_pct() {
+    let setup = looper_setup(3, 20, 1);
+    for seed in 1..=20 {
+        let (o, _, _) = run(
+            &setup,
+            "v6.2",
+            &[],
+            StrategySpec::Pct { depth: 3 },
+            seed,
+            100,
+        );
+        assert_eq!(
+            o.invariant(),
+            Some("ipc.no_false_enospc"),
+            "seed {seed}: {o}"
+        );
+    }
+}
+
+#[test]
+fn v6_3_passes_in_timed_order_and_under_random_search() {
+    let setup = looper_setup(3, 20, 1);
+    let (o, _, t) = run(&setup, "v6.3", &[], StrategySpec::Fair, 1, 1);
+    assert_eq!(o, Outcome::Pass);
+    assert!(t > 0);
+    let (o, n, _) = run(&setup, "v6.3", &[], StrategySpec::Random, 1, 200);
+    assert_eq!(o, Outcome::Pass, "{o}");
+    assert_eq!(n, 200);
+}
+
+#[test]
+fn v5_6_frees_synchronously_and_passes() {
+    let setup = looper_setup(3, 10, 1);
+    let (o, _, _) = run(&setup, "v5.6", &[], StrategySpec::Random, 1, 50);
+    assert_eq!(o, Outcome::Pass, "{o}");
+}
+
+#[test]
+fn freeing_without_a_grace_period_is_a_use_after_free() {
+    let mut setup = looper_setup(1000, 5, 1);
+    setup.tasks.push(TaskSpec {
+        name: "reader".into(),
+        instances: 1,
+        userns: "init".into(),
+        uid: 0,
+        repeat: 5,
+        ops: vec![Op::MqPathWalk {
+            target: "looper".into(),
+        }],
+    });
+    let (o, _, _) = run(
+        &setup,
+        "v6.3",
+        &[("ipc-free-no-grace-period", true)],
+        StrategySpec::Random,
+        1,
+        2000,
+    );
+    assert!(matches!(o, Outcome::UseAfterFree { .. }), "{o}");
+    let (o, _, _) = run(&setup, "v6.3", &[], StrategySpec::Random, 1, 300);
+    assert_eq!(o, Outcome::Pass, "{o}");
+    let (o, _, _) = run(&setup, "v6.2", &[], StrategySpec::Random, 1, 300);
+    assert_eq!(o, Outcome::Pass, "{o}");
+}
