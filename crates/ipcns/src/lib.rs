@@ -33,7 +33,7 @@ pub mod costs {
     pub static KZALLOC: CostKey = CostKey::new("kzalloc", 250, "allocating a kernel object");
     pub static MQ_INIT_NS: CostKey = CostKey::new(
         "mq_init_ns",
-        7_000,
+        8_700,
         "mq_init_ns: the internal mqueue mount of a new ipc namespace",
     );
     pub static IPC_INIT_NS: CostKey = CostKey::new(

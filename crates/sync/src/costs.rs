@@ -8,8 +8,8 @@ pub static ATOMIC: CostKey = CostKey::new("atomic", 5, "one atomic operation");
 pub static RCU_READ: CostKey = CostKey::new("rcu_read", 2, "rcu_read_lock or rcu_read_unlock");
 pub static RCU_GRACE_PERIOD: CostKey = CostKey::new(
     "rcu_grace_period",
-    8_000_000,
-    "one synchronize_rcu grace period",
+    7_570_000,
+    "one synchronize_rcu grace period (calibrated against the 2023 ipc measurements)",
 );
 pub static SCHEDULE_WORK: CostKey = CostKey::new("schedule_work", 100, "queueing a work item");
 pub static KWORKER_WAKEUP: CostKey = CostKey::new(

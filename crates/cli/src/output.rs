@@ -1,0 +1,192 @@
+//! What `nssim` prints.
+
+use crate::Format;
+use kernel::{catalog, ActivePatches, Errno, Results};
+use scenario::{Expect, Scenario};
+use serde_json::{json, Map, Value};
+use sim::{Event, ExecReport};
+
+/// The outcome of one (scenario, kernel) run, ready to print.
+pub struct RunRecord {
+    pub as_expected: bool,
+    json: Value,
+    text: String,
+}
+
+fn results_json(results: &Results) -> Value {
+    let mut tasks = Map::new();
+    for (task, ops) in results {
+        let mut per_op = Map::new();
+        for (op, stats) in ops {
+            per_op.insert(
+                op.clone(),
+                json!({
+                    "calls": stats.calls,
+                    "results": stats.results,
+                    "first_failure": stats.first_failure,
+                }),
+            );
+        }
+        tasks.insert(task.clone(), Value::Object(per_op));
+    }
+    Value::Object(tasks)
+}
+
+fn results_text(results: &Results) -> String {
+    let mut lines = Vec::new();
+    for (task, ops) in results {
+        for (op, stats) in ops {
+            let counts: Vec<String> = stats
+                .results
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let first = stats
+                .first_failure
+                .map(|i| format!(", first failure at call {i}"))
+                .unwrap_or_default();
+            lines.push(format!("    {task}: {op}: {}{first}", counts.join(", ")));
+        }
+    }
+    lines.join("\n")
+}
+
+impl RunRecord {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        sc: &Scenario,
+        label: &str,
+        patches: &ActivePatches,
+        strategy: &str,
+        seed: u64,
+        expect: Option<&Expect>,
+        executions: u64,
+        exhausted: bool,
+        report: &ExecReport,
+        token: String,
+        results: &Results,
+    ) -> RunRecord {
+        let outcome = &report.outcome;
+        let as_expected = expect.is_none_or(|e| {
+            e.outcome.as_str() == outcome.kind()
+                && e.invariant
+                    .as_deref()
+                    .is_none_or(|i| Some(i) == outcome.invariant())
+        });
+        let expected = expect.map(|e| e.outcome.as_str());
+        let json = json!({
+            "scenario": sc.name,
+            "file": sc.path.display().to_string(),
+            "kernel": label,
+            "profile": patches.profile,
+            "patches": patches.enabled,
+            "strategy": strategy,
+            "seed": seed,
+            "outcome": outcome.kind(),
+            "invariant": outcome.invariant(),
+            "detail": if outcome.is_failure() { Value::String(outcome.to_string()) } else { Value::Null },
+            "expected": expected,
+            "expected_invariant": expect.and_then(|e| e.invariant.clone()),
+            "as_expected": as_expected,
+            "executions": executions,
+            "exhausted": exhausted,
+            "steps": report.steps,
+            "virtual_ns": report.virtual_ns,
+            "token": token,
+            "trace_hash": format!("{:016x}", report.trace_hash),
+            "results": results_json(results),
+        });
+        let mark = if as_expected { "ok  " } else { "FAIL" };
+        let expectation = match expect {
+            Some(e) => match &e.invariant {
+                Some(i) => format!("expected {} of {i}", e.outcome.as_str()),
+                None => format!("expected {}", e.outcome.as_str()),
+            },
+            None => "no expectation".into(),
+        };
+        let exhausted_note = if exhausted { ", search exhausted" } else { "" };
+        let mut text = format!(
+            "{mark} {} [{label}] {} ({expectation}) after {executions} execution(s) of {strategy} seed {seed}{exhausted_note}; {} steps, {} virtual",
+            sc.name,
+            outcome.kind(),
+            report.steps,
+            scenario::format_duration(report.virtual_ns),
+        );
+        if outcome.is_failure() {
+            text.push_str(&format!("\n    {outcome}"));
+        }
+        let res = results_text(results);
+        if !res.is_empty() {
+            text.push('\n');
+            text.push_str(&res);
+        }
+        text.push_str(&format!(
+            "\n    token {token}\n    replay: nssim replay {} {token}",
+            sc.path.display()
+        ));
+        RunRecord {
+            as_expected,
+            json,
+            text,
+        }
+    }
+}
+
+pub fn print_record(r: &RunRecord, format: Format) {
+    match format {
+        Format::Json => println!("{}", r.json),
+        Format::Text => println!("{}", r.text),
+    }
+}
+
+/// How a note's value reads: syscall results as errno names.
+fn describe(e: &Event) -> Option<String> {
+    match e.label {
+        "unshare" | "syscall" => Some(if e.value == 0 {
+            "ok".into()
+        } else {
+            Errno::from_return(e.value).map_or(e.value.to_string(), |x| x.name().to_string())
+        }),
+        "free_ipc: batch" => Some(format!("{} namespaces", e.value)),
+        _ => None,
+    }
+}
+
+pub fn print_steps(report: &ExecReport) {
+    print!("{}", report::steps::render(report, &describe));
+}
+
+pub fn print_kernels() {
+    println!("Kernel profiles (a release and the patches it has):");
+    for p in catalog::PROFILES {
+        let patches = if p.patches.is_empty() {
+            "-".to_string()
+        } else {
+            p.patches.join(", ")
+        };
+        println!(
+            "  {:<8} {}\n           patches: {patches}",
+            p.name, p.summary
+        );
+    }
+    println!("\nPatches (turn on or off with --patch +NAME / --patch -NAME):");
+    for p in catalog::PATCHES {
+        let merged = p
+            .merged_in
+            .map_or("never merged".to_string(), |v| format!("merged in {v}"));
+        println!("  {:<26} ({merged}) {}", p.name, p.summary);
+    }
+    println!("\nInvariants:");
+    for (name, summary) in catalog::INVARIANTS {
+        println!("  {name:<22} {summary}");
+    }
+    println!("\nCost table (defaults; a scenario's [costs] overrides them):");
+    for c in catalog::costs() {
+        println!(
+            "  {:<24} {:>10}  {}",
+            c.name,
+            scenario::format_duration(c.default_ns),
+            c.summary
+        );
+    }
+}

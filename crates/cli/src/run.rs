@@ -1,0 +1,321 @@
+//! `nssim run` and `nssim replay`.
+
+use crate::output::{self, RunRecord};
+use crate::{Format, Overrides, StrategyArg};
+use kernel::{catalog, explore_run, replay_run, resolve_patches, RunSpec};
+use scenario::{Expect, Explore, KernelRun, Scenario, StrategyName};
+use sim::{CostTable, ExecConfig, ExploreConfig, Schedule, StrategySpec, Token};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// An error that ends the command with exit status 2.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<scenario::ScenarioError> for CliError {
+    fn from(e: scenario::ScenarioError) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+/// One (scenario, kernel) run to do.
+struct Plan {
+    label: String,
+    profile: String,
+    /// The scenario's toggles, then the command line's.
+    toggles: Vec<(String, bool)>,
+    /// The command line's toggles as written (they go into the token).
+    cli_patches: Vec<String>,
+    expect: Option<Expect>,
+    explore: Explore,
+}
+
+fn parse_toggles(patches: &[String]) -> Result<Vec<(String, bool)>, CliError> {
+    patches
+        .iter()
+        .map(|p| {
+            let (on, name) = match p.split_at_checked(1) {
+                Some(("+", n)) => (true, n),
+                Some(("-", n)) => (false, n),
+                _ => {
+                    return Err(CliError(format!(
+                        "error: --patch `{p}` must start with + (turn on) or - (turn off), e.g. --patch +ipc-batch-free"
+                    )))
+                }
+            };
+            if catalog::patch(name).is_none() {
+                let known: Vec<_> = catalog::PATCHES.iter().map(|p| p.name).collect();
+                return Err(CliError(format!(
+                    "error: unknown patch `{name}` in --patch {p} (known: {})",
+                    known.join(", ")
+                )));
+            }
+            Ok((name.to_string(), on))
+        })
+        .collect()
+}
+
+fn apply_overrides(mut e: Explore, ov: &Overrides) -> Result<Explore, CliError> {
+    if let Some(s) = ov.strategy {
+        e.strategy = match s {
+            StrategyArg::Random => StrategyName::Random,
+            StrategyArg::Pct => StrategyName::Pct,
+            StrategyArg::Dfs => StrategyName::Dfs,
+            StrategyArg::Fair => StrategyName::Fair,
+        };
+    }
+    e.seed = ov.seed.unwrap_or(e.seed);
+    e.iterations = ov.iterations.unwrap_or(e.iterations).max(1);
+    e.pct_depth = ov.pct_depth.unwrap_or(e.pct_depth);
+    e.preemption_bound = ov.preemption_bound.unwrap_or(e.preemption_bound);
+    e.cpus = ov.cpus.unwrap_or(e.cpus).max(1);
+    e.max_steps = ov.max_steps.unwrap_or(e.max_steps);
+    if let Some(t) = &ov.max_virtual_time {
+        e.max_virtual_ns = scenario::parse_duration(t)
+            .map_err(|m| CliError(format!("error: --max-virtual-time `{t}`: {m}")))?;
+    }
+    Ok(e)
+}
+
+fn kernel_matches(run: &KernelRun, name: &str) -> bool {
+    run.label == name || run.profile == name
+}
+
+fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Plan>, CliError> {
+    let mut out = Vec::new();
+    let wanted =
+        |r: &KernelRun| ov.kernels.is_empty() || ov.kernels.iter().any(|k| kernel_matches(r, k));
+    for r in sc.runs.iter().filter(|r| wanted(r)) {
+        let mut toggles: Vec<(String, bool)> = r
+            .patches
+            .iter()
+            .map(|p| (p.name.clone(), p.enable))
+            .collect();
+        toggles.extend(cli.iter().cloned());
+        out.push(Plan {
+            label: r.label.clone(),
+            profile: r.profile.clone(),
+            toggles,
+            cli_patches: ov.patches.clone(),
+            expect: Some(r.expect.clone()),
+            explore: apply_overrides(r.explore, ov)?,
+        });
+    }
+    // A kernel the scenario does not list runs without an expectation.
+    for k in &ov.kernels {
+        if sc.runs.iter().any(|r| kernel_matches(r, k)) {
+            continue;
+        }
+        let base = sc
+            .runs
+            .first()
+            .map(|r| r.explore)
+            .unwrap_or_default();
+        out.push(Plan {
+            label: k.clone(),
+            profile: k.clone(),
+            toggles: cli.to_vec(),
+            cli_patches: ov.patches.clone(),
+            expect: None,
+            explore: apply_overrides(base, ov)?,
+        });
+    }
+    Ok(out)
+}
+
+fn strategy_spec(e: &Explore) -> StrategySpec {
+    match e.strategy {
+        StrategyName::Random => StrategySpec::Random,
+        StrategyName::Pct => StrategySpec::Pct { depth: e.pct_depth },
+        StrategyName::Dfs => StrategySpec::Dfs {
+            preemption_bound: e.preemption_bound,
+        },
+        StrategyName::Fair => StrategySpec::Fair,
+    }
+}
+
+fn cost_table(sc: &Scenario) -> CostTable {
+    let mut t = CostTable::new();
+    for (name, ns) in &sc.costs {
+        t.set(name, *ns);
+    }
+    t
+}
+
+fn exec_config(sc: &Scenario, e: &Explore) -> ExecConfig {
+    ExecConfig {
+        cpus: e.cpus,
+        max_steps: e.max_steps,
+        max_virtual_ns: e.max_virtual_ns,
+        costs: cost_table(sc),
+        ..ExecConfig::default()
+    }
+}
+
+fn scenario_hash(sc: &Scenario) -> u32 {
+    sim::token::hash32(sc.name.as_bytes())
+}
+
+fn check_kernels(scenarios: &[Scenario], ov: &Overrides) -> Result<(), CliError> {
+    for k in &ov.kernels {
+        let listed = scenarios
+            .iter()
+            .any(|s| s.runs.iter().any(|r| kernel_matches(r, k)));
+        if !listed && catalog::profile(k).is_none() {
+            let known: Vec<_> = catalog::PROFILES.iter().map(|p| p.name).collect();
+            return Err(CliError(format!(
+                "error: unknown kernel `{k}` in --kernel (profiles: {}; or a label of a scenario's [[kernel]] entry)",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn run(paths: &[PathBuf], ov: &Overrides, format: Format) -> Result<bool, CliError> {
+    let toggles = parse_toggles(&ov.patches)?;
+    apply_overrides(Explore::default(), ov)?;
+    let files = scenario::discover(paths)?;
+    if files.is_empty() {
+        return Err(CliError(
+            "error: no scenario files (*.toml) found in the given paths".into(),
+        ));
+    }
+    let scenarios = files
+        .iter()
+        .map(|f| scenario::load(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_kernels(&scenarios, ov)?;
+    let mut all_as_expected = true;
+    for sc in &scenarios {
+        for plan in plans(sc, ov, &toggles)? {
+            let record = execute(sc, &plan)?;
+            all_as_expected &= record.as_expected;
+            output::print_record(&record, format);
+        }
+    }
+    Ok(all_as_expected)
+}
+
+fn execute(sc: &Scenario, plan: &Plan) -> Result<RunRecord, CliError> {
+    let patches = resolve_patches(&plan.profile, &plan.toggles)
+        .map_err(|m| CliError(format!("error: {}: {m}", sc.path.display())))?;
+    let exec = exec_config(sc, &plan.explore);
+    let spec = RunSpec {
+        setup: &sc.setup,
+        patches: &patches,
+        invariants: &sc.invariants,
+        explore: ExploreConfig {
+            strategy: strategy_spec(&plan.explore),
+            seed: plan.explore.seed,
+            iterations: plan.explore.iterations,
+            exec: exec.clone(),
+        },
+    };
+    let out = explore_run(&spec);
+    let token = Token {
+        scenario: scenario_hash(sc),
+        kernel: plan.label.clone(),
+        patches: plan.cli_patches.clone(),
+        cpus: exec.cpus,
+        max_steps: exec.max_steps,
+        max_virtual_ns: exec.max_virtual_ns,
+        schedule: out.explore.schedule.clone(),
+    };
+    Ok(RunRecord::new(
+        sc,
+        &plan.label,
+        &patches,
+        plan.explore.strategy.as_str(),
+        plan.explore.seed,
+        plan.expect.as_ref(),
+        out.explore.executions,
+        out.explore.exhausted,
+        &out.explore.report,
+        token.encode(),
+        &out.results,
+    ))
+}
+
+pub fn replay(path: &Path, token_text: &str, format: Format) -> Result<bool, CliError> {
+    let sc = scenario::load(path)?;
+    let token = Token::decode(token_text)
+        .map_err(|e| CliError(format!("error: bad token `{token_text}`: {e}")))?;
+    if token.scenario != scenario_hash(&sc) {
+        return Err(CliError(format!(
+            "error: the token was made for another scenario, not `{}` ({})",
+            sc.name,
+            path.display()
+        )));
+    }
+    let ov = Overrides {
+        kernels: vec![token.kernel.clone()],
+        patches: token.patches.clone(),
+        ..Overrides::default()
+    };
+    let toggles = parse_toggles(&token.patches)?;
+    if !sc.runs.iter().any(|r| kernel_matches(r, &token.kernel))
+        && catalog::profile(&token.kernel).is_none()
+    {
+        return Err(CliError(format!(
+            "error: the token names kernel `{}`, which `{}` no longer lists",
+            token.kernel,
+            path.display()
+        )));
+    }
+    let mut plan = plans(&sc, &ov, &toggles)?
+        .into_iter()
+        .find(|p| p.label == token.kernel)
+        .ok_or_else(|| CliError(format!("error: kernel `{}` not found", token.kernel)))?;
+    plan.explore.cpus = token.cpus;
+    plan.explore.max_steps = token.max_steps;
+    plan.explore.max_virtual_ns = token.max_virtual_ns;
+    let patches = resolve_patches(&plan.profile, &plan.toggles).map_err(CliError)?;
+    let spec = RunSpec {
+        setup: &sc.setup,
+        patches: &patches,
+        invariants: &sc.invariants,
+        explore: ExploreConfig {
+            strategy: strategy_spec(&plan.explore),
+            seed: plan.explore.seed,
+            iterations: 1,
+            exec: exec_config(&sc, &plan.explore),
+        },
+    };
+    let (report, results) = replay_run(&spec, &token.schedule, format == Format::Text);
+    let (strategy, seed) = match &token.schedule {
+        Schedule::Random { seed, .. } => ("random", *seed),
+        Schedule::Pct { seed, .. } => ("pct", *seed),
+        Schedule::Fair => ("fair", plan.explore.seed),
+        Schedule::Choices(_) => ("dfs", plan.explore.seed),
+    };
+    let record = RunRecord::new(
+        &sc,
+        &plan.label,
+        &patches,
+        strategy,
+        seed,
+        plan.expect.as_ref(),
+        1,
+        false,
+        &report,
+        token.encode(),
+        &results,
+    );
+    if format == Format::Text {
+        output::print_steps(&report);
+    }
+    if let Some(at) = report.diverged_at {
+        eprintln!(
+            "warning: the execution diverged from the token at choice {at}: the scenario or nssim changed since the token was made"
+        );
+    }
+    output::print_record(&record, format);
+    Ok(record.as_expected)
+}

@@ -1,0 +1,910 @@
+//! Walks the span-preserving TOML tree of a scenario file and builds a
+//! checked [`Scenario`], or the first problem as a [`ScenarioError`]
+//! pointing at the offending token.
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use kernel::catalog;
+use kernel::setup::{Setup, SysctlSpec, TaskSpec, UserNsSpec, INIT_USER_NS};
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use crate::duration::{parse_duration, DURATION_SYNTAX};
+use crate::error::ScenarioError;
+use crate::ops::{parse_op, INT_MAX};
+use crate::strings::StringMap;
+use crate::suggest::{did_you_mean, one_of};
+use crate::{Expect, ExpectedOutcome, Explore, KernelRun, PatchToggle, Scenario, StrategyName};
+
+type Val<'i> = Spanned<DeValue<'i>>;
+type Res<T> = Result<T, ScenarioError>;
+
+const ROOT_KEYS: &[&str] = &[
+    "name",
+    "summary",
+    "invariants",
+    "explore",
+    "sysctl",
+    "costs",
+    "userns",
+    "task",
+    "kernel",
+];
+const EXPLORE_KEYS: &[&str] = &[
+    "strategy",
+    "seed",
+    "iterations",
+    "pct_depth",
+    "preemption_bound",
+    "cpus",
+    "max_steps",
+    "max_virtual_time",
+];
+const USERNS_KEYS: &[&str] = &["name", "parent", "owner", "sysctl"];
+const TASK_KEYS: &[&str] = &["name", "instances", "userns", "uid", "repeat", "ops"];
+const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
+const EXPECT_KEYS: &[&str] = &["outcome", "invariant"];
+
+struct Ctx<'s> {
+    file: &'s str,
+    src: &'s str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::at(self.file, self.src, span, message)
+    }
+
+    /// "first used on line N", for duplicates.
+    fn first_at(&self, what: &str, span: Range<usize>) -> String {
+        let offset = crate::error::floor_boundary(self.src, span.start);
+        let (line, _, _) = crate::error::line_col(self.src, offset);
+        format!("{what} first used on line {line}")
+    }
+
+    /// "wrong type for `key`: found an integer", expected `what`.
+    fn wrong_type(&self, key: &str, v: &Val<'_>, what: &str) -> ScenarioError {
+        self.err(
+            v.span(),
+            format!("wrong type for `{key}`: found {}", type_name(v.get_ref())),
+        )
+        .with_expected(what)
+    }
+}
+
+/// A table of the document with its span and a description for messages.
+#[derive(Clone, Copy)]
+struct Tbl<'a, 'i> {
+    t: &'a DeTable<'i>,
+    /// Span of the table (its header for `[x]`/`[[x]]`, the braces for an
+    /// inline table, `0..0` for the root).
+    span: Option<&'a Val<'i>>,
+}
+
+impl<'a, 'i> Tbl<'a, 'i> {
+    fn span(&self) -> Range<usize> {
+        self.span.map_or(0..0, |v| v.span())
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Val<'i>> {
+        self.t.get(key)
+    }
+
+    /// Rejects keys not in `allowed`, pointing at the first unknown key.
+    fn only(&self, ctx: &Ctx<'_>, allowed: &[&str], place: &str) -> Res<()> {
+        for (k, _) in self.t.iter() {
+            let key: &str = k.get_ref();
+            if !allowed.contains(&key) {
+                return Err(ctx
+                    .err(k.span(), format!("unknown key `{key}` in {place}"))
+                    .with_expected(one_of(allowed.iter().copied()))
+                    .with_help_opt(did_you_mean(key, allowed.iter().copied())));
+            }
+        }
+        Ok(())
+    }
+
+    fn require(&self, ctx: &Ctx<'_>, key: &str, place: &str) -> Res<&'a Val<'i>> {
+        self.get(key).ok_or_else(|| {
+            ctx.err(self.span(), format!("missing key `{key}` in {place}"))
+                .with_expected(format!("`{key}` here"))
+        })
+    }
+}
+
+fn type_name(v: &DeValue<'_>) -> &'static str {
+    match v {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a datetime",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+}
+
+/// `1_000_000_000` style, as TOML accepts it.
+fn group(n: i128) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push('_');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+fn string<'a>(ctx: &Ctx<'_>, key: &str, v: &'a Val<'_>) -> Res<&'a str> {
+    match v.get_ref() {
+        DeValue::String(s) => Ok(s),
+        _ => Err(ctx.wrong_type(key, v, "a string")),
+    }
+}
+
+fn table<'a, 'i>(ctx: &Ctx<'_>, key: &str, v: &'a Val<'i>) -> Res<Tbl<'a, 'i>> {
+    match v.get_ref() {
+        DeValue::Table(t) => Ok(Tbl { t, span: Some(v) }),
+        DeValue::Array(_) => Err(ctx
+            .wrong_type(key, v, "a table")
+            .with_help(format!("write [{key}] (one table), not [[{key}]]"))),
+        _ => Err(ctx.wrong_type(key, v, "a table")),
+    }
+}
+
+/// An array of tables (`[[key]]` entries or an array of inline tables).
+fn tables<'a, 'i>(ctx: &Ctx<'_>, key: &str, v: &'a Val<'i>) -> Res<Vec<Tbl<'a, 'i>>> {
+    let what = format!("an array of tables ([[{key}]])");
+    match v.get_ref() {
+        DeValue::Array(items) => items
+            .iter()
+            .map(|item| match item.get_ref() {
+                DeValue::Table(t) => Ok(Tbl {
+                    t,
+                    span: Some(item),
+                }),
+                _ => Err(ctx
+                    .err(
+                        item.span(),
+                        format!("wrong type in `{key}`: found {}", type_name(item.get_ref())),
+                    )
+                    .with_expected("a table")),
+            })
+            .collect(),
+        DeValue::Table(_) => Err(ctx
+            .wrong_type(key, v, &what)
+            .with_help(format!("write [[{key}]] for each entry"))),
+        _ => Err(ctx.wrong_type(key, v, &what)),
+    }
+}
+
+/// An integer in `min..=max`.
+fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128> {
+    let range = format!("an integer in {}..={}", group(min), group(max));
+    let DeValue::Integer(i) = v.get_ref() else {
+        return Err(ctx.wrong_type(key, v, &range));
+    };
+    let Ok(n) = i128::from_str_radix(i.as_str(), i.radix()) else {
+        return Err(ctx
+            .err(v.span(), format!("`{key}` is out of range"))
+            .with_expected(range));
+    };
+    if n < 0 && min >= 0 {
+        return Err(ctx
+            .err(v.span(), format!("`{key}` must not be negative"))
+            .with_expected(range));
+    }
+    if n < min {
+        return Err(ctx
+            .err(v.span(), format!("`{key}` must be at least {}", group(min)))
+            .with_expected(range));
+    }
+    if n > max {
+        return Err(ctx
+            .err(
+                v.span(),
+                format!(
+                    "`{key}` is out of range: {} is more than {}",
+                    group(n),
+                    group(max)
+                ),
+            )
+            .with_expected(range));
+    }
+    Ok(n)
+}
+
+fn int_u64(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u64, max: u64) -> Res<u64> {
+    let n = int(ctx, key, v, min.into(), max.into())?;
+    u64::try_from(n).map_err(|_| ctx.err(v.span(), format!("`{key}` is out of range")))
+}
+
+fn int_u32(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u32, max: u32) -> Res<u32> {
+    let n = int(ctx, key, v, min.into(), max.into())?;
+    u32::try_from(n).map_err(|_| ctx.err(v.span(), format!("`{key}` is out of range")))
+}
+
+/// A duration: integer nanoseconds or a string such as `"8ms"`, at least
+/// `min` nanoseconds.
+fn duration(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u64) -> Res<u64> {
+    let ns = match v.get_ref() {
+        DeValue::Integer(_) => int_u64(ctx, key, v, 0, u64::MAX)?,
+        DeValue::String(s) => parse_duration(s).map_err(|e| {
+            ctx.err(v.span(), format!("invalid duration for `{key}`: {e}"))
+                .with_expected(DURATION_SYNTAX)
+        })?,
+        _ => {
+            return Err(ctx.wrong_type(
+                key,
+                v,
+                "a duration: integer nanoseconds or a string such as \"8ms\"",
+            ))
+        }
+    };
+    if ns < min {
+        return Err(ctx
+            .err(
+                v.span(),
+                format!("`{key}` must be at least {}", crate::format_duration(min)),
+            )
+            .with_expected(format!(
+                "a duration of at least {}",
+                crate::format_duration(min)
+            )));
+    }
+    Ok(ns)
+}
+
+/// `name`-like identifiers: non-empty, only characters `ok` allows.
+fn ident(
+    ctx: &Ctx<'_>,
+    key: &str,
+    v: &Val<'_>,
+    ok: fn(char) -> bool,
+    pattern: &str,
+) -> Res<String> {
+    let s = string(ctx, key, v)?;
+    if s.is_empty() || !s.chars().all(ok) {
+        return Err(ctx
+            .err(v.span(), format!("invalid {key} `{}`", s.escape_debug()))
+            .with_expected(format!("a non-empty name made of {pattern}")));
+    }
+    Ok(s.to_string())
+}
+
+fn scenario_name_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')
+}
+
+fn object_name_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-')
+}
+
+fn label_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')
+}
+
+/// A partially specified [`Explore`]: `[explore]` or a kernel's override.
+#[derive(Default, Clone, Copy)]
+struct ExplorePatch {
+    strategy: Option<StrategyName>,
+    seed: Option<u64>,
+    iterations: Option<u64>,
+    pct_depth: Option<u32>,
+    preemption_bound: Option<u32>,
+    cpus: Option<u32>,
+    max_steps: Option<u64>,
+    max_virtual_ns: Option<u64>,
+}
+
+impl ExplorePatch {
+    fn apply(&self, base: Explore) -> Explore {
+        Explore {
+            strategy: self.strategy.unwrap_or(base.strategy),
+            seed: self.seed.unwrap_or(base.seed),
+            iterations: self.iterations.unwrap_or(base.iterations),
+            pct_depth: self.pct_depth.unwrap_or(base.pct_depth),
+            preemption_bound: self.preemption_bound.unwrap_or(base.preemption_bound),
+            cpus: self.cpus.unwrap_or(base.cpus),
+            max_steps: self.max_steps.unwrap_or(base.max_steps),
+            max_virtual_ns: self.max_virtual_ns.unwrap_or(base.max_virtual_ns),
+        }
+    }
+}
+
+fn explore(ctx: &Ctx<'_>, t: Tbl<'_, '_>, place: &str) -> Res<ExplorePatch> {
+    t.only(ctx, EXPLORE_KEYS, place)?;
+    let mut p = ExplorePatch::default();
+    for (k, v) in t.t.iter() {
+        let key: &str = k.get_ref();
+        match key {
+            "strategy" => {
+                let s = string(ctx, key, v)?;
+                let names = || StrategyName::ALL.iter().map(|s| s.as_str());
+                p.strategy = Some(s.parse().map_err(|_| {
+                    ctx.err(v.span(), format!("unknown strategy `{}`", s.escape_debug()))
+                        .with_expected(one_of(names()))
+                        .with_help_opt(did_you_mean(s, names()))
+                })?);
+            }
+            "seed" => p.seed = Some(int_u64(ctx, key, v, 0, u64::MAX)?),
+            "iterations" => p.iterations = Some(int_u64(ctx, key, v, 1, 1_000_000_000)?),
+            "pct_depth" => p.pct_depth = Some(int_u32(ctx, key, v, 1, 64)?),
+            "preemption_bound" => p.preemption_bound = Some(int_u32(ctx, key, v, 0, 64)?),
+            "cpus" => p.cpus = Some(int_u32(ctx, key, v, 1, 1024)?),
+            "max_steps" => p.max_steps = Some(int_u64(ctx, key, v, 1, 1_000_000_000_000)?),
+            "max_virtual_time" => p.max_virtual_ns = Some(duration(ctx, key, v, 1)?),
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+/// Sysctls of one user namespace. Nested tables are flattened, so that an
+/// unquoted dotted key `user.max_ipc_namespaces = 3` works as well as the
+/// quoted `"user.max_ipc_namespaces" = 3`.
+fn sysctls(ctx: &Ctx<'_>, t: Tbl<'_, '_>, userns: &str, out: &mut Vec<SysctlSpec>) -> Res<()> {
+    let mut seen: Vec<String> = Vec::new();
+    sysctls_in(ctx, t.t, "", userns, out, &mut seen)
+}
+
+fn sysctls_in(
+    ctx: &Ctx<'_>,
+    t: &DeTable<'_>,
+    prefix: &str,
+    userns: &str,
+    out: &mut Vec<SysctlSpec>,
+    seen: &mut Vec<String>,
+) -> Res<()> {
+    let names = || catalog::SYSCTLS.iter().map(|s| s.0);
+    for (k, v) in t.iter() {
+        let full = if prefix.is_empty() {
+            k.get_ref().to_string()
+        } else {
+            format!("{prefix}.{}", k.get_ref())
+        };
+        if let DeValue::Table(inner) = v.get_ref() {
+            let dotted = format!("{full}.");
+            if names().any(|n| n.starts_with(&dotted)) {
+                sysctls_in(ctx, inner, &full, userns, out, seen)?;
+                continue;
+            }
+        }
+        if !catalog::sysctl(&full) {
+            return Err(ctx
+                .err(
+                    k.span(),
+                    format!("unknown sysctl `{}`", full.escape_debug()),
+                )
+                .with_expected(one_of(names()))
+                .with_help_opt(did_you_mean(&full, names())));
+        }
+        if seen.contains(&full) {
+            return Err(ctx.err(
+                k.span(),
+                format!("sysctl `{full}` is set twice for user namespace `{userns}`"),
+            ));
+        }
+        let value = int(ctx, &full, v, 0, INT_MAX.into())?;
+        seen.push(full.clone());
+        out.push(SysctlSpec {
+            userns: userns.to_string(),
+            name: full,
+            // In 0..=INT_MAX, so it fits.
+            value: i64::try_from(value).unwrap_or(INT_MAX),
+        });
+    }
+    Ok(())
+}
+
+fn costs(ctx: &Ctx<'_>, t: Tbl<'_, '_>) -> Res<Vec<(String, u64)>> {
+    let names = || catalog::costs().into_iter().map(|c| c.name);
+    let mut out = Vec::new();
+    for (k, v) in t.t.iter() {
+        let key: &str = k.get_ref();
+        if !names().any(|n| n == key) {
+            return Err(ctx
+                .err(k.span(), format!("unknown cost `{}`", key.escape_debug()))
+                .with_expected(one_of(names()))
+                .with_help_opt(did_you_mean(key, names())));
+        }
+        out.push((key.to_string(), duration(ctx, key, v, 0)?));
+    }
+    Ok(out)
+}
+
+fn invariants(ctx: &Ctx<'_>, v: &Val<'_>) -> Res<Vec<String>> {
+    let names = || catalog::INVARIANTS.iter().map(|i| i.0);
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(ctx.wrong_type("invariants", v, "an array of invariant names"));
+    };
+    let mut named: Vec<&str> = Vec::new();
+    for item in items.iter() {
+        let s = string(ctx, "invariants", item)?;
+        if !catalog::invariant(s) {
+            return Err(ctx
+                .err(
+                    item.span(),
+                    format!("unknown invariant `{}`", s.escape_debug()),
+                )
+                .with_expected(one_of(names()))
+                .with_help_opt(did_you_mean(s, names())));
+        }
+        if named.contains(&s) {
+            return Err(ctx.err(item.span(), format!("invariant `{s}` is listed twice")));
+        }
+        named.push(s);
+    }
+    Ok(names()
+        .filter(|n| named.is_empty() || named.contains(n))
+        .map(str::to_string)
+        .collect())
+}
+
+struct UserNs {
+    name: String,
+    span: Range<usize>,
+}
+
+fn user_namespaces(
+    ctx: &Ctx<'_>,
+    v: &Val<'_>,
+    setup: &mut Setup,
+    defined: &mut Vec<UserNs>,
+) -> Res<()> {
+    let entries = tables(ctx, "userns", v)?;
+    // Names of all entries, to tell "defined later" from "not defined".
+    let all: Vec<&str> = entries
+        .iter()
+        .filter_map(|t| t.get("name").and_then(|n| n.get_ref().as_str()))
+        .collect();
+    let mut sysctl_specs = Vec::new();
+    for t in &entries {
+        let place = "[[userns]]";
+        t.only(ctx, USERNS_KEYS, place)?;
+        let name_v = t.require(ctx, "name", place)?;
+        let name = ident(ctx, "name", name_v, object_name_char, "a-z, 0-9, _ and -")?;
+        if name == INIT_USER_NS {
+            return Err(ctx
+                .err(
+                    name_v.span(),
+                    "`init` is the initial user namespace; it cannot be redefined",
+                )
+                .with_expected("another name"));
+        }
+        if let Some(first) = defined.iter().find(|u| u.name == name) {
+            return Err(ctx
+                .err(
+                    name_v.span(),
+                    format!("duplicate user namespace name `{name}`"),
+                )
+                .with_expected("a name not used by an earlier [[userns]]")
+                .with_help(ctx.first_at("the name is", first.span.clone())));
+        }
+        let parent = match t.get("parent") {
+            None => INIT_USER_NS.to_string(),
+            Some(pv) => {
+                let p = string(ctx, "parent", pv)?;
+                if p != INIT_USER_NS && !defined.iter().any(|u| u.name == p) {
+                    let known = std::iter::once(INIT_USER_NS)
+                        .chain(defined.iter().map(|u| u.name.as_str()));
+                    let mut e = if all.contains(&p) {
+                        ctx.err(
+                            pv.span(),
+                            format!("parent user namespace `{p}` is defined later"),
+                        )
+                        .with_help("parents must come before their children")
+                    } else if p == name {
+                        ctx.err(
+                            pv.span(),
+                            format!("user namespace `{p}` cannot be its own parent"),
+                        )
+                    } else {
+                        ctx.err(
+                            pv.span(),
+                            format!("no user namespace named `{}`", p.escape_debug()),
+                        )
+                        .with_help_opt(did_you_mean(p, known.clone()))
+                    };
+                    e = e.with_expected(format!(
+                        "`init` or an earlier [[userns]], {}",
+                        one_of(known)
+                    ));
+                    return Err(e);
+                }
+                p.to_string()
+            }
+        };
+        let owner = match t.get("owner") {
+            None => 0,
+            Some(ov) => int_u32(ctx, "owner", ov, 0, u32::MAX)?,
+        };
+        if let Some(sv) = t.get("sysctl") {
+            sysctls(ctx, table(ctx, "sysctl", sv)?, &name, &mut sysctl_specs)?;
+        }
+        setup.user_namespaces.push(UserNsSpec {
+            name: name.clone(),
+            parent,
+            owner,
+        });
+        defined.push(UserNs {
+            name,
+            span: name_v.span(),
+        });
+    }
+    setup.sysctls.extend(sysctl_specs);
+    Ok(())
+}
+
+fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Res<()> {
+    let entries = tables(ctx, "task", v)?;
+    if entries.is_empty() {
+        return Err(ctx
+            .err(v.span(), "no tasks")
+            .with_expected("at least one [[task]]"));
+    }
+    // Pass 1: names, so that ops may name any task of the scenario.
+    let mut names: Vec<String> = Vec::new();
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    for t in &entries {
+        t.only(ctx, TASK_KEYS, "[[task]]")?;
+        let name_v = t.require(ctx, "name", "[[task]]")?;
+        let name = ident(ctx, "name", name_v, object_name_char, "a-z, 0-9, _ and -")?;
+        if let Some(i) = names.iter().position(|n| *n == name) {
+            return Err(ctx
+                .err(name_v.span(), format!("duplicate task name `{name}`"))
+                .with_expected("a name not used by an earlier [[task]]")
+                .with_help(ctx.first_at("the name is", spans[i].clone())));
+        }
+        names.push(name);
+        spans.push(name_v.span());
+    }
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (t, name) in entries.iter().zip(&names) {
+        let place = format!("[[task]] `{name}`");
+        let instances = match t.get("instances") {
+            None => 1,
+            Some(iv) => int_u32(ctx, "instances", iv, 1, 100_000)?,
+        };
+        let task_userns = match t.get("userns") {
+            None => INIT_USER_NS.to_string(),
+            Some(uv) => {
+                let u = string(ctx, "userns", uv)?;
+                if u != INIT_USER_NS && !userns.iter().any(|x| x.name == u) {
+                    let known =
+                        std::iter::once(INIT_USER_NS).chain(userns.iter().map(|x| x.name.as_str()));
+                    return Err(ctx
+                        .err(
+                            uv.span(),
+                            format!("no user namespace named `{}`", u.escape_debug()),
+                        )
+                        .with_expected(one_of(known.clone()))
+                        .with_help_opt(did_you_mean(u, known)));
+                }
+                u.to_string()
+            }
+        };
+        let uid = match t.get("uid") {
+            None => 0,
+            Some(uv) => int_u32(ctx, "uid", uv, 0, u32::MAX)?,
+        };
+        let repeat = match t.get("repeat") {
+            None => 1,
+            Some(rv) => int_u64(ctx, "repeat", rv, 1, 1_000_000_000)?,
+        };
+        let ops_v = t.require(ctx, "ops", &place)?;
+        let DeValue::Array(items) = ops_v.get_ref() else {
+            return Err(ctx.wrong_type("ops", ops_v, "an array of operation strings"));
+        };
+        if items.is_empty() {
+            return Err(ctx
+                .err(ops_v.span(), format!("{place} has no operations"))
+                .with_expected("at least one operation, e.g. \"unshare(CLONE_NEWIPC)\""));
+        }
+        let mut ops = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            let text = string(ctx, "ops", item)?;
+            match parse_op(text, &name_refs) {
+                Ok(op) => ops.push(op),
+                Err(e) => {
+                    let map = StringMap::new(ctx.src, item.span(), text);
+                    let mut err = ctx.err(map.range(e.range), e.message).with_help_opt(e.help);
+                    err.expected = e.expected;
+                    return Err(err);
+                }
+            }
+        }
+        setup.tasks.push(TaskSpec {
+            name: name.clone(),
+            instances,
+            userns: task_userns,
+            uid,
+            repeat,
+            ops,
+        });
+    }
+    Ok(())
+}
+
+fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String]) -> Res<Expect> {
+    let outcomes = || ExpectedOutcome::ALL.iter().map(|o| o.as_str());
+    let outcome_of = |ov: &Val<'_>| -> Res<ExpectedOutcome> {
+        let s = string(ctx, "outcome", ov)?;
+        s.parse().map_err(|_| {
+            ctx.err(ov.span(), format!("unknown outcome `{}`", s.escape_debug()))
+                .with_expected(one_of(outcomes()))
+                .with_help_opt(did_you_mean(s, outcomes()))
+        })
+    };
+    match v.get_ref() {
+        DeValue::String(_) => {
+            let outcome = outcome_of(v)?;
+            if outcome == ExpectedOutcome::Violation {
+                return Err(ctx
+                    .err(v.span(), "outcome `violation` needs the invariant expected to be violated")
+                    .with_expected("expect = { outcome = \"violation\", invariant = \"...\" }"));
+            }
+            Ok(Expect {
+                outcome,
+                invariant: None,
+            })
+        }
+        DeValue::Table(t) => {
+            let t = Tbl { t, span: Some(v) };
+            let place = "`expect`";
+            t.only(ctx, EXPECT_KEYS, place)?;
+            let ov = t.require(ctx, "outcome", place)?;
+            let outcome = outcome_of(ov)?;
+            let names = || catalog::INVARIANTS.iter().map(|i| i.0);
+            let invariant = match (outcome, t.get("invariant")) {
+                (ExpectedOutcome::Violation, None) => {
+                    return Err(ctx
+                        .err(v.span(), "outcome `violation` needs `invariant`: which one is expected to be violated")
+                        .with_expected(format!("`invariant`, {}", one_of(invariants.iter().map(String::as_str)))));
+                }
+                (ExpectedOutcome::Violation, Some(iv)) => {
+                    let s = string(ctx, "invariant", iv)?;
+                    if !catalog::invariant(s) {
+                        return Err(ctx
+                            .err(iv.span(), format!("unknown invariant `{}`", s.escape_debug()))
+                            .with_expected(one_of(names()))
+                            .with_help_opt(did_you_mean(s, names())));
+                    }
+                    if !invariants.iter().any(|i| i == s) {
+                        return Err(ctx
+                            .err(iv.span(), format!("invariant `{s}` is not checked by this scenario"))
+                            .with_expected(one_of(invariants.iter().map(String::as_str)))
+                            .with_help(format!("add \"{s}\" to the top-level `invariants`")));
+                    }
+                    Some(s.to_string())
+                }
+                (other, Some(iv)) => {
+                    let key_span = t
+                        .t
+                        .iter()
+                        .find(|(k, _)| k.get_ref() == "invariant")
+                        .map_or(iv.span(), |(k, _)| k.span());
+                    return Err(ctx
+                        .err(key_span, format!("`invariant` is only allowed with outcome `violation`, not `{other}`"))
+                        .with_help("remove `invariant`, or expect outcome \"violation\""));
+                }
+                (_, None) => None,
+            };
+            Ok(Expect { outcome, invariant })
+        }
+        _ => Err(ctx.wrong_type(
+            "expect",
+            v,
+            "an outcome string such as \"pass\", or a table { outcome = \"violation\", invariant = \"...\" }",
+        )),
+    }
+}
+
+fn kernels(
+    ctx: &Ctx<'_>,
+    v: &Val<'_>,
+    base: &ExplorePatch,
+    invariants: &[String],
+) -> Res<Vec<KernelRun>> {
+    let entries = tables(ctx, "kernel", v)?;
+    if entries.is_empty() {
+        return Err(ctx
+            .err(v.span(), "no kernels to run")
+            .with_expected("at least one [[kernel]]"));
+    }
+    let mut runs: Vec<KernelRun> = Vec::new();
+    let mut label_spans: Vec<Range<usize>> = Vec::new();
+    for t in &entries {
+        let place = "[[kernel]]";
+        t.only(ctx, KERNEL_KEYS, place)?;
+        let pv = t.require(ctx, "profile", place)?;
+        let profile_name = string(ctx, "profile", pv)?;
+        let profiles = || catalog::PROFILES.iter().map(|p| p.name);
+        let Some(profile) = catalog::profile(profile_name) else {
+            return Err(ctx
+                .err(
+                    pv.span(),
+                    format!("unknown kernel profile `{}`", profile_name.escape_debug()),
+                )
+                .with_expected(one_of(profiles()))
+                .with_help_opt(did_you_mean(profile_name, profiles())));
+        };
+        let mut patches: Vec<PatchToggle> = Vec::new();
+        let mut toggles_text = String::new();
+        if let Some(patches_v) = t.get("patches") {
+            let DeValue::Array(items) = patches_v.get_ref() else {
+                return Err(ctx.wrong_type(
+                    "patches",
+                    patches_v,
+                    "an array of patch toggles such as \"+ipc-batch-free\"",
+                ));
+            };
+            let patch_names = || catalog::PATCHES.iter().map(|p| p.name);
+            for item in items.iter() {
+                let s = string(ctx, "patches", item)?;
+                let (enable, name) = if let Some(n) = s.strip_prefix('+') {
+                    (true, n)
+                } else if let Some(n) = s.strip_prefix('-') {
+                    (false, n)
+                } else {
+                    return Err(ctx
+                        .err(
+                            item.span(),
+                            format!(
+                                "patch toggle `{}` needs a `+` or `-` prefix",
+                                s.escape_debug()
+                            ),
+                        )
+                        .with_expected(format!(
+                            "\"+{s}\" to enable the patch or \"-{s}\" to disable it"
+                        )));
+                };
+                if catalog::patch(name).is_none() {
+                    let mut e = ctx
+                        .err(
+                            item.span(),
+                            format!("unknown patch `{}`", name.escape_debug()),
+                        )
+                        .with_expected(one_of(patch_names()));
+                    if let Some(c) = crate::suggest::closest(name, patch_names()) {
+                        e = e.with_help(format!(
+                            "did you mean `{}{c}`?",
+                            if enable { '+' } else { '-' }
+                        ));
+                    }
+                    return Err(e);
+                }
+                if patches.iter().any(|p| p.name == name) {
+                    return Err(ctx.err(item.span(), format!("patch `{name}` is toggled twice")));
+                }
+                // A toggle the profile already agrees with (`+p` on a profile
+                // with p, `-p` on one without) is accepted as a no-op.
+                toggles_text.push_str(s);
+                patches.push(PatchToggle {
+                    name: name.to_string(),
+                    enable,
+                });
+            }
+        }
+        let (label, label_span) = match t.get("label") {
+            Some(lv) => (
+                ident(ctx, "label", lv, label_char, "A-Z, a-z, 0-9, ., _, + and -")?,
+                lv.span(),
+            ),
+            None => (format!("{}{toggles_text}", profile.name), pv.span()),
+        };
+        if let Some(i) = runs.iter().position(|r| r.label == label) {
+            let first = ctx.first_at("the label is", label_spans[i].clone());
+            return Err(ctx
+                .err(label_span, format!("duplicate kernel label `{label}`"))
+                .with_expected("a label not used by an earlier [[kernel]]")
+                .with_help(format!("{first}; set `label` to tell the runs apart")));
+        }
+        let ev = t.require(ctx, "expect", place)?;
+        let expect = expect(ctx, ev, invariants)?;
+        let over = match t.get("explore") {
+            Some(xv) => explore(ctx, table(ctx, "explore", xv)?, "`explore` of [[kernel]]")?,
+            None => ExplorePatch::default(),
+        };
+        label_spans.push(label_span);
+        runs.push(KernelRun {
+            profile: profile.name.to_string(),
+            patches,
+            label,
+            expect,
+            explore: over.apply(base.apply(Explore::default())),
+        });
+    }
+    Ok(runs)
+}
+
+pub(crate) fn scenario(file: &str, text: &str) -> Res<Scenario> {
+    let ctx = Ctx { file, src: text };
+    let doc = DeTable::parse(text).map_err(|e| {
+        let message = e.message().trim_end().to_string();
+        match e.span() {
+            Some(span) => ctx.err(span, format!("invalid TOML: {message}")),
+            None => ScenarioError::new(file, format!("invalid TOML: {message}")),
+        }
+    })?;
+    let root = Tbl {
+        t: doc.get_ref(),
+        span: None,
+    };
+    if root.t.is_empty() {
+        return Err(ScenarioError::new(file, "empty scenario file")
+            .with_expected("at least `name`, `summary`, one [[task]] and one [[kernel]]"));
+    }
+    let place = "the scenario (top level)";
+    root.only(&ctx, ROOT_KEYS, place)?;
+    for key in ["name", "summary", "task", "kernel"] {
+        root.require(&ctx, key, place)?;
+    }
+    let mut name = String::new();
+    let mut summary = String::new();
+    let mut invariant_names: Vec<String> = catalog::INVARIANTS
+        .iter()
+        .map(|i| i.0.to_string())
+        .collect();
+    let mut base = ExplorePatch::default();
+    let mut setup = Setup::default();
+    let mut cost_list = Vec::new();
+    let mut userns: Vec<UserNs> = Vec::new();
+    // In a fixed order: invariants and user namespaces before the tasks and
+    // kernels that refer to them.
+    for key in ROOT_KEYS {
+        let Some(v) = root.get(key) else { continue };
+        match *key {
+            "name" => {
+                name = ident(&ctx, "name", v, scenario_name_char, "a-z, 0-9, ., _ and -")?;
+            }
+            "summary" => {
+                let s = string(&ctx, "summary", v)?;
+                if s.trim().is_empty() {
+                    return Err(ctx
+                        .err(v.span(), "empty summary")
+                        .with_expected("a one-line description of the scenario"));
+                }
+                summary = s.to_string();
+            }
+            "invariants" => {
+                let named = invariants(&ctx, v)?;
+                if !named.is_empty() {
+                    invariant_names = named;
+                }
+            }
+            "explore" => base = explore(&ctx, table(&ctx, "explore", v)?, "[explore]")?,
+            "sysctl" => sysctls(
+                &ctx,
+                table(&ctx, "sysctl", v)?,
+                INIT_USER_NS,
+                &mut setup.sysctls,
+            )?,
+            "costs" => cost_list = costs(&ctx, table(&ctx, "costs", v)?)?,
+            "userns" => user_namespaces(&ctx, v, &mut setup, &mut userns)?,
+            "task" => tasks(&ctx, v, &userns, &mut setup)?,
+            _ => {}
+        }
+    }
+    // `kernel` is present (required above).
+    let runs = match root.get("kernel") {
+        Some(v) => kernels(&ctx, v, &base, &invariant_names)?,
+        None => Vec::new(),
+    };
+    Ok(Scenario {
+        path: PathBuf::from(file),
+        name,
+        summary,
+        source: text.to_string(),
+        invariants: invariant_names,
+        costs: cost_list,
+        setup,
+        runs,
+    })
+}

@@ -1,0 +1,452 @@
+//! Operations of a task, written in call syntax inside a TOML string:
+//! `unshare(CLONE_NEWIPC)`, `sysctl_write(user.max_ipc_namespaces, 5)`,
+//! `sleep(10us)`, `bug("boom")`. Checked against [`kernel::catalog::OPS`].
+
+use std::ops::Range;
+
+use kernel::catalog::{self, ArgKind, OpInfo};
+use kernel::setup::Op;
+
+use crate::duration::{parse_duration, DURATION_SYNTAX};
+use crate::suggest::{did_you_mean, one_of};
+
+/// Largest value of an integer argument (and of a sysctl).
+pub(crate) const INT_MAX: i64 = 2_147_483_647;
+
+/// A problem in an op string; `range` is a byte range of the op text.
+#[derive(Debug)]
+pub(crate) struct OpError {
+    pub range: Range<usize>,
+    pub message: String,
+    pub expected: Option<String>,
+    pub help: Option<String>,
+}
+
+impl OpError {
+    fn new(range: Range<usize>, message: impl Into<String>) -> Self {
+        OpError {
+            range,
+            message: message.into(),
+            expected: None,
+            help: None,
+        }
+    }
+
+    fn expected(mut self, expected: impl Into<String>) -> Self {
+        self.expected = Some(expected.into());
+        self
+    }
+
+    fn help(mut self, help: Option<String>) -> Self {
+        self.help = help;
+        self
+    }
+}
+
+/// How an argument kind is written in a signature.
+pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
+    match kind {
+        ArgKind::CloneFlags => "flags",
+        ArgKind::Sysctl => "sysctl",
+        ArgKind::Int => "integer",
+        ArgKind::Task => "task",
+        ArgKind::Name => "name",
+        ArgKind::Duration => "duration",
+        ArgKind::Str => "\"string\"",
+    }
+}
+
+/// `sysctl_write(sysctl, integer)`.
+pub(crate) fn signature(op: &OpInfo) -> String {
+    let args: Vec<&str> = op.args.iter().map(|&k| kind_name(k)).collect();
+    format!("{}({})", op.name, args.join(", "))
+}
+
+/// One argument as written: bare text (trimmed) or a double-quoted string.
+struct Arg<'t> {
+    range: Range<usize>,
+    kind: ArgText<'t>,
+}
+
+enum ArgText<'t> {
+    Bare(&'t str),
+    Quoted(String),
+}
+
+struct Cursor<'t> {
+    text: &'t str,
+    pos: usize,
+}
+
+impl<'t> Cursor<'t> {
+    fn peek(&self) -> Option<char> {
+        self.text[self.pos..].chars().next()
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(c) = self.peek() {
+            if !c.is_whitespace() {
+                break;
+            }
+            self.pos += c.len_utf8();
+        }
+    }
+
+    /// Range of the next character, or an empty range at the end.
+    fn here(&self) -> Range<usize> {
+        let len = self.peek().map_or(0, char::len_utf8);
+        self.pos..self.pos + len
+    }
+}
+
+/// Parses and checks one op. `tasks` are the task names of the scenario.
+pub(crate) fn parse_op(text: &str, tasks: &[&str]) -> Result<Op, OpError> {
+    let mut cur = Cursor { text, pos: 0 };
+    cur.skip_ws();
+    let name_start = cur.pos;
+    while let Some(c) = cur.peek() {
+        if !(c.is_ascii_alphanumeric() || c == '_') {
+            break;
+        }
+        cur.pos += 1;
+    }
+    let name = &text[name_start..cur.pos];
+    let op_names = || catalog::OPS.iter().map(|o| o.name);
+    if name.is_empty() {
+        let message = if cur.peek().is_none() {
+            "empty operation"
+        } else {
+            "expected an operation name"
+        };
+        return Err(OpError::new(cur.here(), message).expected(one_of(op_names())));
+    }
+    let Some(op) = catalog::op(name) else {
+        return Err(
+            OpError::new(name_start..cur.pos, format!("unknown operation `{name}`"))
+                .expected(one_of(op_names()))
+                .help(did_you_mean(name, op_names())),
+        );
+    };
+    cur.skip_ws();
+    if cur.peek() != Some('(') {
+        let found = describe_next(&cur);
+        return Err(OpError::new(
+            cur.here(),
+            format!("expected `(` after `{name}`, found {found}"),
+        )
+        .expected(signature(op)));
+    }
+    let open = cur.pos;
+    cur.pos += 1;
+    let args = parse_args(&mut cur, op)?;
+    let close = cur.pos - 1;
+    cur.skip_ws();
+    if cur.pos < text.len() {
+        let rest = text[cur.pos..].trim_end();
+        return Err(OpError::new(
+            cur.pos..cur.pos + rest.len(),
+            format!("unexpected `{rest}` after the closing `)`"),
+        )
+        .expected("the end of the operation"));
+    }
+    if args.len() != op.args.len() {
+        let want = op.args.len();
+        let message = format!(
+            "`{name}` takes {want} argument{}, found {}",
+            if want == 1 { "" } else { "s" },
+            args.len()
+        );
+        let range = match args.get(want) {
+            Some(extra) => extra.range.start..args.last().map_or(extra.range.end, |a| a.range.end),
+            None if args.is_empty() => open..close + 1,
+            None => close..close + 1,
+        };
+        return Err(OpError::new(range, message).expected(signature(op)));
+    }
+    let mut checked = Vec::with_capacity(args.len());
+    for (arg, &kind) in args.iter().zip(op.args) {
+        checked.push(check_arg(arg, kind, op, tasks)?);
+    }
+    build(op, checked).ok_or_else(|| {
+        OpError::new(
+            name_start..name_start + name.len(),
+            format!("operation `{name}` is in the kernel catalog but this scenario checker cannot build it yet"),
+        )
+    })
+}
+
+fn describe_next(cur: &Cursor<'_>) -> String {
+    match cur.peek() {
+        None => "the end of the operation".to_string(),
+        Some(c) => format!("`{c}`"),
+    }
+}
+
+/// Arguments up to and including the closing `)`; the cursor ends after it.
+fn parse_args<'t>(cur: &mut Cursor<'t>, op: &OpInfo) -> Result<Vec<Arg<'t>>, OpError> {
+    let mut args = Vec::new();
+    cur.skip_ws();
+    if cur.peek() == Some(')') {
+        cur.pos += 1;
+        return Ok(args);
+    }
+    loop {
+        cur.skip_ws();
+        let start = cur.pos;
+        if cur.peek() == Some('"') {
+            let value = parse_quoted(cur)?;
+            args.push(Arg {
+                range: start..cur.pos,
+                kind: ArgText::Quoted(value),
+            });
+        } else {
+            while let Some(c) = cur.peek() {
+                if c == ',' || c == ')' || c == '"' {
+                    break;
+                }
+                cur.pos += c.len_utf8();
+            }
+            let raw = &cur.text[start..cur.pos];
+            let trimmed = raw.trim_end();
+            if trimmed.is_empty() {
+                return Err(OpError::new(
+                    cur.here(),
+                    format!("expected an argument, found {}", describe_next(cur)),
+                )
+                .expected(signature(op)));
+            }
+            args.push(Arg {
+                range: start..start + trimmed.len(),
+                kind: ArgText::Bare(trimmed),
+            });
+        }
+        cur.skip_ws();
+        match cur.peek() {
+            Some(',') => {
+                cur.pos += 1;
+                // A trailing comma is allowed.
+                cur.skip_ws();
+                if cur.peek() == Some(')') {
+                    cur.pos += 1;
+                    return Ok(args);
+                }
+            }
+            Some(')') => {
+                cur.pos += 1;
+                return Ok(args);
+            }
+            _ => {
+                let found = describe_next(cur);
+                return Err(OpError::new(
+                    cur.here(),
+                    format!("expected `,` or `)`, found {found}"),
+                )
+                .expected(signature(op)));
+            }
+        }
+    }
+}
+
+/// A double-quoted string at the cursor, with escapes `\"`, `\\`, `\n`, `\t`.
+fn parse_quoted(cur: &mut Cursor<'_>) -> Result<String, OpError> {
+    let start = cur.pos;
+    cur.pos += 1;
+    let mut out = String::new();
+    loop {
+        let Some(c) = cur.peek() else {
+            return Err(
+                OpError::new(start..cur.pos, "unterminated string").expected("a closing `\"`")
+            );
+        };
+        cur.pos += c.len_utf8();
+        match c {
+            '"' => return Ok(out),
+            '\\' => {
+                let esc_start = cur.pos - 1;
+                let Some(e) = cur.peek() else {
+                    return Err(OpError::new(start..cur.pos, "unterminated string")
+                        .expected("a closing `\"`"));
+                };
+                cur.pos += e.len_utf8();
+                out.push(match e {
+                    '"' => '"',
+                    '\\' => '\\',
+                    'n' => '\n',
+                    't' => '\t',
+                    _ => {
+                        return Err(OpError::new(
+                            esc_start..cur.pos,
+                            format!("unknown escape `\\{e}` in string"),
+                        )
+                        .expected("one of: \\\", \\\\, \\n, \\t"))
+                    }
+                });
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+enum Value {
+    Flags(u64),
+    Sysctl(String),
+    Int(i64),
+    Task(String),
+    Name(String),
+    Duration(u64),
+    Str(String),
+}
+
+fn check_arg(arg: &Arg<'_>, kind: ArgKind, op: &OpInfo, tasks: &[&str]) -> Result<Value, OpError> {
+    let what = kind_name(kind);
+    let bare = match (&arg.kind, kind) {
+        (ArgText::Quoted(s), ArgKind::Str) => return Ok(Value::Str(s.clone())),
+        (ArgText::Quoted(_), _) => {
+            return Err(OpError::new(
+                arg.range.clone(),
+                format!("expected a bare {what}, found a quoted string"),
+            )
+            .expected(signature(op))
+            .help(Some(format!("write the {what} without quotes"))))
+        }
+        (ArgText::Bare(s), _) => *s,
+    };
+    let range = arg.range.clone();
+    match kind {
+        ArgKind::CloneFlags => clone_flags(bare, range.start).map(Value::Flags),
+        ArgKind::Sysctl => {
+            if catalog::sysctl(bare) {
+                Ok(Value::Sysctl(bare.to_string()))
+            } else {
+                let names = || catalog::SYSCTLS.iter().map(|s| s.0);
+                Err(OpError::new(range, format!("unknown sysctl `{bare}`"))
+                    .expected(one_of(names()))
+                    .help(did_you_mean(bare, names())))
+            }
+        }
+        ArgKind::Int => int_arg(bare, range).map(Value::Int),
+        ArgKind::Task => {
+            if tasks.contains(&bare) {
+                Ok(Value::Task(bare.to_string()))
+            } else {
+                Err(
+                    OpError::new(range, format!("no task named `{bare}` in this scenario"))
+                        .expected(one_of(tasks.iter().copied()))
+                        .help(did_you_mean(bare, tasks.iter().copied())),
+                )
+            }
+        }
+        ArgKind::Name => {
+            let mut chars = bare.chars();
+            let ok = chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if ok {
+                Ok(Value::Name(bare.to_string()))
+            } else {
+                Err(OpError::new(range, format!("`{bare}` is not a valid name"))
+                    .expected("a name made of [A-Za-z_][A-Za-z0-9_]*"))
+            }
+        }
+        ArgKind::Duration => parse_duration(bare)
+            .map(Value::Duration)
+            .map_err(|e| OpError::new(range, e).expected(DURATION_SYNTAX)),
+        ArgKind::Str => Err(OpError::new(range, "expected a double-quoted string")
+            .expected(signature(op))
+            .help(Some(
+                "quote it; a TOML literal string makes that easy: ops = ['bug(\"boom\")']"
+                    .to_string(),
+            ))),
+    }
+}
+
+fn int_arg(bare: &str, range: Range<usize>) -> Result<i64, OpError> {
+    let expected = format!("an integer in 0..={INT_MAX}");
+    if let Some(digits) = bare.strip_prefix('-') {
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(OpError::new(range, format!("negative value `{bare}`")).expected(expected));
+        }
+    }
+    if bare.is_empty() || !bare.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(
+            OpError::new(range, format!("`{bare}` is not a non-negative integer"))
+                .expected(expected),
+        );
+    }
+    match bare.parse::<i64>() {
+        Ok(v) if v <= INT_MAX => Ok(v),
+        _ => Err(OpError::new(range, format!("value `{bare}` is out of range")).expected(expected)),
+    }
+}
+
+/// `CLONE_NEWIPC | CLONE_NEWNET`; `base` is where `bare` starts in the op
+/// text, so errors can point at the offending flag.
+fn clone_flags(bare: &str, base: usize) -> Result<u64, OpError> {
+    let names = || catalog::CLONE_FLAGS.iter().map(|f| f.0);
+    let mut flags = 0u64;
+    let mut offset = 0usize;
+    for part in bare.split('|') {
+        let lead = part.len() - part.trim_start().len();
+        let name = part.trim();
+        let start = base + offset + lead;
+        let range = start..start + name.len();
+        offset += part.len() + 1;
+        if name.is_empty() {
+            return Err(OpError::new(range, "expected a clone flag").expected(one_of(names())));
+        }
+        match catalog::CLONE_FLAGS.iter().find(|f| f.0 == name) {
+            Some(&(_, value, true)) => flags |= value,
+            Some(&(_, _, false)) => {
+                let modelled: Vec<&str> = catalog::CLONE_FLAGS
+                    .iter()
+                    .filter(|f| f.2)
+                    .map(|f| f.0)
+                    .collect();
+                return Err(OpError::new(range, format!("{name} is not modelled yet"))
+                    .expected(one_of(modelled)));
+            }
+            None => {
+                return Err(OpError::new(range, format!("unknown clone flag `{name}`"))
+                    .expected(one_of(names()))
+                    .help(did_you_mean(name, names())))
+            }
+        }
+    }
+    Ok(flags)
+}
+
+fn build(op: &OpInfo, args: Vec<Value>) -> Option<Op> {
+    let mut flags = 0;
+    let mut ns = 0;
+    let mut int = 0;
+    let mut strings: Vec<String> = Vec::new();
+    for v in args {
+        match v {
+            Value::Flags(f) => flags = f,
+            Value::Duration(d) => ns = d,
+            Value::Int(i) => int = i,
+            Value::Sysctl(s) | Value::Task(s) | Value::Name(s) | Value::Str(s) => strings.push(s),
+        }
+    }
+    let mut first = || {
+        if strings.is_empty() {
+            String::new()
+        } else {
+            strings.remove(0)
+        }
+    };
+    Some(match op.name {
+        "unshare" => Op::Unshare { flags },
+        "sysctl_write" => Op::SysctlWrite {
+            name: first(),
+            value: int,
+        },
+        "mq_path_walk" => Op::MqPathWalk { target: first() },
+        "lock" => Op::Lock { name: first() },
+        "unlock" => Op::Unlock { name: first() },
+        "sleep" => Op::Sleep { ns },
+        "bug" => Op::Bug { message: first() },
+        _ => return None,
+    })
+}

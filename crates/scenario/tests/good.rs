@@ -1,0 +1,531 @@
+//! Well-formed scenario files parse into exactly the values they describe.
+
+use std::path::PathBuf;
+
+use kernel::setup::{clone_flags, Op, SysctlSpec, TaskSpec, UserNsSpec};
+use scenario::{parse, Expect, ExpectedOutcome, Explore, KernelRun, PatchToggle, StrategyName};
+
+const EXAMPLE: &str = include_str!("data/example.toml");
+
+#[test]
+fn example_parses_into_every_field() {
+    let s = parse("sim-scenarios/example.toml", EXAMPLE).unwrap();
+    assert_eq!(s.path, PathBuf::from("sim-scenarios/example.toml"));
+    assert_eq!(s.name, "ipc-alloc-vs-free");
+    assert_eq!(
+        s.summary,
+        "unshare(CLONE_NEWIPC) in a loop under a small max_ipc_namespaces"
+    );
+    assert_eq!(s.source, EXAMPLE);
+    assert_eq!(s.invariants, ["ipc.no_false_enospc", "ucounts.balanced"]);
+    assert_eq!(
+        s.costs,
+        [
+            ("rcu_grace_period".to_string(), 8_000_000),
+            ("syscall".to_string(), 150)
+        ]
+    );
+    assert_eq!(
+        s.setup.user_namespaces,
+        [UserNsSpec {
+            name: "container".into(),
+            parent: "init".into(),
+            owner: 1000,
+        }]
+    );
+    assert_eq!(
+        s.setup.sysctls,
+        [
+            SysctlSpec {
+                userns: "init".into(),
+                name: "user.max_ipc_namespaces".into(),
+                value: 3,
+            },
+            SysctlSpec {
+                userns: "container".into(),
+                name: "user.max_ipc_namespaces".into(),
+                value: 2,
+            },
+        ]
+    );
+    assert_eq!(
+        s.setup.tasks,
+        [TaskSpec {
+            name: "looper".into(),
+            instances: 1,
+            userns: "init".into(),
+            uid: 0,
+            repeat: 1000,
+            ops: vec![
+                Op::Unshare {
+                    flags: clone_flags::CLONE_NEWIPC
+                },
+                Op::Sleep { ns: 10_000 },
+            ],
+        }]
+    );
+    assert_eq!(
+        s.runs,
+        [KernelRun {
+            profile: "v6.2".into(),
+            patches: vec![
+                PatchToggle {
+                    name: "ipc-batch-free".into(),
+                    enable: true,
+                },
+                PatchToggle {
+                    name: "ipc-wait-pending-free".into(),
+                    enable: false,
+                },
+            ],
+            label: "v6.2".into(),
+            expect: Expect {
+                outcome: ExpectedOutcome::Violation,
+                invariant: Some("ipc.no_false_enospc".into()),
+            },
+            explore: Explore {
+                strategy: StrategyName::Fair,
+                seed: 1,
+                iterations: 100,
+                pct_depth: 3,
+                preemption_bound: 2,
+                cpus: 2,
+                max_steps: 10_000_000,
+                max_virtual_ns: 3_600_000_000_000,
+            },
+        }]
+    );
+}
+
+const MINIMAL: &str = r#"
+name = "min"
+summary = "smallest valid scenario"
+[[task]]
+name = "t"
+ops = ["unshare(CLONE_NEWIPC)"]
+[[kernel]]
+profile = "v6.3"
+expect = "pass"
+"#;
+
+#[test]
+fn defaults_are_filled_in() {
+    let s = parse("min.toml", MINIMAL).unwrap();
+    let all: Vec<String> = kernel::catalog::INVARIANTS
+        .iter()
+        .map(|i| i.0.to_string())
+        .collect();
+    assert_eq!(s.invariants, all);
+    assert!(s.costs.is_empty());
+    assert!(s.setup.user_namespaces.is_empty());
+    assert!(s.setup.sysctls.is_empty());
+    let t = &s.setup.tasks[0];
+    assert_eq!(
+        (t.instances, t.userns.as_str(), t.uid, t.repeat),
+        (1, "init", 0, 1)
+    );
+    let run = &s.runs[0];
+    assert_eq!(run.label, "v6.3");
+    assert!(run.patches.is_empty());
+    assert_eq!(
+        run.expect,
+        Expect {
+            outcome: ExpectedOutcome::Pass,
+            invariant: None
+        }
+    );
+    let d = Explore::default();
+    assert_eq!(run.explore, d);
+    assert_eq!(
+        d,
+        Explore {
+            strategy: StrategyName::Random,
+            seed: 1,
+            iterations: 100,
+            pct_depth: 3,
+            preemption_bound: 2,
+            cpus: 2,
+            max_steps: 10_000_000,
+            max_virtual_ns: 3_600_000_000_000,
+        }
+    );
+}
+
+#[test]
+fn empty_invariant_list_means_all() {
+    let text = MINIMAL.replace("summary =", "invariants = []\nsummary =");
+    let s = parse("x.toml", &text).unwrap();
+    assert_eq!(s.invariants.len(), kernel::catalog::INVARIANTS.len());
+}
+
+#[test]
+fn named_invariants_come_in_catalog_order() {
+    let text = MINIMAL.replace(
+        "summary =",
+        "invariants = [\"lifetime\", \"ucounts.balanced\"]\nsummary =",
+    );
+    let s = parse("x.toml", &text).unwrap();
+    assert_eq!(s.invariants, ["ucounts.balanced", "lifetime"]);
+}
+
+const FULL: &str = r#"
+name = "every.op_kind-1"
+summary = "all ops, all outcomes, several kernels"
+invariants = ["ipc.no_false_enospc", "ucounts.balanced", "lifetime"]
+
+[explore]
+strategy = "pct"
+seed = 18446744073709551615
+iterations = 1_000_000_000
+max_virtual_time = "1m30.5s"
+
+[sysctl]
+user.max_ipc_namespaces = 5        # an unquoted dotted key works too
+"user.max_user_namespaces" = 2147483647
+
+[costs]
+kworker_wakeup = "5us"
+step = 0
+rcu_grace_period = "1.5ms"
+
+[[userns]]
+name = "outer"
+owner = 4294967295
+
+[[userns]]
+name = "inner"
+parent = "outer"
+[userns.sysctl]
+"user.max_ipc_namespaces" = 0
+
+[[task]]
+name = "writer"
+instances = 100_000
+userns = "inner"
+uid = 1000
+repeat = 1_000_000_000
+ops = [
+  "unshare(CLONE_NEWIPC|CLONE_NEWIPC)",
+  " sysctl_write( user.max_ipc_namespaces , 2147483647 ) ",
+  "mq_path_walk(reader)",
+  "lock(m_1)",
+  "unlock(m_1)",
+  "sleep(1.5ms)",
+  "sleep(250)",
+  'bug("boom, \"quoted\" (really)")',
+]
+
+[[task]]
+name = "reader"
+ops = ["mq_path_walk(writer)", "mq_path_walk(reader)"]
+
+[[kernel]]
+profile = "v6.3"
+patches = ["-ipc-wait-pending-free", "+ipc-free-no-grace-period"]
+expect = { outcome = "use-after-free" }
+
+[[kernel]]
+profile = "v6.2"
+label = "v6.2-fast"
+expect = { outcome = "violation", invariant = "ipc.no_false_enospc" }
+explore = { strategy = "dfs", preemption_bound = 0, cpus = 1024, pct_depth = 64, max_steps = 1_000_000_000_000, seed = 0, max_virtual_time = 1 }
+
+[[kernel]]
+profile = "v5.6"
+expect = "deadlock"
+[kernel.explore]
+iterations = 1
+
+[[kernel]]
+profile = "v5.7"
+expect = "panic"
+
+[[kernel]]
+profile = "v6.3"
+expect = "limit"
+"#;
+
+#[test]
+fn full_file() {
+    let s = parse("full.toml", FULL).unwrap();
+    assert_eq!(s.name, "every.op_kind-1");
+    assert_eq!(
+        s.invariants,
+        ["ipc.no_false_enospc", "ucounts.balanced", "lifetime"]
+    );
+    assert_eq!(
+        s.costs,
+        [
+            ("kworker_wakeup".to_string(), 5_000),
+            ("step".to_string(), 0),
+            ("rcu_grace_period".to_string(), 1_500_000),
+        ]
+    );
+    assert_eq!(
+        s.setup.user_namespaces,
+        [
+            UserNsSpec {
+                name: "outer".into(),
+                parent: "init".into(),
+                owner: u32::MAX
+            },
+            UserNsSpec {
+                name: "inner".into(),
+                parent: "outer".into(),
+                owner: 0
+            },
+        ]
+    );
+    let sysctls: Vec<(&str, &str, i64)> = s
+        .setup
+        .sysctls
+        .iter()
+        .map(|s| (s.userns.as_str(), s.name.as_str(), s.value))
+        .collect();
+    assert_eq!(
+        sysctls,
+        [
+            ("init", "user.max_ipc_namespaces", 5),
+            ("init", "user.max_user_namespaces", 2_147_483_647),
+            ("inner", "user.max_ipc_namespaces", 0),
+        ]
+    );
+    let w = &s.setup.tasks[0];
+    assert_eq!(
+        (
+            w.name.as_str(),
+            w.instances,
+            w.userns.as_str(),
+            w.uid,
+            w.repeat
+        ),
+        ("writer", 100_000, "inner", 1000, 1_000_000_000)
+    );
+    assert_eq!(
+        w.ops,
+        [
+            Op::Unshare {
+                flags: clone_flags::CLONE_NEWIPC
+            },
+            Op::SysctlWrite {
+                name: "user.max_ipc_namespaces".into(),
+                value: 2_147_483_647
+            },
+            Op::MqPathWalk {
+                target: "reader".into()
+            },
+            Op::Lock { name: "m_1".into() },
+            Op::Unlock { name: "m_1".into() },
+            Op::Sleep { ns: 1_500_000 },
+            Op::Sleep { ns: 250 },
+            Op::Bug {
+                message: "boom, \"quoted\" (really)".into()
+            },
+        ]
+    );
+    assert_eq!(
+        s.setup.tasks[1].ops,
+        [
+            Op::MqPathWalk {
+                target: "writer".into()
+            },
+            Op::MqPathWalk {
+                target: "reader".into()
+            },
+        ]
+    );
+
+    let base = Explore {
+        strategy: StrategyName::Pct,
+        seed: u64::MAX,
+        iterations: 1_000_000_000,
+        max_virtual_ns: 90_500_000_000,
+        ..Explore::default()
+    };
+    let labels: Vec<&str> = s.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "v6.3-ipc-wait-pending-free+ipc-free-no-grace-period",
+            "v6.2-fast",
+            "v5.6",
+            "v5.7",
+            "v6.3"
+        ]
+    );
+    let outcomes: Vec<&str> = s.runs.iter().map(|r| r.expect.outcome.as_str()).collect();
+    assert_eq!(
+        outcomes,
+        ["use-after-free", "violation", "deadlock", "panic", "limit"]
+    );
+    assert_eq!(
+        s.runs[0].patches,
+        [
+            PatchToggle {
+                name: "ipc-wait-pending-free".into(),
+                enable: false
+            },
+            PatchToggle {
+                name: "ipc-free-no-grace-period".into(),
+                enable: true
+            },
+        ]
+    );
+    assert_eq!(s.runs[0].explore, base);
+    assert_eq!(
+        s.runs[1].explore,
+        Explore {
+            strategy: StrategyName::Dfs,
+            seed: 0,
+            iterations: 1_000_000_000,
+            pct_depth: 64,
+            preemption_bound: 0,
+            cpus: 1024,
+            max_steps: 1_000_000_000_000,
+            max_virtual_ns: 1,
+        }
+    );
+    assert_eq!(
+        s.runs[2].explore,
+        Explore {
+            iterations: 1,
+            ..base
+        }
+    );
+    assert_eq!(s.runs[4].explore, base);
+}
+
+#[test]
+fn tasks_as_inline_tables_and_escapes_in_basic_strings() {
+    let text = r#"
+name = "inline"
+summary = "s"
+task = [ { name = "a", ops = ["sleep(\u0031us)", "bug(\"a\\tb\")"] } ]
+kernel = [ { profile = "v5.6", expect = "pass" } ]
+"#;
+    let s = parse("x.toml", text).unwrap();
+    assert_eq!(
+        s.setup.tasks[0].ops,
+        [
+            Op::Sleep { ns: 1_000 },
+            Op::Bug {
+                message: "a\tb".into()
+            }
+        ]
+    );
+}
+
+#[test]
+fn strategy_and_outcome_names() {
+    for s in StrategyName::ALL {
+        assert_eq!(s.as_str().parse::<StrategyName>(), Ok(s));
+        assert_eq!(s.to_string(), s.as_str());
+    }
+    assert!("bfs".parse::<StrategyName>().is_err());
+    for o in ExpectedOutcome::ALL {
+        assert_eq!(o.as_str().parse::<ExpectedOutcome>(), Ok(o));
+    }
+    assert_eq!(ExpectedOutcome::UseAfterFree.as_str(), "use-after-free");
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nssim-scenario-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn load_and_discover() {
+    let dir = temp_dir("discover");
+    std::fs::write(dir.join("b.toml"), MINIMAL).unwrap();
+    std::fs::write(dir.join("a.toml"), MINIMAL).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a scenario").unwrap();
+    std::fs::create_dir(dir.join("sub.toml")).unwrap();
+    std::fs::create_dir(dir.join("nested")).unwrap();
+    std::fs::write(dir.join("nested/c.toml"), MINIMAL).unwrap();
+    let single = dir.join("notes.txt");
+
+    let found = scenario::discover(&[dir.clone(), single.clone()]).unwrap();
+    assert_eq!(found, [dir.join("a.toml"), dir.join("b.toml"), single]);
+
+    let s = scenario::load(&found[0]).unwrap();
+    assert_eq!(s.path, dir.join("a.toml"));
+    assert_eq!(s.name, "min");
+
+    let missing = dir.join("missing.toml");
+    let err = scenario::discover(std::slice::from_ref(&missing)).unwrap_err();
+    assert_eq!(err.file, missing.display().to_string());
+    assert_eq!((err.line, err.column), (None, None));
+    assert!(err.message.contains("no such file"), "{err}");
+
+    let err = scenario::load(&missing).unwrap_err();
+    assert_eq!((err.line, err.column), (None, None));
+    assert!(err.message.contains("cannot read"), "{err}");
+    assert!(err.to_string().starts_with("error: cannot read"), "{err}");
+
+    let empty = dir.join("nested/empty");
+    std::fs::create_dir(&empty).unwrap();
+    let err = scenario::discover(&[empty]).unwrap_err();
+    assert!(err.message.contains("no scenario files"), "{err}");
+
+    let garbage = dir.join("garbage.toml");
+    std::fs::write(&garbage, b"name = \"x\"\nsum\xffmary = 1\n").unwrap();
+    let err = scenario::load(&garbage).unwrap_err();
+    assert_eq!((err.line, err.column), (Some(2), Some(4)), "{err}");
+    assert!(err.message.contains("not UTF-8"), "{err}");
+
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn renders_like_rustc() {
+    let text = "name = \"x\"\nsummary = \"s\"\n[[task]]\nname = \"a\"\nops = [\"sleep(1)\"]\n[[kernel]]\nprofile = \"v9.9\"\nexpect = \"pass\"\n";
+    let err = parse("sim-scenarios/x.toml", text).unwrap_err();
+    let want = "\
+error: unknown kernel profile `v9.9`
+  --> sim-scenarios/x.toml:7:11
+   |
+ 7 | profile = \"v9.9\"
+   |           ^^^^^^ expected one of: v5.6, v5.7, v6.2, v6.3";
+    assert_eq!(err.to_string(), want);
+    assert_eq!(err.source_line(), Some("profile = \"v9.9\""));
+
+    let err = scenario::ScenarioError::new("f.toml", "cannot read");
+    assert_eq!(err.to_string(), "error: cannot read\n  --> f.toml");
+}
+
+#[test]
+fn crlf_line_endings_and_byte_order_mark() {
+    let crlf = MINIMAL.replace('\n', "\r\n");
+    let s = parse("crlf.toml", &crlf).unwrap();
+    assert_eq!(s.name, "min");
+    let err = parse("crlf.toml", &crlf.replace("v6.3", "v9.9")).unwrap_err();
+    assert_eq!((err.line, err.column), (Some(8), Some(11)));
+    assert_eq!(err.source_line(), Some("profile = \"v9.9\""));
+
+    let bom = format!("\u{feff}{}", MINIMAL.trim_start());
+    let s = parse("bom.toml", &bom).unwrap();
+    assert_eq!(s.name, "min");
+}
+
+#[test]
+fn multi_line_op_strings() {
+    let text = MINIMAL.replace(
+        "ops = [\"unshare(CLONE_NEWIPC)\"]",
+        "ops = [\"\"\"\nsysctl_write(\n    user.max_ipc_namespaces,\n    7,\n)\"\"\", '''bug(\"multi\nline\")''']",
+    );
+    let s = parse("x.toml", &text).unwrap();
+    assert_eq!(
+        s.setup.tasks[0].ops,
+        [
+            Op::SysctlWrite {
+                name: "user.max_ipc_namespaces".into(),
+                value: 7
+            },
+            Op::Bug {
+                message: "multi\nline".into()
+            }
+        ]
+    );
+}

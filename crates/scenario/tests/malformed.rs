@@ -1,0 +1,801 @@
+//! A catalogue of malformed scenario files: each must be rejected with an
+//! error at the exact line and column of the offending token, saying what
+//! is wrong.
+
+use scenario::{parse, parse_bytes, ScenarioError};
+
+/// A valid file; cases below edit it.
+const BASE: &str = r#"name = "x"
+summary = "s"
+[[task]]
+name = "a"
+ops = ["unshare(CLONE_NEWIPC)"]
+[[kernel]]
+profile = "v6.2"
+expect = "pass"
+"#;
+
+/// `BASE` with `from` replaced by `to` (which must occur exactly once).
+fn edit(from: &str, to: &str) -> String {
+    assert_eq!(BASE.matches(from).count(), 1, "{from}");
+    BASE.replacen(from, to, 1)
+}
+
+fn err_of(text: &str) -> ScenarioError {
+    match parse("t.toml", text) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+/// Asserts the error's position and that its rendering contains each of
+/// `fragments`.
+#[track_caller]
+fn check(text: &str, pos: Option<(usize, usize)>, fragments: &[&str]) {
+    let e = err_of(text);
+    let rendered = e.to_string();
+    assert_eq!(
+        e.line.zip(e.column),
+        pos,
+        "wrong position\n{rendered}\n--- for ---\n{text}"
+    );
+    assert_eq!(e.file, "t.toml");
+    for f in fragments {
+        assert!(rendered.contains(f), "missing {f:?} in\n{rendered}");
+    }
+}
+
+#[test]
+fn base_is_valid() {
+    parse("t.toml", BASE).unwrap();
+}
+
+#[test]
+fn toml_syntax_errors() {
+    check(
+        &edit("summary = \"s\"", "summary = "),
+        Some((2, 11)),
+        &["invalid TOML"],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a"),
+        Some((4, 10)),
+        &["invalid TOML"],
+    );
+    check(
+        &edit("[[kernel]]", "[[kernel]"),
+        Some((6, 10)),
+        &["invalid TOML"],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a\"\nname = \"b\""),
+        Some((5, 1)),
+        &["invalid TOML", "duplicate key"],
+    );
+}
+
+#[test]
+fn empty_files() {
+    check("", None, &["empty scenario file", "--> t.toml"]);
+    check("# only a comment\n\n", None, &["empty scenario file"]);
+}
+
+#[test]
+fn not_utf8() {
+    let mut bytes = BASE.as_bytes().to_vec();
+    // Byte 4 of line 2 ("summary").
+    let at = BASE.find("summary").unwrap() + 3;
+    bytes[at] = 0xc3;
+    bytes[at + 1] = 0x28;
+    let e = parse_bytes("t.toml", &bytes).unwrap_err();
+    assert_eq!((e.line, e.column), (Some(2), Some(4)), "{e}");
+    assert!(e.message.contains("not UTF-8"), "{e}");
+    assert!(e.message.contains(&format!("byte offset {at}")), "{e}");
+    let e = parse_bytes("t.toml", b"\xff\xfe\x00\x01").unwrap_err();
+    assert_eq!((e.line, e.column), (Some(1), Some(1)), "{e}");
+    // NUL and other control characters in UTF-8 text are TOML errors.
+    check("name = \"x\u{0}\"", Some((1, 10)), &["invalid TOML"]);
+}
+
+#[test]
+fn unknown_keys_at_every_level() {
+    check(
+        &edit("summary", "nmae = \"y\"\nsummary"),
+        Some((2, 1)),
+        &[
+            "unknown key `nmae`",
+            "did you mean `name`?",
+            "one of: name, summary",
+        ],
+    );
+    check(
+        &edit("[[task]]", "[explore]\nstratgy = \"dfs\"\n[[task]]"),
+        Some((4, 1)),
+        &[
+            "unknown key `stratgy` in [explore]",
+            "did you mean `strategy`?",
+        ],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a\"\ninstance = 2"),
+        Some((5, 1)),
+        &[
+            "unknown key `instance` in [[task]]",
+            "did you mean `instances`?",
+        ],
+    );
+    check(
+        &edit(
+            "expect = \"pass\"",
+            "expect = { outcome = \"pass\", invariants = \"x\" }",
+        ),
+        Some((8, 30)),
+        &[
+            "unknown key `invariants` in `expect`",
+            "one of: outcome, invariant",
+        ],
+    );
+    check(
+        &edit(
+            "expect = \"pass\"",
+            "expect = \"pass\"\nexplore = { cpu = 3 }",
+        ),
+        Some((9, 13)),
+        &[
+            "unknown key `cpu` in `explore` of [[kernel]]",
+            "did you mean `cpus`?",
+        ],
+    );
+    check(
+        &edit(
+            "[[task]]",
+            "[[userns]]\nname = \"u\"\nowner_uid = 5\n[[task]]",
+        ),
+        Some((5, 1)),
+        &["unknown key `owner_uid` in [[userns]]"],
+    );
+}
+
+#[test]
+fn wrong_types() {
+    check(
+        &edit("name = \"x\"", "name = 5"),
+        Some((1, 8)),
+        &[
+            "wrong type for `name`: found an integer",
+            "expected a string",
+        ],
+    );
+    check(
+        &edit("[[task]]", "[explore]\nseed = 1.5\n[[task]]"),
+        Some((4, 8)),
+        &[
+            "wrong type for `seed`: found a float",
+            "expected an integer in 0..=",
+        ],
+    );
+    check(
+        &edit("[[task]]\nname = \"a\"", "[task]\nname = \"a\""),
+        Some((3, 1)),
+        &[
+            "wrong type for `task`: found a table",
+            "write [[task]] for each entry",
+        ],
+    );
+    check(
+        &edit(
+            "ops = [\"unshare(CLONE_NEWIPC)\"]",
+            "ops = \"unshare(CLONE_NEWIPC)\"",
+        ),
+        Some((5, 7)),
+        &[
+            "wrong type for `ops`: found a string",
+            "an array of operation strings",
+        ],
+    );
+    check(
+        &edit("expect = \"pass\"", "expect = true"),
+        Some((8, 10)),
+        &["wrong type for `expect`: found a boolean"],
+    );
+    check(
+        &edit("[[task]]", "[[explore]]\nseed = 1\n[[task]]"),
+        Some((3, 1)),
+        &[
+            "wrong type for `explore`: found an array",
+            "write [explore]",
+        ],
+    );
+}
+
+#[test]
+fn missing_keys() {
+    check(
+        &edit("summary = \"s\"\n", ""),
+        Some((1, 1)),
+        &["missing key `summary`"],
+    );
+    check(
+        &edit("ops = [\"unshare(CLONE_NEWIPC)\"]\n", ""),
+        Some((3, 1)),
+        &["missing key `ops` in [[task]] `a`"],
+    );
+    check(
+        &edit("profile = \"v6.2\"\n", ""),
+        Some((6, 1)),
+        &["missing key `profile` in [[kernel]]"],
+    );
+    check(
+        &edit("expect = \"pass\"", "expect = { invariant = \"lifetime\" }"),
+        Some((8, 10)),
+        &["missing key `outcome` in `expect`"],
+    );
+    check(
+        &edit("[[task]]\nname = \"a\"", "[[task]]"),
+        Some((3, 1)),
+        &["missing key `name` in [[task]]"],
+    );
+}
+
+#[test]
+fn names() {
+    check(
+        &edit("name = \"x\"", "name = \"Bad Name\""),
+        Some((1, 8)),
+        &["invalid name `Bad Name`", "a-z, 0-9, ., _ and -"],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a.b\""),
+        Some((4, 8)),
+        &["invalid name `a.b`", "a-z, 0-9, _ and -"],
+    );
+    check(
+        &edit("expect", "label = \"has space\"\nexpect"),
+        Some((8, 9)),
+        &["invalid label `has space`"],
+    );
+    check(
+        &edit("summary = \"s\"", "summary = \"  \""),
+        Some((2, 11)),
+        &["empty summary"],
+    );
+}
+
+#[test]
+fn unknown_catalog_names() {
+    check(
+        &edit("v6.2", "v9.9"),
+        Some((7, 11)),
+        &[
+            "unknown kernel profile `v9.9`",
+            "one of: v5.6, v5.7, v6.2, v6.3",
+        ],
+    );
+    check(
+        &edit(
+            "expect",
+            "patches = [\"+ipc-async-free\", \"+ipc-bath-free\"]\nexpect",
+        ),
+        Some((8, 31)),
+        &[
+            "unknown patch `ipc-bath-free`",
+            "did you mean `+ipc-batch-free`?",
+        ],
+    );
+    check(
+        &edit(
+            "summary",
+            "invariants = [\"ipc.no_false_enospc\", \"ucounts.balance\"]\nsummary",
+        ),
+        Some((2, 38)),
+        &[
+            "unknown invariant `ucounts.balance`",
+            "did you mean `ucounts.balanced`?",
+        ],
+    );
+    check(
+        &edit(
+            "[[task]]",
+            "[sysctl]\n\"user.max_ipc_namespace\" = 3\n[[task]]",
+        ),
+        Some((4, 1)),
+        &[
+            "unknown sysctl `user.max_ipc_namespace`",
+            "did you mean `user.max_ipc_namespaces`?",
+        ],
+    );
+    check(
+        &edit("[[task]]", "[sysctl]\nuser.max_foo = 3\n[[task]]"),
+        Some((4, 6)),
+        &["unknown sysctl `user.max_foo`"],
+    );
+    check(
+        &edit("[[task]]", "[costs]\nrcu_grace = \"8ms\"\n[[task]]"),
+        Some((4, 1)),
+        &[
+            "unknown cost `rcu_grace`",
+            "did you mean `rcu_grace_period`?",
+        ],
+    );
+    check(
+        &edit("[[task]]", "[explore]\nstrategy = \"bfs\"\n[[task]]"),
+        Some((4, 12)),
+        &["unknown strategy `bfs`", "one of: random, pct, dfs, fair"],
+    );
+    check(
+        &edit("expect = \"pass\"", "expect = \"passed\""),
+        Some((8, 10)),
+        &["unknown outcome `passed`", "did you mean `pass`?"],
+    );
+}
+
+#[test]
+fn patch_toggles() {
+    check(
+        &edit("expect", "patches = [\"ipc-batch-free\"]\nexpect"),
+        Some((8, 12)),
+        &[
+            "patch toggle `ipc-batch-free` needs a `+` or `-` prefix",
+            "\"+ipc-batch-free\"",
+        ],
+    );
+    check(
+        &edit(
+            "expect",
+            "patches = [\"+ipc-batch-free\", \"-ipc-batch-free\"]\nexpect",
+        ),
+        Some((8, 31)),
+        &["patch `ipc-batch-free` is toggled twice"],
+    );
+    check(
+        &edit("expect", "patches = \"+ipc-batch-free\"\nexpect"),
+        Some((8, 11)),
+        &["wrong type for `patches`"],
+    );
+}
+
+#[test]
+fn numbers() {
+    check(
+        &edit(
+            "[[task]]",
+            "[sysctl]\n\"user.max_ipc_namespaces\" = 2147483648\n[[task]]",
+        ),
+        Some((4, 29)),
+        &["out of range", "an integer in 0..=2_147_483_647"],
+    );
+    check(
+        &edit(
+            "[[task]]",
+            "[sysctl]\n\"user.max_ipc_namespaces\" = -1\n[[task]]",
+        ),
+        Some((4, 29)),
+        &["must not be negative"],
+    );
+    check(
+        &edit("[[task]]", "[explore]\niterations = 0\n[[task]]"),
+        Some((4, 14)),
+        &["`iterations` must be at least 1", "1..=1_000_000_000"],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a\"\nrepeat = 0"),
+        Some((5, 10)),
+        &["`repeat` must be at least 1"],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a\"\ninstances = 0"),
+        Some((5, 13)),
+        &["`instances` must be at least 1", "1..=100_000"],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a\"\ninstances = 100_001"),
+        Some((5, 13)),
+        &["`instances` is out of range", "1..=100_000"],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a\"\nuid = -1"),
+        Some((5, 7)),
+        &["`uid` must not be negative", "0..=4_294_967_295"],
+    );
+    check(
+        &edit("[[task]]", "[explore]\ncpus = 5000\n[[task]]"),
+        Some((4, 8)),
+        &["`cpus` is out of range", "1..=1_024"],
+    );
+    check(
+        &edit("[[task]]", "[explore]\npct_depth = 65\n[[task]]"),
+        Some((4, 13)),
+        &["`pct_depth` is out of range", "1..=64"],
+    );
+    check(
+        &edit(
+            "[[task]]",
+            "[explore]\nmax_steps = 1_000_000_000_001\n[[task]]",
+        ),
+        Some((4, 13)),
+        &["`max_steps` is out of range"],
+    );
+    check(
+        &edit("[[task]]", "[explore]\nseed = -3\n[[task]]"),
+        Some((4, 8)),
+        &["`seed` must not be negative"],
+    );
+}
+
+#[test]
+fn durations() {
+    check(
+        &edit("[[task]]", "[costs]\nsyscall = \"1.5ns\"\n[[task]]"),
+        Some((4, 11)),
+        &[
+            "invalid duration for `syscall`",
+            "whole number of nanoseconds",
+        ],
+    );
+    check(
+        &edit("[[task]]", "[costs]\nsyscall = \"-5ms\"\n[[task]]"),
+        Some((4, 11)),
+        &["negative duration"],
+    );
+    check(
+        &edit("[[task]]", "[costs]\nsyscall = -5\n[[task]]"),
+        Some((4, 11)),
+        &["`syscall` must not be negative"],
+    );
+    check(
+        &edit("[[task]]", "[costs]\nsyscall = \"\"\n[[task]]"),
+        Some((4, 11)),
+        &["empty duration"],
+    );
+    check(
+        &edit("[[task]]", "[costs]\nsyscall = \"5 parsecs\"\n[[task]]"),
+        Some((4, 11)),
+        &["unknown unit `parsecs`"],
+    );
+    check(
+        &edit(
+            "[[task]]",
+            "[explore]\nmax_virtual_time = \"99999999999h\"\n[[task]]",
+        ),
+        Some((4, 20)),
+        &["too large"],
+    );
+    check(
+        &edit("[[task]]", "[explore]\nmax_virtual_time = 0\n[[task]]"),
+        Some((4, 20)),
+        &["`max_virtual_time` must be at least 1ns"],
+    );
+    check(
+        &edit("[[task]]", "[costs]\nsyscall = 1.5\n[[task]]"),
+        Some((4, 11)),
+        &[
+            "wrong type for `syscall`: found a float",
+            "integer nanoseconds",
+        ],
+    );
+}
+
+/// Ops: errors point inside the op string.
+#[test]
+fn ops() {
+    let op = |o: &str| edit("\"unshare(CLONE_NEWIPC)\"", &format!("\"{o}\""));
+    check(
+        &op("unshar(CLONE_NEWIPC)"),
+        Some((5, 9)),
+        &["unknown operation `unshar`", "did you mean `unshare`?"],
+    );
+    check(
+        &op("unshare(CLONE_NEWPID)"),
+        Some((5, 17)),
+        &[
+            "unknown clone flag `CLONE_NEWPID`",
+            "one of: CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET",
+        ],
+    );
+    check(
+        &op("unshare(CLONE_NEWIPC | CLONE_NEWUSER)"),
+        Some((5, 32)),
+        &[
+            "CLONE_NEWUSER is not modelled yet",
+            "^^^^^^^^^^^^^ expected `CLONE_NEWIPC`",
+        ],
+    );
+    check(
+        &op("unshare(CLONE_NEWIPC|)"),
+        Some((5, 30)),
+        &["expected a clone flag"],
+    );
+    check(
+        &op("sleep(10us) x"),
+        Some((5, 21)),
+        &["unexpected `x` after the closing `)`"],
+    );
+    check(
+        &op("sleep(10us, 5)"),
+        Some((5, 21)),
+        &["`sleep` takes 1 argument, found 2", "sleep(duration)"],
+    );
+    check(
+        &op("sysctl_write(user.max_ipc_namespaces)"),
+        Some((5, 45)),
+        &[
+            "`sysctl_write` takes 2 arguments, found 1",
+            "sysctl_write(sysctl, integer)",
+        ],
+    );
+    check(
+        &op("sleep()"),
+        Some((5, 14)),
+        &["`sleep` takes 1 argument, found 0"],
+    );
+    check(
+        &op("sysctl_write(user.max_ipc_namespaces, lots)"),
+        Some((5, 47)),
+        &["`lots` is not a non-negative integer", "0..=2147483647"],
+    );
+    check(
+        &op("sysctl_write(user.max_ipc_namespaces, -1)"),
+        Some((5, 47)),
+        &["negative value `-1`"],
+    );
+    check(
+        &op("sysctl_write(user.max_ipc_namespaces, 2147483648)"),
+        Some((5, 47)),
+        &["out of range"],
+    );
+    check(
+        &op("sysctl_write(user.max_pipes, 1)"),
+        Some((5, 22)),
+        &["unknown sysctl `user.max_pipes`"],
+    );
+    check(
+        &op("mq_path_walk(b)"),
+        Some((5, 22)),
+        &["no task named `b` in this scenario", "expected `a`"],
+    );
+    check(
+        &op("lock(1abc)"),
+        Some((5, 14)),
+        &["`1abc` is not a valid name", "[A-Za-z_][A-Za-z0-9_]*"],
+    );
+    check(
+        &op("sleep(10 parsecs)"),
+        Some((5, 15)),
+        &["unknown unit `parsecs`"],
+    );
+    check(
+        &edit("\"unshare(CLONE_NEWIPC)\"", "'bug(boom)'"),
+        Some((5, 13)),
+        &["expected a double-quoted string", "bug(\"string\")"],
+    );
+    check(
+        &edit("\"unshare(CLONE_NEWIPC)\"", "'bug(\"boom)'"),
+        Some((5, 13)),
+        &["unterminated string"],
+    );
+    check(
+        &op("sleep 10us"),
+        Some((5, 15)),
+        &["expected `(` after `sleep`, found `1`"],
+    );
+    check(
+        &op("sleep(10us"),
+        Some((5, 19)),
+        &["expected `,` or `)`, found the end of the operation"],
+    );
+    check(&op(""), Some((5, 9)), &["empty operation"]);
+    check(
+        &op("mq_path_walk(\\\"a\\\")"),
+        Some((5, 22)),
+        &["expected a bare task, found a quoted string"],
+    );
+    check(
+        &edit("ops = [\"unshare(CLONE_NEWIPC)\"]", "ops = []"),
+        Some((5, 7)),
+        &["has no operations"],
+    );
+    check(
+        &edit(
+            "ops = [\"unshare(CLONE_NEWIPC)\"]",
+            "ops = [\"sleep(1)\", 5]",
+        ),
+        Some((5, 20)),
+        &["wrong type for `ops`: found an integer"],
+    );
+}
+
+#[test]
+fn op_positions_inside_other_string_forms() {
+    // A multi-line literal string: the error is on the string's second line.
+    check(
+        &edit("[\"unshare(CLONE_NEWIPC)\"]", "['''\nsleep(\n  10qs)''']"),
+        Some((7, 3)),
+        &["unknown unit `qs`"],
+    );
+    // Escapes before the error: the column still lands on the token.
+    check(
+        &edit("\"unshare(CLONE_NEWIPC)\"", "\"\\u0073leep(1qs)\""),
+        Some((5, 20)),
+        &["unknown unit `qs`"],
+    );
+}
+
+#[test]
+fn references() {
+    check(
+        &edit("name = \"a\"", "name = \"a\"\nuserns = \"contianer\""),
+        Some((5, 10)),
+        &["no user namespace named `contianer`", "expected `init`"],
+    );
+    let two_userns = edit(
+        "[[task]]",
+        "[[userns]]\nname = \"child\"\nparent = \"outer\"\n[[userns]]\nname = \"outer\"\n[[task]]",
+    );
+    check(
+        &two_userns,
+        Some((5, 10)),
+        &[
+            "parent user namespace `outer` is defined later",
+            "parents must come before",
+        ],
+    );
+    check(
+        &edit(
+            "[[task]]",
+            "[[userns]]\nname = \"u\"\n[[userns]]\nname = \"u\"\n[[task]]",
+        ),
+        Some((6, 8)),
+        &["duplicate user namespace name `u`", "first used on line 4"],
+    );
+    check(
+        &edit("[[task]]", "[[userns]]\nname = \"init\"\n[[task]]"),
+        Some((4, 8)),
+        &["`init` is the initial user namespace"],
+    );
+    check(
+        &edit(
+            "[[task]]",
+            "[[userns]]\nname = \"u\"\nparent = \"nope\"\n[[task]]",
+        ),
+        Some((5, 10)),
+        &["no user namespace named `nope`"],
+    );
+    check(
+        &format!("{BASE}[[task]]\nname = \"a\"\nops = [\"sleep(1)\"]\n"),
+        Some((10, 8)),
+        &["duplicate task name `a`", "first used on line 4"],
+    );
+}
+
+#[test]
+fn expectations() {
+    check(
+        &edit("expect = \"pass\"", "expect = \"violation\""),
+        Some((8, 10)),
+        &["outcome `violation` needs the invariant"],
+    );
+    check(
+        &edit("expect = \"pass\"", "expect = { outcome = \"violation\" }"),
+        Some((8, 10)),
+        &["outcome `violation` needs `invariant`"],
+    );
+    check(
+        &edit(
+            "expect = \"pass\"",
+            "expect = { outcome = \"deadlock\", invariant = \"lifetime\" }",
+        ),
+        Some((8, 34)),
+        &["`invariant` is only allowed with outcome `violation`, not `deadlock`"],
+    );
+    check(
+        &edit(
+            "expect = \"pass\"",
+            "expect = { outcome = \"violation\", invariant = \"ipc.no_enospc\" }",
+        ),
+        Some((8, 47)),
+        &["unknown invariant `ipc.no_enospc`"],
+    );
+    check(
+        &edit("summary", "invariants = [\"lifetime\"]\nsummary").replace(
+            "expect = \"pass\"",
+            "expect = { outcome = \"violation\", invariant = \"ucounts.balanced\" }",
+        ),
+        Some((9, 47)),
+        &["invariant `ucounts.balanced` is not checked by this scenario"],
+    );
+    check(
+        &edit("expect = \"pass\"\n", ""),
+        Some((6, 1)),
+        &["missing key `expect` in [[kernel]]"],
+    );
+}
+
+#[test]
+fn tasks_and_kernels_required() {
+    let no_task =
+        "name = \"x\"\nsummary = \"s\"\n[[kernel]]\nprofile = \"v6.2\"\nexpect = \"pass\"\n";
+    check(no_task, Some((1, 1)), &["missing key `task`"]);
+    check(
+        &no_task.replace("summary = \"s\"", "summary = \"s\"\ntask = []"),
+        Some((3, 8)),
+        &["no tasks", "at least one [[task]]"],
+    );
+    let no_kernel = "name = \"x\"\nsummary = \"s\"\n[[task]]\nname = \"a\"\nops = [\"sleep(1)\"]\n";
+    check(no_kernel, Some((1, 1)), &["missing key `kernel`"]);
+    check(
+        &no_kernel.replace("summary = \"s\"", "summary = \"s\"\nkernel = []"),
+        Some((3, 10)),
+        &["no kernels to run"],
+    );
+    check(
+        &format!("{BASE}[[kernel]]\nprofile = \"v6.2\"\nexpect = \"pass\"\n"),
+        Some((10, 11)),
+        &["duplicate kernel label `v6.2`", "first used on line 7"],
+    );
+    check(
+        &format!("{BASE}[[kernel]]\nprofile = \"v6.3\"\nlabel = \"v6.2\"\nexpect = \"pass\"\n"),
+        Some((11, 9)),
+        &["duplicate kernel label `v6.2`"],
+    );
+    check(
+        &edit(
+            "[[task]]",
+            "[sysctl]\n\"user.max_ipc_namespaces\" = 1\nuser.max_ipc_namespaces = 2\n[[task]]",
+        ),
+        Some((5, 6)),
+        &["sysctl `user.max_ipc_namespaces` is set twice"],
+    );
+}
+
+#[test]
+fn deep_nesting_does_not_overflow_the_stack() {
+    // Run on a small stack to make an overflow likely if recursion were
+    // unbounded anywhere.
+    std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(|| {
+            let n = 100_000;
+            let arrays = format!("a = {}{}", "[".repeat(n), "]".repeat(n));
+            assert!(parse("t.toml", &arrays).is_err());
+            let tables = format!("a = {}{}", "{b = ".repeat(n), "}".repeat(n));
+            assert!(parse("t.toml", &tables).is_err());
+            let dotted = format!("[sysctl]\n{}x = 1\n", "user.".repeat(n));
+            assert!(parse("t.toml", &dotted).is_err());
+            let header = format!("[{}]\n", vec!["sysctl"; n].join("."));
+            assert!(parse("t.toml", &header).is_err());
+            let mixed = format!("{BASE}explore = {}", "[{a=".repeat(n));
+            assert!(parse("t.toml", &mixed).is_err());
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn control_characters_are_not_sent_to_the_terminal() {
+    let e = err_of(&edit("summary", "\"\\u001b[31mred\" = 1\nsummary"));
+    assert_eq!((e.line, e.column), (Some(2), Some(1)));
+    let rendered = e.to_string();
+    assert!(!rendered.contains('\u{1b}'), "{rendered:?}");
+    assert!(
+        rendered.contains("unknown key `\u{241b}[31mred`"),
+        "{rendered}"
+    );
+    let e = parse_bytes("t.toml", b"name = \"x\"\x00\x1b\xff").unwrap_err();
+    let rendered = e.to_string();
+    assert!(
+        !rendered.contains('\u{1b}') && !rendered.contains('\0'),
+        "{rendered:?}"
+    );
+    assert_eq!((e.line, e.column), (Some(1), Some(13)));
+}
+
+#[test]
+fn long_lines_are_windowed() {
+    let long = format!("{}\"v9.9\"", " ".repeat(5000));
+    let e = err_of(&edit("\"v6.2\"", &long));
+    assert_eq!((e.line, e.column), (Some(7), Some(5011)));
+    let rendered = e.to_string();
+    assert!(rendered.lines().all(|l| l.len() < 300), "{rendered}");
+    assert!(rendered.contains("...  "), "{rendered}");
+}
