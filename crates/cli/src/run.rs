@@ -112,11 +112,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
         if sc.runs.iter().any(|r| kernel_matches(r, k)) {
             continue;
         }
-        let base = sc
-            .runs
-            .first()
-            .map(|r| r.explore)
-            .unwrap_or_default();
+        let base = sc.runs.first().map(|r| r.explore).unwrap_or_default();
         out.push(Plan {
             label: k.clone(),
             profile: k.clone(),

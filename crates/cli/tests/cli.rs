@@ -1,0 +1,367 @@
+//! The `nssim` binary against the scenario library: the acceptance checks
+//! of the foundation, each run the way a user runs them.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn nssim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("nssim runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn by_kernel<'a>(lines: &'a [Value], kernel: &str) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| l["kernel"] == kernel)
+        .unwrap_or_else(|| panic!("no run for {kernel}"))
+}
+
+#[test]
+fn the_race_is_found_on_v6_2_and_gone_on_v6_3() {
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines = json_lines(&o);
+    let v62 = by_kernel(&lines, "v6.2");
+    assert_eq!(v62["outcome"], "violation");
+    assert_eq!(v62["invariant"], "ipc.no_false_enospc");
+    assert_eq!(v62["as_expected"], true);
+    assert!(v62["results"]["looper"]["unshare(CLONE_NEWIPC)"]["results"]["ENOSPC"] == 1);
+    let v63 = by_kernel(&lines, "v6.3");
+    assert_eq!(v63["outcome"], "pass");
+    assert_eq!(v63["strategy"], "fair");
+    assert_eq!(v63["as_expected"], true);
+    for field in [
+        "scenario",
+        "kernel",
+        "outcome",
+        "invariant",
+        "expected",
+        "as_expected",
+        "executions",
+        "steps",
+        "virtual_ns",
+        "token",
+        "trace_hash",
+        "results",
+    ] {
+        assert!(v63.get(field).is_some(), "missing {field}");
+    }
+}
+
+#[test]
+fn random_and_pct_find_the_v6_2_violation_within_100_executions_for_seeds_1_to_20() {
+    for strategy in ["random", "pct"] {
+        for seed in 1..=20 {
+            let seed = seed.to_string();
+            let o = nssim(&[
+                "run",
+                "sim-scenarios/ipc-alloc-vs-free.toml",
+                "--kernel",
+                "v6.2",
+                "--strategy",
+                strategy,
+                "--seed",
+                &seed,
+                "--iterations",
+                "100",
+                "--format",
+                "json",
+            ]);
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{strategy} seed {seed}: {}",
+                stderr(&o)
+            );
+            let lines = json_lines(&o);
+            assert_eq!(lines.len(), 1);
+            assert_eq!(
+                lines[0]["invariant"], "ipc.no_false_enospc",
+                "{strategy} seed {seed}"
+            );
+            assert!(lines[0]["executions"].as_u64().unwrap() <= 100);
+        }
+    }
+}
+
+#[test]
+fn replay_reproduces_the_trace_hash_and_runs_are_repeatable() {
+    let args = [
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--format",
+        "json",
+    ];
+    let first = nssim(&args);
+    let second = nssim(&args);
+    assert_eq!(stdout(&first), stdout(&second), "same seed, same output");
+    for line in json_lines(&first) {
+        let token = line["token"].as_str().unwrap();
+        let r = nssim(&[
+            "replay",
+            "sim-scenarios/ipc-alloc-vs-free.toml",
+            token,
+            "--format",
+            "json",
+        ]);
+        let replayed = json_lines(&r);
+        assert_eq!(
+            replayed[0]["trace_hash"], line["trace_hash"],
+            "{}",
+            line["kernel"]
+        );
+        assert_eq!(replayed[0]["outcome"], line["outcome"]);
+        assert_eq!(replayed[0]["steps"], line["steps"]);
+        assert_eq!(replayed[0]["virtual_ns"], line["virtual_ns"]);
+    }
+}
+
+#[test]
+fn replay_prints_every_step_with_the_failing_result() {
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v6.2",
+        "--format",
+        "json",
+    ]);
+    let token = json_lines(&o)[0]["token"].as_str().unwrap().to_string();
+    let r = nssim(&["replay", "sim-scenarios/ipc-alloc-vs-free.toml", &token]);
+    let text = stdout(&r);
+    assert!(text.contains("looper"));
+    assert!(text.contains("kworker"));
+    assert!(text.contains("flush_work") || text.contains("llist_add"));
+    assert!(text.contains("ENOSPC"), "{text}");
+    let steps = json_lines(&o)[0]["steps"].as_u64().unwrap();
+    assert!(
+        text.contains(&format!("\n{steps:>7}  ")),
+        "the last step is listed"
+    );
+}
+
+fn within(actual_ns: u64, target_ns: f64, tolerance: f64) -> bool {
+    ((actual_ns as f64) - target_ns).abs() <= target_ns * tolerance
+}
+
+#[test]
+fn the_100k_experiment_reproduces_the_seed_timings_in_virtual_time() {
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-unshare-100k.toml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines = json_lines(&o);
+    let v62 = by_kernel(&lines, "v6.2");
+    assert_eq!(v62["outcome"], "violation");
+    let enospc = &v62["results"]["looper"]["unshare(CLONE_NEWIPC)"];
+    assert_eq!(enospc["results"]["ENOSPC"], 1);
+    let wait_only = by_kernel(&lines, "v6.3-wait-only");
+    assert_eq!(wait_only["outcome"], "pass");
+    let t = wait_only["virtual_ns"].as_u64().unwrap();
+    assert!(
+        within(t, 379.197e9, 0.10),
+        "waiting fix alone: {t} ns, seed: 6m19.197s"
+    );
+    let both = by_kernel(&lines, "v6.3");
+    assert_eq!(both["outcome"], "pass");
+    let t = both["virtual_ns"].as_u64().unwrap();
+    assert!(within(t, 1.192e9, 0.10), "both fixes: {t} ns, seed: 1.192s");
+    assert_eq!(
+        both["results"]["looper"]["unshare(CLONE_NEWIPC)"]["results"]["ok"],
+        100_000
+    );
+}
+
+#[test]
+fn the_broken_patch_deadlock_and_panic_are_reported_as_such() {
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-no-grace-period.toml",
+        "sim-scenarios/deadlock-abba.toml",
+        "sim-scenarios/task-bug.toml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines = json_lines(&o);
+    let uaf = by_kernel(&lines, "v6.3-no-grace-period");
+    assert_eq!(uaf["outcome"], "use-after-free");
+    let detail = uaf["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("reader") && detail.contains("kworker"),
+        "{detail}"
+    );
+    let dl = lines
+        .iter()
+        .find(|l| l["scenario"] == "deadlock-abba")
+        .unwrap();
+    assert_eq!(dl["outcome"], "deadlock");
+    let detail = dl["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("first waits for B") && detail.contains("second waits for A"),
+        "{detail}"
+    );
+    assert!(detail.contains("cycle"));
+    let bug = lines.iter().find(|l| l["scenario"] == "task-bug").unwrap();
+    assert_eq!(bug["outcome"], "panic");
+    assert!(bug["detail"].as_str().unwrap().contains("buggy"));
+}
+
+#[test]
+fn an_unexpected_outcome_exits_1() {
+    // v6.3 without the waiting patch is the v6.2 race again, but the
+    // scenario expects v6.3 to pass.
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v6.3",
+        "--patch",
+        "-ipc-wait-pending-free",
+        "--strategy",
+        "random",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let lines = json_lines(&o);
+    assert_eq!(lines[0]["outcome"], "violation");
+    assert_eq!(lines[0]["as_expected"], false);
+}
+
+#[test]
+fn a_malformed_scenario_names_line_and_column_and_exits_2() {
+    let dir = std::env::temp_dir().join(format!("nssim-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"bad\"\nsummary = \"x\"\n\n[[task]]\nname = \"t\"\nops = [\"unshare(CLONE_NEWIPC)\"]\n\n[[kernel]]\nprofile = \"v9.9\"\nexpect = \"pass\"\n",
+    )
+    .unwrap();
+    let o = nssim(&["run", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("bad.toml:9:11"), "{err}");
+    assert!(err.contains("v9.9"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_tokens_and_arguments_are_errors_not_panics() {
+    let cases: &[&[&str]] = &[
+        &[
+            "replay",
+            "sim-scenarios/ipc-alloc-vs-free.toml",
+            "nss1_garbage",
+        ],
+        &["replay", "sim-scenarios/ipc-alloc-vs-free.toml", "hello"],
+        &[
+            "run",
+            "sim-scenarios/ipc-alloc-vs-free.toml",
+            "--patch",
+            "ipc-batch-free",
+        ],
+        &[
+            "run",
+            "sim-scenarios/ipc-alloc-vs-free.toml",
+            "--patch",
+            "+no-such-patch",
+        ],
+        &[
+            "run",
+            "sim-scenarios/ipc-alloc-vs-free.toml",
+            "--kernel",
+            "v0.1",
+        ],
+        &[
+            "run",
+            "sim-scenarios/ipc-alloc-vs-free.toml",
+            "--max-virtual-time",
+            "soon",
+        ],
+        &["run", "no/such/dir"],
+        &[
+            "run",
+            "sim-scenarios/ipc-alloc-vs-free.toml",
+            "--strategy",
+            "bogus",
+        ],
+        &["frobnicate"],
+    ];
+    for args in cases {
+        let o = nssim(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}");
+        assert!(!stderr(&o).is_empty());
+    }
+    // A token from another scenario.
+    let o = nssim(&["run", "sim-scenarios/task-bug.toml", "--format", "json"]);
+    let token = json_lines(&o)[0]["token"].as_str().unwrap().to_string();
+    let r = nssim(&["replay", "sim-scenarios/ipc-alloc-vs-free.toml", &token]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(stderr(&r).contains("another scenario"), "{}", stderr(&r));
+}
+
+#[test]
+fn kernels_lists_profiles_patches_and_costs() {
+    let o = nssim(&["kernels"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    for name in [
+        "v5.6",
+        "v5.7",
+        "v6.2",
+        "v6.3",
+        "ipc-async-free",
+        "ipc-wait-pending-free",
+        "ipc-batch-free",
+        "ipc-free-no-grace-period",
+        "ipc.no_false_enospc",
+        "rcu_grace_period",
+    ] {
+        assert!(text.contains(name), "{name} missing");
+    }
+}
+
+#[test]
+fn the_whole_library_runs_as_expected() {
+    let o = nssim(&["run", "sim-scenarios/", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    for line in json_lines(&o) {
+        assert_eq!(line["as_expected"], true, "{line}");
+    }
+}
