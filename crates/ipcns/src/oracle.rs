@@ -10,6 +10,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use ucounts::{UcountType, UcountsNs};
 
+fn namespaces(n: i64) -> String {
+    match n {
+        1 => "1 ipc namespace was".to_string(),
+        n => format!("{n} ipc namespaces were"),
+    }
+}
+
 #[derive(Default)]
 pub struct Oracle {
     state: Mutex<State>,
@@ -89,12 +96,13 @@ impl Oracle {
         };
         if enospc && !call.justified && s.violation.is_none() {
             let leaf = &call.chain[0];
+            let pending = s.released - s.freed;
             s.violation = Some(format!(
-                "unshare(CLONE_NEWIPC) by {task} returned ENOSPC, but at most {} ipc namespaces were alive in user namespace {} during the call (max_ipc_namespaces = {}) while {} released namespaces were waiting to be freed",
-                call.most_live,
+                "unshare(CLONE_NEWIPC) by {task} returned ENOSPC, but at most {} alive in user namespace {} during the call (max_ipc_namespaces = {}); {} released and waiting to be freed",
+                namespaces(call.most_live),
                 leaf.name,
                 leaf.peek_max(UcountType::IpcNamespaces),
-                s.released - s.freed
+                namespaces(pending as i64),
             ));
         }
     }

@@ -190,16 +190,16 @@ impl UcountsTable {
     }
 
     /// `alloc_ucounts`: find the entry of (ns, uid) and take a reference,
-    /// or insert a new one. The re-check under the lock is what keeps two
-    /// racing callers from inserting twice.
+    /// or insert a new one. The look-up and the reference are taken under
+    /// `ucounts_lock`, as is the last put's unhash, so a look-up never
+    /// returns an entry that is being freed; the re-check after allocating
+    /// keeps two racing callers from inserting twice.
     pub fn alloc_ucounts(&self, ns: &Arc<UcountsNs>, uid: u32) -> Option<Arc<Ucounts>> {
         let key = (ns.id, uid);
         {
             let table = self.table.lock();
             if let Some(u) = table.get(&key) {
-                let u = Arc::clone(u);
-                drop(table);
-                return get_ucounts(&u).then_some(u);
+                return get_ucounts(u).then(|| Arc::clone(u));
             }
         }
         let new = Arc::new(Ucounts {
@@ -212,9 +212,7 @@ impl UcountsTable {
         });
         let mut table = self.table.lock();
         if let Some(u) = table.get(&key) {
-            let u = Arc::clone(u);
-            drop(table);
-            return get_ucounts(&u).then_some(u);
+            return get_ucounts(u).then(|| Arc::clone(u));
         }
         table.insert(key, Arc::clone(&new));
         self.ledger.register(&new);
@@ -278,7 +276,8 @@ impl UcountsTable {
     }
 }
 
-/// `get_ucounts`: take a reference unless the entry is already dying.
+/// `get_ucounts`: take a reference unless the count would wrap (it never
+/// meets a dying entry: callers hold `ucounts_lock` or a reference).
 fn get_ucounts(u: &Ucounts) -> bool {
     let mut cur = u.count.load(Ordering::Relaxed);
     loop {
