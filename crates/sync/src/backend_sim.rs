@@ -448,7 +448,7 @@ impl Workqueue {
             }
             if sim::active() {
                 drop(st);
-                sim::block("kworker: idle", self.obj, true);
+                sim::block("kworker wakes", self.obj, true);
                 st = self.state.lock();
             } else {
                 self.cv.wait(&mut st);

@@ -1,0 +1,112 @@
+//! The model against the running kernel: the same questions asked of both.
+//! The kernel is probed inside a child user namespace (`unshare -U -r`), so
+//! its limits are lowered only there; every child process is reaped.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// Ask the running kernel, in a fresh user namespace with
+/// max_ipc_namespaces = 3: how many of 300 `unshare --ipc true` fail, and
+/// what a fourth unshare gets while three namespaces are alive. `None`
+/// (with the reason) when this machine cannot run the probe.
+fn kernel_probe() -> Result<(u32, u32, String), String> {
+    let script = r#"
+        echo 3 > /proc/sys/user/max_ipc_namespaces || exit 90
+        ok=0; fail=0; i=0
+        while [ $i -lt 300 ]; do
+            if unshare --ipc true 2>/dev/null; then ok=$((ok+1)); else fail=$((fail+1)); fi
+            i=$((i+1))
+        done
+        echo "loop $ok $fail"
+        unshare --ipc sleep 3 & a=$!
+        unshare --ipc sleep 3 & b=$!
+        unshare --ipc sleep 3 & c=$!
+        sleep 0.5
+        if msg=$(unshare --ipc true 2>&1); then echo "fourth ok"; else echo "fourth $msg"; fi
+        kill $a $b $c 2>/dev/null
+        wait
+    "#;
+    let out = Command::new("timeout")
+        .args(["60", "unshare", "-U", "-r", "--fork", "sh", "-c", script])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() && !text.contains("loop") {
+        return Err(format!(
+            "`unshare -U -r` is not available here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let loop_line = text
+        .lines()
+        .find(|l| l.starts_with("loop "))
+        .ok_or_else(|| format!("unexpected probe output: {text}"))?;
+    let nums: Vec<u32> = loop_line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let fourth = text
+        .lines()
+        .find(|l| l.starts_with("fourth "))
+        .unwrap_or("")
+        .to_string();
+    Ok((nums[0], nums[1], fourth))
+}
+
+fn kernel_is_at_least(major: u32, minor: u32) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release
+        .trim()
+        .split(['.', '-'])
+        .filter_map(|p| p.parse::<u32>().ok());
+    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}
+
+#[test]
+fn the_ipc_limit_answers_like_the_running_kernel() {
+    if !kernel_is_at_least(6, 3) {
+        eprintln!("skipped: the running kernel is older than 6.3, the era the v6.3 profile models");
+        return;
+    }
+    let (ok, fail, fourth) = match kernel_probe() {
+        Ok(r) => r,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args([
+            "run",
+            "sim-scenarios/ipc-limit-conformance.toml",
+            "--format",
+            "json",
+        ])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = &line["results"];
+    let looper = &results["looper"]["unshare(CLONE_NEWIPC)"]["results"];
+    let late = &results["late"]["unshare(CLONE_NEWIPC)"]["results"];
+
+    // A loop that keeps one namespace alive never fails, in both.
+    assert_eq!((ok, fail), (300, 0), "kernel loop");
+    assert_eq!(looper["ok"], 300);
+    assert!(looper.get("ENOSPC").is_none());
+    // With three alive, the fourth fails with ENOSPC, in both.
+    assert!(
+        fourth.contains("No space left on device"),
+        "kernel: {fourth}"
+    );
+    assert_eq!(late["ENOSPC"], 1);
+    assert_eq!(
+        line["outcome"], "pass",
+        "the model's ENOSPC is a justified one"
+    );
+}
