@@ -157,7 +157,7 @@ impl Ipc {
         euid: u32,
     ) -> Result<Arc<IpcNamespace>, IpcError> {
         let ucounts = self.inc_ipc_namespaces(user_ns, euid)?;
-        self.oracle.charged(&user_ns.chain());
+        self.oracle.charged(&ucounts::charge_chain(user_ns, euid));
         sim::point("kzalloc", ObjId::NONE, &costs::KZALLOC);
         let obj = sim::new_object("ipc_ns");
         let mq_mnt = self.mq_init_ns();
@@ -212,7 +212,10 @@ impl Ipc {
         };
         mq_clear_sbinfo(&ns);
         drop(guard);
-        self.oracle.released(&ns.user_ns.chain());
+        if let Some(u) = &ns.ucounts {
+            self.oracle
+                .released(&ucounts::charge_chain(&ns.user_ns, u.uid));
+        }
         if !self.patches.async_free {
             self.mq_put_mnt(&ns);
             self.free_ipc_ns(ns);

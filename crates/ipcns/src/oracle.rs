@@ -4,6 +4,10 @@
 //! released by their last put) in its user namespace or an ancestor
 //! reached that level's `max_ipc_namespaces`. Namespaces waiting in the
 //! free queue do not count: they are already released.
+//!
+//! "Charged to a level" is counted the way the limit applies: per ucounts
+//! entry on the charge's path, i.e. (the caller's user namespace, its euid)
+//! and, at each ancestor, (that ancestor, the owner of the namespace below).
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -24,8 +28,9 @@ pub struct Oracle {
 
 #[derive(Default)]
 struct State {
-    /// Alive namespaces charged through each user namespace (by id).
-    live: BTreeMap<u32, i64>,
+    /// Alive namespaces charged through each (user namespace id, uid)
+    /// entry: the counters the kernel compares with the limits.
+    live: BTreeMap<(u32, u32), i64>,
     calls: BTreeMap<u64, Call>,
     next_call: u64,
     released: u64,
@@ -33,8 +38,11 @@ struct State {
     violation: Option<String>,
 }
 
+/// The entries a charge goes through, leaf first.
+pub type Chain = Vec<(Arc<UcountsNs>, u32)>;
+
 struct Call {
-    chain: Vec<Arc<UcountsNs>>,
+    chain: Chain,
     justified: bool,
     /// Most namespaces seen alive at the leaf during the call.
     most_live: i64,
@@ -50,13 +58,14 @@ impl State {
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
-        let leaf_live = live.get(&call.chain[0].id).copied().unwrap_or(0);
+        let (leaf, uid) = &call.chain[0];
+        let leaf_live = live.get(&(leaf.id, *uid)).copied().unwrap_or(0);
         call.most_live = call.most_live.max(leaf_live);
         if call.justified {
             return;
         }
-        call.justified = call.chain.iter().any(|level| {
-            let alive = live.get(&level.id).copied().unwrap_or(0);
+        call.justified = call.chain.iter().any(|(level, uid)| {
+            let alive = live.get(&(level.id, *uid)).copied().unwrap_or(0);
             alive >= level.peek_max(UcountType::IpcNamespaces)
         });
     }
@@ -71,7 +80,7 @@ impl State {
 
 impl Oracle {
     /// An `unshare(CLONE_NEWIPC)` begins in the user namespace `chain[0]`.
-    pub fn begin_call(&self, chain: Vec<Arc<UcountsNs>>) -> CallId {
+    pub fn begin_call(&self, chain: Chain) -> CallId {
         let mut s = self.state.lock();
         let id = s.next_call;
         s.next_call += 1;
@@ -95,10 +104,10 @@ impl Oracle {
             return;
         };
         if enospc && !call.justified && s.violation.is_none() {
-            let leaf = &call.chain[0];
+            let (leaf, uid) = &call.chain[0];
             let pending = s.released - s.freed;
             s.violation = Some(format!(
-                "unshare(CLONE_NEWIPC) by {task} returned ENOSPC, but at most {} alive in user namespace {} during the call (max_ipc_namespaces = {}); {} released and waiting to be freed",
+                "unshare(CLONE_NEWIPC) by {task} returned ENOSPC, but at most {} alive for uid {uid} in user namespace {} during the call (max_ipc_namespaces = {}); {} released and waiting to be freed",
                 namespaces(call.most_live),
                 leaf.name,
                 leaf.peek_max(UcountType::IpcNamespaces),
@@ -107,20 +116,20 @@ impl Oracle {
         }
     }
 
-    /// A namespace was charged at every level of `chain`.
-    pub fn charged(&self, chain: &[Arc<UcountsNs>]) {
+    /// A namespace was charged at every entry of `chain`.
+    pub fn charged(&self, chain: &[(Arc<UcountsNs>, u32)]) {
         let mut s = self.state.lock();
-        for level in chain {
-            *s.live.entry(level.id).or_default() += 1;
+        for (level, uid) in chain {
+            *s.live.entry((level.id, *uid)).or_default() += 1;
         }
         s.judge_all();
     }
 
     /// A namespace's last reference was dropped.
-    pub fn released(&self, chain: &[Arc<UcountsNs>]) {
+    pub fn released(&self, chain: &[(Arc<UcountsNs>, u32)]) {
         let mut s = self.state.lock();
-        for level in chain {
-            *s.live.entry(level.id).or_default() -= 1;
+        for (level, uid) in chain {
+            *s.live.entry((level.id, *uid)).or_default() -= 1;
         }
         s.released += 1;
     }
@@ -144,8 +153,8 @@ impl Oracle {
         (s.released, s.freed)
     }
 
-    /// Alive namespaces charged through user namespace `id`.
-    pub fn live(&self, id: u32) -> i64 {
-        self.state.lock().live.get(&id).copied().unwrap_or(0)
+    /// Alive namespaces charged through the entry (user namespace `id`, `uid`).
+    pub fn live(&self, id: u32, uid: u32) -> i64 {
+        self.state.lock().live.get(&(id, uid)).copied().unwrap_or(0)
     }
 }

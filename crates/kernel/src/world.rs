@@ -304,7 +304,10 @@ impl World {
         if flags & clone_flags::CLONE_NEWIPC == 0 {
             return Ok(());
         }
-        let call = self.ipc.oracle.begin_call(p.user_ns.chain());
+        let call = self
+            .ipc
+            .oracle
+            .begin_call(ucounts::charge_chain(&p.user_ns, p.uid));
         let created = self.ipc.create_ipc_ns(&p.user_ns, p.uid);
         self.ipc.oracle.end_call(call, created.is_err(), &p.name);
         let new_ns = match created {

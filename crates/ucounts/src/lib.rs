@@ -150,6 +150,8 @@ fn limits() -> Vec<AtomicI64> {
 
 /// `struct ucounts`: the counters of one uid in one user namespace.
 pub struct Ucounts {
+    /// The entry's lifetime in the simulator (live until the last put).
+    pub obj: sim::ObjId,
     pub ns: Arc<UcountsNs>,
     pub uid: u32,
     count: AtomicI64,
@@ -203,6 +205,7 @@ impl UcountsTable {
             }
         }
         let new = Arc::new(Ucounts {
+            obj: sim::new_object("ucounts"),
             ns: Arc::clone(ns),
             uid,
             count: AtomicI64::new("ucounts.count", 1),
@@ -225,6 +228,7 @@ impl UcountsTable {
         let mut table = self.table.lock();
         if u.count.fetch_sub(1, Ordering::AcqRel) == 1 {
             table.remove(&(u.ns.id, u.uid));
+            sim::free_object(u.obj);
         }
     }
 
@@ -238,6 +242,7 @@ impl UcountsTable {
         let mut charged: Vec<Arc<Ucounts>> = Vec::new();
         let mut iter = Some(Arc::clone(&leaf));
         while let Some(u) = iter {
+            sim::touch(u.obj, "inc_ucount");
             let max = u.ns.max(t);
             if !atomic_long_inc_below(&u.ucount[t as usize], max) {
                 for c in charged.iter().rev() {
@@ -264,6 +269,7 @@ impl UcountsTable {
         }
         self.ledger.uncharge(&levels, t);
         for u in &levels {
+            sim::touch(u.obj, "dec_ucount");
             let dec = atomic_long_dec_if_positive(&u.ucount[t as usize]);
             debug_assert!(dec >= 0, "ucount underflow");
         }
@@ -276,9 +282,22 @@ impl UcountsTable {
     }
 }
 
+/// The (namespace, uid) entries a charge by `uid` in `ns` goes through:
+/// the leaf, then at each ancestor the owner of the namespace below it.
+pub fn charge_chain(ns: &Arc<UcountsNs>, uid: u32) -> Vec<(Arc<UcountsNs>, u32)> {
+    let mut out = vec![(Arc::clone(ns), uid)];
+    let mut next = ns.ucounts.clone();
+    while let Some(u) = next {
+        out.push((Arc::clone(&u.ns), u.uid));
+        next = u.ns.ucounts.clone();
+    }
+    out
+}
+
 /// `get_ucounts`: take a reference unless the count would wrap (it never
 /// meets a dying entry: callers hold `ucounts_lock` or a reference).
 fn get_ucounts(u: &Ucounts) -> bool {
+    sim::touch(u.obj, "get_ucounts");
     let mut cur = u.count.load(Ordering::Relaxed);
     loop {
         if cur <= 0 {
