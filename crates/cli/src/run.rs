@@ -2,7 +2,7 @@
 
 use crate::output::{self, RunRecord};
 use crate::{Format, Overrides, StrategyArg};
-use kernel::{catalog, explore_run, replay_run, resolve_patches, RunSpec};
+use kernel::{catalog, explore_run, replay_run, resolve_patches, ActivePatches, RunSpec};
 use scenario::{Expect, Explore, KernelRun, Scenario, StrategyName};
 use sim::{CostTable, ExecConfig, ExploreConfig, Schedule, StrategySpec, Token};
 use std::fmt;
@@ -199,21 +199,30 @@ pub fn run(paths: &[PathBuf], ov: &Overrides, format: Format) -> Result<bool, Cl
     Ok(all_as_expected)
 }
 
-fn execute(sc: &Scenario, plan: &Plan) -> Result<RunRecord, CliError> {
-    let patches = resolve_patches(&plan.profile, &plan.toggles)
-        .map_err(|m| CliError(format!("error: {}: {m}", sc.path.display())))?;
-    let exec = exec_config(sc, &plan.explore);
-    let spec = RunSpec {
+fn plan_patches(sc: &Scenario, plan: &Plan) -> Result<ActivePatches, CliError> {
+    resolve_patches(&plan.profile, &plan.toggles)
+        .map_err(|m| CliError(format!("error: {}: {m}", sc.path.display())))
+}
+
+/// What the kernel crate runs for `plan` of `sc`.
+fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> RunSpec<'a> {
+    RunSpec {
         setup: &sc.setup,
-        patches: &patches,
+        patches,
         invariants: &sc.invariants,
         explore: ExploreConfig {
             strategy: strategy_spec(&plan.explore),
             seed: plan.explore.seed,
             iterations: plan.explore.iterations,
-            exec: exec.clone(),
+            exec: exec_config(sc, &plan.explore),
         },
-    };
+    }
+}
+
+fn execute(sc: &Scenario, plan: &Plan) -> Result<RunRecord, CliError> {
+    let patches = plan_patches(sc, plan)?;
+    let spec = run_spec(sc, plan, &patches);
+    let exec = spec.explore.exec.clone();
     let out = explore_run(&spec);
     let token = Token {
         scenario: scenario_hash(sc),
@@ -272,18 +281,8 @@ pub fn replay(path: &Path, token_text: &str, format: Format) -> Result<bool, Cli
     plan.explore.cpus = token.cpus;
     plan.explore.max_steps = token.max_steps;
     plan.explore.max_virtual_ns = token.max_virtual_ns;
-    let patches = resolve_patches(&plan.profile, &plan.toggles).map_err(CliError)?;
-    let spec = RunSpec {
-        setup: &sc.setup,
-        patches: &patches,
-        invariants: &sc.invariants,
-        explore: ExploreConfig {
-            strategy: strategy_spec(&plan.explore),
-            seed: plan.explore.seed,
-            iterations: 1,
-            exec: exec_config(&sc, &plan.explore),
-        },
-    };
+    let patches = plan_patches(&sc, &plan)?;
+    let spec = run_spec(&sc, &plan, &patches);
     let (report, results) = replay_run(&spec, &token.schedule, format == Format::Text);
     let (strategy, seed) = match &token.schedule {
         Schedule::Random { seed, .. } => ("random", *seed),

@@ -156,12 +156,18 @@ impl Execution {
     /// Build the world: inside `f`, [`crate::new_object`] registers objects
     /// and [`crate::spawn`] adds tasks of this execution; nothing runs yet.
     pub fn setup<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        /// Leaves set-up mode even if `f` panics.
+        struct Done<'a>(&'a RefCell<Shared>);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                rt::install(std::ptr::null());
+                self.0.borrow_mut().setting_up = false;
+            }
+        }
         self.shared.borrow_mut().setting_up = true;
         rt::install(&*self.shared);
-        let r = f();
-        rt::install(std::ptr::null());
-        self.shared.borrow_mut().setting_up = false;
-        r
+        let _done = Done(&self.shared);
+        f()
     }
 
     /// An invariant checked after every step.

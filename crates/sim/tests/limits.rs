@@ -1,0 +1,69 @@
+//! Runs that never end on their own stop at a limit, with outcome `limit`.
+
+use sim::{costs::STEP, ExecConfig, Execution, ObjId, Outcome, Schedule};
+
+fn spinning(config: ExecConfig) -> Outcome {
+    let mut e = Execution::new(config, &Schedule::Fair);
+    e.setup(|| {
+        sim::spawn("spinner", false, || loop {
+            sim::point("spin", ObjId::NONE, &STEP);
+        });
+    });
+    e.run().outcome
+}
+
+#[test]
+fn a_run_past_its_step_limit_ends_with_limit() {
+    let o = spinning(ExecConfig {
+        max_steps: 1000,
+        ..ExecConfig::default()
+    });
+    assert_eq!(
+        o,
+        Outcome::Limit {
+            which: "steps".into(),
+            value: 1000
+        }
+    );
+}
+
+#[test]
+fn a_run_past_its_virtual_time_limit_ends_with_limit() {
+    let o = spinning(ExecConfig {
+        max_virtual_ns: 5_000,
+        ..ExecConfig::default()
+    });
+    assert_eq!(
+        o,
+        Outcome::Limit {
+            which: "virtual-time".into(),
+            value: 5_000
+        }
+    );
+}
+
+#[test]
+fn virtual_time_follows_the_cost_table_and_the_cpus() {
+    // Two tasks of 100 steps of 10 ns: 1 µs each on two CPUs, 2 µs on one.
+    let run = |cpus| {
+        let mut e = Execution::new(
+            ExecConfig {
+                cpus,
+                ..ExecConfig::default()
+            },
+            &Schedule::Fair,
+        );
+        e.setup(|| {
+            for name in ["a", "b"] {
+                sim::spawn(name, false, || {
+                    for _ in 0..100 {
+                        sim::point("work", ObjId::NONE, &STEP);
+                    }
+                });
+            }
+        });
+        e.run().virtual_ns
+    };
+    assert_eq!(run(2), 1_000);
+    assert_eq!(run(1), 2_000);
+}
