@@ -3,6 +3,7 @@
 
 mod output;
 mod run;
+mod views;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -92,6 +93,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        #[command(flatten)]
+        views: views::ViewArgs,
     },
     /// Replay exactly the execution a token names, step by step.
     Replay {
@@ -102,6 +105,8 @@ enum Command {
         /// Output format: `text` prints every step; `json` the same fields as `run`.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        #[command(flatten)]
+        views: views::ViewArgs,
     },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels,
@@ -121,12 +126,14 @@ fn main() -> ExitCode {
             paths,
             overrides,
             format,
-        } => run::run(&paths, &overrides, format),
+            views,
+        } => run::run(&paths, &overrides, format, &views),
         Command::Replay {
             scenario,
             token,
             format,
-        } => run::replay(&scenario, &token, format),
+            views,
+        } => run::replay(&scenario, &token, format, &views),
         Command::Kernels => {
             output::print_kernels();
             Ok(true)

@@ -1,6 +1,7 @@
 //! `nssim run` and `nssim replay`.
 
 use crate::output::{self, RunRecord};
+use crate::views::{self, ViewArgs, ViewContext};
 use crate::{Format, Overrides, StrategyArg};
 use kernel::{catalog, explore_run, replay_run, resolve_patches, ActivePatches, RunSpec};
 use scenario::{Expect, Explore, KernelRun, Scenario, StrategyName};
@@ -174,7 +175,12 @@ fn check_kernels(scenarios: &[Scenario], ov: &Overrides) -> Result<(), CliError>
     Ok(())
 }
 
-pub fn run(paths: &[PathBuf], ov: &Overrides, format: Format) -> Result<bool, CliError> {
+pub fn run(
+    paths: &[PathBuf],
+    ov: &Overrides,
+    format: Format,
+    views: &ViewArgs,
+) -> Result<bool, CliError> {
     let toggles = parse_toggles(&ov.patches)?;
     apply_overrides(Explore::default(), ov)?;
     let files = scenario::discover(paths)?;
@@ -191,7 +197,7 @@ pub fn run(paths: &[PathBuf], ov: &Overrides, format: Format) -> Result<bool, Cl
     let mut all_as_expected = true;
     for sc in &scenarios {
         for plan in plans(sc, ov, &toggles)? {
-            let record = execute(sc, &plan)?;
+            let record = execute(sc, &plan, views)?;
             all_as_expected &= record.as_expected;
             output::print_record(&record, format);
         }
@@ -219,7 +225,7 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
     }
 }
 
-fn execute(sc: &Scenario, plan: &Plan) -> Result<RunRecord, CliError> {
+fn execute(sc: &Scenario, plan: &Plan, view_args: &ViewArgs) -> Result<RunRecord, CliError> {
     let patches = plan_patches(sc, plan)?;
     let spec = run_spec(sc, plan, &patches);
     let exec = spec.explore.exec.clone();
@@ -233,6 +239,22 @@ fn execute(sc: &Scenario, plan: &Plan) -> Result<RunRecord, CliError> {
         max_virtual_ns: exec.max_virtual_ns,
         schedule: out.explore.schedule.clone(),
     };
+    if view_args.any() {
+        // Exploration keeps only hashes; record the reported execution again.
+        let (recorded, _) = replay_run(&spec, &out.explore.schedule, true);
+        let text = token.encode();
+        views::emit(
+            view_args,
+            &ViewContext {
+                scenario: sc,
+                kernel: &plan.label,
+                patches: &patches,
+                report: &recorded,
+                token: &text,
+                replay_command: replay_command(sc, &text),
+            },
+        )?;
+    }
     Ok(RunRecord::new(
         sc,
         &plan.label,
@@ -248,7 +270,17 @@ fn execute(sc: &Scenario, plan: &Plan) -> Result<RunRecord, CliError> {
     ))
 }
 
-pub fn replay(path: &Path, token_text: &str, format: Format) -> Result<bool, CliError> {
+/// The command line that replays `token` of `sc`.
+pub fn replay_command(sc: &Scenario, token: &str) -> String {
+    format!("nssim replay {} {token}", sc.path.display())
+}
+
+pub fn replay(
+    path: &Path,
+    token_text: &str,
+    format: Format,
+    view_args: &ViewArgs,
+) -> Result<bool, CliError> {
     let sc = scenario::load(path)?;
     let token = Token::decode(token_text)
         .map_err(|e| CliError(format!("error: bad token `{token_text}`: {e}")))?;
@@ -283,7 +315,21 @@ pub fn replay(path: &Path, token_text: &str, format: Format) -> Result<bool, Cli
     plan.explore.max_virtual_ns = token.max_virtual_ns;
     let patches = plan_patches(&sc, &plan)?;
     let spec = run_spec(&sc, &plan, &patches);
-    let (report, results) = replay_run(&spec, &token.schedule, format == Format::Text);
+    let record_events = format == Format::Text || view_args.any();
+    let (report, results) = replay_run(&spec, &token.schedule, record_events);
+    if view_args.any() {
+        views::emit(
+            view_args,
+            &ViewContext {
+                scenario: &sc,
+                kernel: &plan.label,
+                patches: &patches,
+                report: &report,
+                token: token_text,
+                replay_command: replay_command(&sc, token_text),
+            },
+        )?;
+    }
     let (strategy, seed) = match &token.schedule {
         Schedule::Random { seed, .. } => ("random", *seed),
         Schedule::Pct { seed, .. } => ("pct", *seed),
@@ -303,7 +349,7 @@ pub fn replay(path: &Path, token_text: &str, format: Format) -> Result<bool, Cli
         token.encode(),
         &results,
     );
-    if format == Format::Text {
+    if format == Format::Text && !view_args.timeline {
         output::print_steps(&report);
     }
     if let Some(at) = report.diverged_at {

@@ -14,6 +14,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use ucounts::{UcountType, UcountsNs};
 
+/// Trace notes whose label starts with `counter:` carry a counter's new
+/// value; views draw them as counter tracks.
+pub const COUNTER_ALIVE: &str = "counter:ipc namespaces alive";
+pub const COUNTER_LIMIT: &str = "counter:max_ipc_namespaces";
+pub const COUNTER_PENDING: &str = "counter:ipc namespaces pending free";
+
 fn namespaces(n: i64) -> String {
     match n {
         1 => "1 ipc namespace was".to_string(),
@@ -70,6 +76,24 @@ impl State {
         });
     }
 
+    /// Counter notes for timelines: alive at the leaf entry, its limit,
+    /// and the namespaces waiting to be freed.
+    fn publish(&self, chain: &[(Arc<UcountsNs>, u32)]) {
+        let (leaf, uid) = &chain[0];
+        let alive = self.live.get(&(leaf.id, *uid)).copied().unwrap_or(0);
+        sim::note(COUNTER_ALIVE, sim::ObjId::NONE, alive);
+        sim::note(
+            COUNTER_LIMIT,
+            sim::ObjId::NONE,
+            leaf.peek_max(UcountType::IpcNamespaces),
+        );
+        sim::note(
+            COUNTER_PENDING,
+            sim::ObjId::NONE,
+            (self.released - self.freed) as i64,
+        );
+    }
+
     fn judge_all(&mut self) {
         let ids: Vec<u64> = self.calls.keys().copied().collect();
         for id in ids {
@@ -123,6 +147,7 @@ impl Oracle {
             *s.live.entry((level.id, *uid)).or_default() += 1;
         }
         s.judge_all();
+        s.publish(chain);
     }
 
     /// A namespace's last reference was dropped.
@@ -132,6 +157,7 @@ impl Oracle {
             *s.live.entry((level.id, *uid)).or_default() -= 1;
         }
         s.released += 1;
+        s.publish(chain);
     }
 
     /// A `max_ipc_namespaces` changed.
@@ -140,7 +166,13 @@ impl Oracle {
     }
 
     pub fn freed(&self) {
-        self.state.lock().freed += 1;
+        let mut s = self.state.lock();
+        s.freed += 1;
+        sim::note(
+            COUNTER_PENDING,
+            sim::ObjId::NONE,
+            (s.released - s.freed) as i64,
+        );
     }
 
     pub fn take_violation(&self) -> Option<String> {

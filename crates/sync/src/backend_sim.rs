@@ -70,6 +70,7 @@ impl<T> RawLock<T> {
         loop {
             if let Some(g) = self.inner.try_lock() {
                 sim::set_owner(self.obj, sim::current_task());
+                sim::note("acquired", self.obj, 0);
                 return LockGuard {
                     guard: Some(g),
                     lock: self,
@@ -110,6 +111,7 @@ impl<T> Drop for LockGuard<'_, T> {
         }
         drop(self.guard.take());
         if sim::active() {
+            sim::note("released", l.obj, 0);
             sim::set_owner(l.obj, None);
             sim::wake_all(l.obj, 0);
         }
