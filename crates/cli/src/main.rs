@@ -1,6 +1,7 @@
 //! `nssim`: run scenarios of kernel namespace races, replay one execution
 //! from its token, and list the kernel profiles and patches.
 
+mod junit;
 mod output;
 mod run;
 mod views;
@@ -79,6 +80,9 @@ pub struct Overrides {
     /// Most virtual time per execution, e.g. `10s`, `1h` (then outcome `limit`).
     #[arg(long, value_name = "DURATION")]
     pub max_virtual_time: Option<String>,
+    /// Report the failing execution as found, without searching for a shorter one.
+    #[arg(long)]
+    pub no_shrink: bool,
 }
 
 #[derive(Subcommand)]
@@ -93,6 +97,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Also write the results as JUnit XML (a test case per scenario and kernel).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
         #[command(flatten)]
         views: views::ViewArgs,
     },
@@ -105,6 +112,10 @@ enum Command {
         /// Output format: `text` prints every step; `json` the same fields as `run`.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// When the scenario or nssim changed and the token no longer fits, finish
+        /// the run in non-preemptive order instead of stopping at the divergence.
+        #[arg(long)]
+        continue_after_divergence: bool,
         #[command(flatten)]
         views: views::ViewArgs,
     },
@@ -126,14 +137,16 @@ fn main() -> ExitCode {
             paths,
             overrides,
             format,
+            junit,
             views,
-        } => run::run(&paths, &overrides, format, &views),
+        } => run::run(&paths, &overrides, format, junit.as_deref(), &views),
         Command::Replay {
             scenario,
             token,
             format,
+            continue_after_divergence,
             views,
-        } => run::replay(&scenario, &token, format, &views),
+        } => run::replay(&scenario, &token, format, continue_after_divergence, &views),
         Command::Kernels => {
             output::print_kernels();
             Ok(true)

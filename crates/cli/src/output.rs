@@ -1,16 +1,18 @@
 //! What `nssim` prints.
 
+use crate::junit;
 use crate::Format;
 use kernel::{catalog, ActivePatches, Errno, Results};
 use scenario::{Expect, Scenario};
 use serde_json::{json, Map, Value};
-use sim::{Event, ExecReport};
+use sim::{Event, ExecReport, ShrinkReport};
 
 /// The outcome of one (scenario, kernel) run, ready to print.
 pub struct RunRecord {
     pub as_expected: bool,
     json: Value,
     text: String,
+    case: junit::Case,
 }
 
 fn results_json(results: &Results) -> Value {
@@ -62,6 +64,7 @@ impl RunRecord {
         expect: Option<&Expect>,
         executions: u64,
         exhausted: bool,
+        shrink: Option<ShrinkReport>,
         report: &ExecReport,
         token: String,
         results: &Results,
@@ -90,6 +93,13 @@ impl RunRecord {
             "as_expected": as_expected,
             "executions": executions,
             "exhausted": exhausted,
+            "shrink": shrink.map(|s| json!({
+                "steps_before": s.steps_before,
+                "steps_after": s.steps_after,
+                "preemptions_before": s.preemptions_before,
+                "preemptions_after": s.preemptions_after,
+                "attempts": s.attempts,
+            })),
             "steps": report.steps,
             "virtual_ns": report.virtual_ns,
             "token": token,
@@ -115,6 +125,12 @@ impl RunRecord {
         if outcome.is_failure() {
             text.push_str(&format!("\n    {outcome}"));
         }
+        if let Some(s) = shrink {
+            text.push_str(&format!(
+                "\n    shrunk from {} steps ({} preemptions) to {} steps ({} preemptions) in {} executions",
+                s.steps_before, s.preemptions_before, s.steps_after, s.preemptions_after, s.attempts
+            ));
+        }
         let res = results_text(results);
         if !res.is_empty() {
             text.push('\n');
@@ -124,11 +140,37 @@ impl RunRecord {
             "\n    token {token}\n    replay: nssim replay {} {token}",
             sc.path.display()
         ));
+        let case = junit::Case {
+            scenario: sc.name.clone(),
+            kernel: label.to_string(),
+            passed: as_expected,
+            message: format!("{} ({expectation})", outcome),
+            details: format!(
+                "token {token}\nreplay: nssim replay {} {token}",
+                sc.path.display()
+            ),
+        };
         RunRecord {
             as_expected,
             json,
             text,
+            case,
         }
+    }
+
+    /// This run as a JUnit test case.
+    pub fn junit_case(self) -> junit::Case {
+        self.case
+    }
+}
+
+/// The closing line, `N passed, N failed`: on standard output for text, on
+/// standard error for JSON (whose output stays one object per line).
+pub fn print_summary(passed: usize, failed: usize, format: Format) {
+    let line = format!("{passed} passed, {failed} failed");
+    match format {
+        Format::Text => println!("\n{line}"),
+        Format::Json => eprintln!("{line}"),
     }
 }
 

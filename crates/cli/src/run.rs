@@ -1,5 +1,6 @@
 //! `nssim run` and `nssim replay`.
 
+use crate::junit;
 use crate::output::{self, RunRecord};
 use crate::views::{self, ViewArgs, ViewContext};
 use crate::{Format, Overrides, StrategyArg};
@@ -33,6 +34,7 @@ struct Plan {
     toggles: Vec<(String, bool)>,
     /// The command line's toggles as written (they go into the token).
     cli_patches: Vec<String>,
+    shrink: bool,
     expect: Option<Expect>,
     explore: Explore,
 }
@@ -104,6 +106,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             profile: r.profile.clone(),
             toggles,
             cli_patches: ov.patches.clone(),
+            shrink: !ov.no_shrink,
             expect: Some(r.expect.clone()),
             explore: apply_overrides(r.explore, ov)?,
         });
@@ -119,6 +122,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             profile: k.clone(),
             toggles: cli.to_vec(),
             cli_patches: ov.patches.clone(),
+            shrink: !ov.no_shrink,
             expect: None,
             explore: apply_overrides(base, ov)?,
         });
@@ -179,6 +183,7 @@ pub fn run(
     paths: &[PathBuf],
     ov: &Overrides,
     format: Format,
+    junit_file: Option<&Path>,
     views: &ViewArgs,
 ) -> Result<bool, CliError> {
     let toggles = parse_toggles(&ov.patches)?;
@@ -194,15 +199,25 @@ pub fn run(
         .map(|f| scenario::load(f))
         .collect::<Result<Vec<_>, _>>()?;
     check_kernels(&scenarios, ov)?;
-    let mut all_as_expected = true;
+    let mut cases = Vec::new();
     for sc in &scenarios {
         for plan in plans(sc, ov, &toggles)? {
             let record = execute(sc, &plan, views)?;
-            all_as_expected &= record.as_expected;
             output::print_record(&record, format);
+            cases.push(record.junit_case());
         }
     }
-    Ok(all_as_expected)
+    let failed = cases.iter().filter(|c| !c.passed).count();
+    output::print_summary(cases.len() - failed, failed, format);
+    if let Some(file) = junit_file {
+        std::fs::write(file, junit::render(&cases)).map_err(|e| {
+            CliError(format!(
+                "error: cannot write JUnit XML to {}: {e}",
+                file.display()
+            ))
+        })?;
+    }
+    Ok(failed == 0)
 }
 
 fn plan_patches(sc: &Scenario, plan: &Plan) -> Result<ActivePatches, CliError> {
@@ -221,6 +236,7 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
             seed: plan.explore.seed,
             iterations: plan.explore.iterations,
             exec: exec_config(sc, &plan.explore),
+            shrink: plan.shrink,
         },
     }
 }
@@ -264,6 +280,7 @@ fn execute(sc: &Scenario, plan: &Plan, view_args: &ViewArgs) -> Result<RunRecord
         plan.expect.as_ref(),
         out.explore.executions,
         out.explore.exhausted,
+        out.explore.shrink,
         &out.explore.report,
         token.encode(),
         &out.results,
@@ -279,6 +296,7 @@ pub fn replay(
     path: &Path,
     token_text: &str,
     format: Format,
+    continue_after_divergence: bool,
     view_args: &ViewArgs,
 ) -> Result<bool, CliError> {
     let sc = scenario::load(path)?;
@@ -314,9 +332,13 @@ pub fn replay(
     plan.explore.max_steps = token.max_steps;
     plan.explore.max_virtual_ns = token.max_virtual_ns;
     let patches = plan_patches(&sc, &plan)?;
-    let spec = run_spec(&sc, &plan, &patches);
+    let mut spec = run_spec(&sc, &plan, &patches);
+    spec.explore.exec.stop_on_divergence = !continue_after_divergence;
     let record_events = format == Format::Text || view_args.any();
     let (report, results) = replay_run(&spec, &token.schedule, record_events);
+    if let (Some(step), false) = (report.diverged_at, continue_after_divergence) {
+        return Err(divergence_error(&token.schedule, step as u64));
+    }
     if view_args.any() {
         views::emit(
             view_args,
@@ -334,7 +356,9 @@ pub fn replay(
         Schedule::Random { seed, .. } => ("random", *seed),
         Schedule::Pct { seed, .. } => ("pct", *seed),
         Schedule::Fair => ("fair", plan.explore.seed),
-        Schedule::Choices(_) => ("dfs", plan.explore.seed),
+        Schedule::Choices(_) | Schedule::Segments(_) => {
+            (plan.explore.strategy.as_str(), plan.explore.seed)
+        }
     };
     let record = RunRecord::new(
         &sc,
@@ -345,6 +369,7 @@ pub fn replay(
         plan.expect.as_ref(),
         1,
         false,
+        None,
         &report,
         token.encode(),
         &results,
@@ -354,9 +379,31 @@ pub fn replay(
     }
     if let Some(at) = report.diverged_at {
         eprintln!(
-            "warning: the execution diverged from the token at choice {at}: the scenario or nssim changed since the token was made"
+            "warning: the execution diverged from the token at step {at} and was finished in non-preemptive order: the scenario or nssim changed since the token was made"
         );
     }
     output::print_record(&record, format);
     Ok(record.as_expected)
+}
+
+/// Say where a named schedule stopped fitting, and what it expected there.
+fn divergence_error(schedule: &Schedule, step: u64) -> CliError {
+    let expected = match schedule {
+        Schedule::Segments(segments) => {
+            let mut start = 1;
+            segments
+                .iter()
+                .find(|s| {
+                    let inside = step < start + s.steps;
+                    start += s.steps;
+                    inside
+                })
+                .map(|s| format!(" (the token expects {s})"))
+                .unwrap_or_default()
+        }
+        _ => String::new(),
+    };
+    CliError(format!(
+        "error: the execution diverges from the token at step {step}{expected}: the scenario or nssim changed since the token was made; --continue-after-divergence finishes the run in non-preemptive order"
+    ))
 }

@@ -159,8 +159,8 @@ fn replay_prints_every_step_with_the_failing_result() {
     let r = nssim(&["replay", "sim-scenarios/ipc-alloc-vs-free.toml", &token]);
     let text = stdout(&r);
     assert!(text.contains("looper"));
-    assert!(text.contains("kworker"));
-    assert!(text.contains("flush_work") || text.contains("llist_add"));
+    // The shrunk schedule: the looper outruns the kworker, which never runs.
+    assert!(text.contains("llist_add free_ipc_list"));
     assert!(text.contains("ENOSPC"), "{text}");
     let steps = json_lines(&o)[0]["steps"].as_u64().unwrap();
     assert!(
@@ -364,4 +364,121 @@ fn the_whole_library_runs_as_expected() {
     for line in json_lines(&o) {
         assert_eq!(line["as_expected"], true, "{line}");
     }
+}
+
+#[test]
+fn junit_output_is_valid_xml_with_a_case_per_run_and_a_summary_line() {
+    let dir = std::env::temp_dir().join(format!("nssim-junit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("results.xml");
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v6.3",
+        "--patch",
+        "-ipc-wait-pending-free",
+        "--strategy",
+        "random",
+        "--junit",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).lines().any(|l| l == "0 passed, 1 failed"),
+        "{}",
+        stdout(&o)
+    );
+    let xml = std::fs::read_to_string(&file).unwrap();
+    let doc = roxmltree::Document::parse(&xml).expect("valid XML");
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0].attribute("classname"), Some("ipc-alloc-vs-free"));
+    let failure = cases[0]
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("a failure element");
+    assert!(failure
+        .attribute("message")
+        .unwrap()
+        .contains("ipc.no_false_enospc"));
+    assert!(failure
+        .text()
+        .unwrap()
+        .contains("nssim replay sim-scenarios/ipc-alloc-vs-free.toml nss1_"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn failures_are_shrunk_unless_asked_not_to() {
+    let args = [
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v6.2",
+        "--format",
+        "json",
+    ];
+    let shrunk = json_lines(&nssim(&args))[0].clone();
+    let s = &shrunk["shrink"];
+    assert!(s["steps_after"].as_u64().unwrap() < s["steps_before"].as_u64().unwrap());
+    assert_eq!(shrunk["steps"], s["steps_after"]);
+    let mut raw_args = args.to_vec();
+    raw_args.push("--no-shrink");
+    let raw = json_lines(&nssim(&raw_args))[0].clone();
+    assert!(raw["shrink"].is_null());
+    assert_eq!(raw["steps"], s["steps_before"]);
+    assert_ne!(raw["token"], shrunk["token"]);
+}
+
+fn token_with_segments(segments: Vec<sim::Segment>) -> String {
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v6.2",
+        "--format",
+        "json",
+    ]);
+    let token = json_lines(&o)[0]["token"].as_str().unwrap().to_string();
+    let mut t = sim::Token::decode(&token).unwrap();
+    t.schedule = sim::Schedule::Segments(segments);
+    t.encode()
+}
+
+#[test]
+fn a_token_that_no_longer_fits_reports_the_divergence_step() {
+    // As if the code had changed: the second segment names a scheduling
+    // point the looper no longer reaches there.
+    let token = token_with_segments(vec![
+        sim::Segment {
+            task: "looper".into(),
+            at: "start".into(),
+            steps: 3,
+        },
+        sim::Segment {
+            task: "looper".into(),
+            at: "renamed_point".into(),
+            steps: 5,
+        },
+    ]);
+    let r = nssim(&["replay", "sim-scenarios/ipc-alloc-vs-free.toml", &token]);
+    assert_eq!(r.status.code(), Some(2));
+    let err = stderr(&r);
+    assert!(err.contains("diverges from the token at step 4"), "{err}");
+    assert!(err.contains("looper@renamed_point"), "{err}");
+    let r = nssim(&[
+        "replay",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        &token,
+        "--continue-after-divergence",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert!(stderr(&r).contains("diverged from the token at step 4"));
+    assert_eq!(json_lines(&r)[0]["outcome"], "violation");
 }

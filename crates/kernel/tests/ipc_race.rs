@@ -52,6 +52,7 @@ fn run(
             seed,
             iterations,
             exec: ExecConfig::default(),
+            shrink: false,
         },
     };
     let out = explore_run(&spec);
@@ -137,6 +138,7 @@ fn v6_3_leaves_a_window_that_exhaustive_search_finds() {
             seed: 1,
             iterations: 1_000_000,
             exec: ExecConfig::default(),
+            shrink: false,
         },
     });
     assert_eq!(out.explore.report.outcome, Outcome::Pass);
@@ -176,4 +178,38 @@ fn freeing_without_a_grace_period_is_a_use_after_free() {
     assert_eq!(o, Outcome::Pass, "{o}");
     let (o, _, _) = run(&setup, "v6.2", &[], StrategySpec::Random, 1, 300);
     assert_eq!(o, Outcome::Pass, "{o}");
+}
+
+#[test]
+fn the_v6_2_race_shrinks_to_a_few_dozen_steps_without_preemptions() {
+    let setup = looper_setup(3, 20, 1);
+    let patches = resolve_patches("v6.2", &[]).unwrap();
+    let invariants = all_invariants();
+    for seed in 1..=5 {
+        let out = explore_run(&RunSpec {
+            setup: &setup,
+            patches: &patches,
+            invariants: &invariants,
+            explore: ExploreConfig {
+                strategy: StrategySpec::Random,
+                seed,
+                iterations: 100,
+                exec: ExecConfig::default(),
+                shrink: true,
+            },
+        });
+        let s = out.explore.shrink.expect("a failure is shrunk");
+        assert_eq!(
+            out.explore.report.outcome.invariant(),
+            Some("ipc.no_false_enospc")
+        );
+        assert!(s.steps_after <= s.steps_before);
+        assert!(s.steps_after <= 60, "seed {seed}: {s:?}");
+        assert_eq!(
+            s.preemptions_after, 0,
+            "seed {seed}: the looper alone outruns the kworker"
+        );
+        assert_eq!(out.explore.report.steps, s.steps_after);
+        assert!(matches!(out.explore.schedule, sim::Schedule::Segments(_)));
+    }
 }

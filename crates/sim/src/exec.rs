@@ -27,6 +27,11 @@ pub struct ExecConfig {
     pub costs: CostTable,
     /// Keep every event (for printing); the hash is always computed.
     pub record: bool,
+    /// Keep which task ran each step (for shrinking and named schedules).
+    pub log_steps: bool,
+    /// With an explicit schedule that stops fitting: end the execution at
+    /// that step (true), or finish it in non-preemptive order (false).
+    pub stop_on_divergence: bool,
     pub stack_size: usize,
 }
 
@@ -38,6 +43,8 @@ impl Default for ExecConfig {
             max_virtual_ns: 3_600_000_000_000,
             costs: CostTable::default(),
             record: false,
+            log_steps: false,
+            stop_on_divergence: false,
             stack_size: 256 * 1024,
         }
     }
@@ -56,11 +63,22 @@ pub struct ExecReport {
     pub task_names: Vec<String>,
     /// Decisions among two or more runnable tasks (explicit schedules only).
     pub choices: Vec<ChoicePoint>,
-    /// For explicit schedules: the choice index where the recorded schedule
-    /// no longer fitted (a task it names was not runnable).
+    /// For explicit schedules: the choice index (`Choices`) or the step
+    /// (`Segments`) where the recorded schedule no longer fitted.
     pub diverged_at: Option<usize>,
+    /// Which task ran each step, when asked for (`log_steps`).
+    pub step_log: Vec<StepRec>,
     /// Object names, by id, when events were recorded.
     pub object_names: Vec<String>,
+}
+
+/// One step of the step log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRec {
+    pub task: TaskId,
+    pub label: &'static str,
+    /// The step switched away from a task that could have continued.
+    pub preemption: bool,
 }
 
 /// An execution being set up, then run once.
@@ -70,6 +88,7 @@ pub struct Execution {
     chooser: Chooser,
     checkers: Vec<(bool, Check)>,
     config: ExecConfig,
+    step_log: Vec<StepRec>,
 }
 
 thread_local! {
@@ -135,6 +154,7 @@ impl Execution {
             chooser: Chooser::new(schedule),
             checkers: Vec::new(),
             config,
+            step_log: Vec::new(),
         }
     }
 
@@ -345,7 +365,11 @@ impl Execution {
         let outcome = self.run_loop();
         self.teardown();
         rt::install(std::ptr::null());
-        let (choices, diverged_at) = self.chooser.take_log();
+        let (choices, mut diverged_at) = self.chooser.take_log();
+        if let Some(step) = self.chooser.diverged_step() {
+            diverged_at = Some(step as usize);
+        }
+        let step_log = std::mem::take(&mut self.step_log);
         let mut s = self.shared.borrow_mut();
         let virtual_ns = s
             .tasks
@@ -370,6 +394,7 @@ impl Execution {
             task_names: s.tasks.iter().map(|t| t.name.clone()).collect(),
             choices,
             diverged_at,
+            step_log,
             object_names,
         }
     }
@@ -395,22 +420,33 @@ impl Execution {
                     value: self.config.max_steps,
                 };
             }
+            let still_runnable = last.filter(|l| runnable.contains(l));
             let t = {
                 let s = self.shared.borrow();
-                let clocks: Vec<u64>;
-                let clocks_ref: &[u64] = if matches!(self.chooser, Chooser::Fair) {
-                    clocks = s.tasks.iter().map(|t| t.clock).collect();
-                    &clocks
-                } else {
-                    &[]
-                };
                 let ctx = PickCtx {
                     runnable: &runnable,
-                    last: last.filter(|l| runnable.contains(l)),
-                    clocks: clocks_ref,
+                    last: still_runnable,
+                    tasks: &s.tasks,
+                    step: s.step,
                 };
                 self.chooser.pick(&ctx)
             };
+            if self.config.stop_on_divergence {
+                if let Some(step) = self.chooser.diverged_step() {
+                    return Outcome::Limit {
+                        which: "divergence".into(),
+                        value: step,
+                    };
+                }
+            }
+            if self.config.log_steps {
+                let label = self.shared.borrow().tasks[t].pending.label;
+                self.step_log.push(StepRec {
+                    task: t,
+                    label,
+                    preemption: still_runnable.is_some_and(|l| l != t),
+                });
+            }
             if let Some(limit) = self.charge(t) {
                 return limit;
             }

@@ -2,8 +2,9 @@
 //! fails or the budget is spent.
 
 use crate::exec::{ExecConfig, ExecReport, Execution};
+use crate::outcome::Outcome;
 use crate::strategy::ChoicePoint;
-use crate::token::Schedule;
+use crate::token::{Schedule, Segment};
 use crate::TaskId;
 
 /// Which strategy explores, with its parameters.
@@ -27,6 +28,23 @@ pub struct ExploreConfig {
     /// Most executions to run.
     pub iterations: u64,
     pub exec: ExecConfig,
+    /// After a failure, look for a shorter schedule with the same failure.
+    pub shrink: bool,
+}
+
+/// Most executions one shrink may run: a count, not a time, so that the
+/// shrunk schedule is the same on every machine.
+pub const SHRINK_BUDGET: usize = 400;
+
+/// What shrinking achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShrinkReport {
+    pub steps_before: u64,
+    pub steps_after: u64,
+    pub preemptions_before: u64,
+    pub preemptions_after: u64,
+    /// Executions the search ran.
+    pub attempts: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -39,16 +57,45 @@ pub struct ExploreReport {
     pub schedule: Schedule,
     /// `dfs` only: every schedule within the preemption bound was run.
     pub exhausted: bool,
+    /// Before and after, when a failure was shrunk.
+    pub shrink: Option<ShrinkReport>,
 }
 
 /// Explore the executions that `build` sets up (it is called once per
 /// execution, on a fresh [`Execution`], and must spawn the same tasks).
 pub fn explore(cfg: &ExploreConfig, build: &mut dyn FnMut(&mut Execution)) -> ExploreReport {
+    let mut exec = cfg.exec.clone();
+    exec.log_steps = cfg.strategy != StrategySpec::Fair;
     let mut run = |schedule: &Schedule| {
-        let mut e = Execution::new(cfg.exec.clone(), schedule);
+        let mut e = Execution::new(exec.clone(), schedule);
         build(&mut e);
         e.run()
     };
+    let mut found = search(cfg, &mut run);
+    if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair {
+        name_schedule(&mut found, cfg.shrink, &mut run);
+    }
+    found
+}
+
+/// Replace a failing execution's schedule by named segments, shrunk first
+/// when asked.
+fn name_schedule(
+    found: &mut ExploreReport,
+    shrink: bool,
+    run: &mut dyn FnMut(&Schedule) -> ExecReport,
+) {
+    if shrink {
+        let (segments, report, summary) = shrink_failure(run, found.report.clone());
+        found.schedule = Schedule::Segments(segments);
+        found.report = report;
+        found.shrink = Some(summary);
+    } else if matches!(found.schedule, Schedule::Choices(_)) {
+        found.schedule = Schedule::Segments(segments_of(&found.report));
+    }
+}
+
+fn search(cfg: &ExploreConfig, run: &mut dyn FnMut(&Schedule) -> ExecReport) -> ExploreReport {
     let iterations = cfg.iterations.max(1);
     match cfg.strategy {
         StrategySpec::Fair => {
@@ -59,9 +106,10 @@ pub fn explore(cfg: &ExploreConfig, build: &mut dyn FnMut(&mut Execution)) -> Ex
                 report,
                 schedule,
                 exhausted: false,
+                shrink: None,
             }
         }
-        StrategySpec::Random => seeded(iterations, &mut run, |i| Schedule::Random {
+        StrategySpec::Random => seeded(iterations, run, |i| Schedule::Random {
             seed: cfg.seed,
             iteration: i,
         }),
@@ -73,14 +121,14 @@ pub fn explore(cfg: &ExploreConfig, build: &mut dyn FnMut(&mut Execution)) -> Ex
                 iteration: u64::MAX,
             });
             let steps_hint = probe.steps.max(1);
-            seeded(iterations, &mut run, |i| Schedule::Pct {
+            seeded(iterations, run, |i| Schedule::Pct {
                 seed: cfg.seed,
                 iteration: i,
                 depth,
                 steps_hint,
             })
         }
-        StrategySpec::Dfs { preemption_bound } => dfs(iterations, preemption_bound, &mut run),
+        StrategySpec::Dfs { preemption_bound } => dfs(iterations, preemption_bound, run),
     }
 }
 
@@ -109,6 +157,7 @@ fn seeded(
         report,
         schedule,
         exhausted: false,
+        shrink: None,
     }
 }
 
@@ -169,6 +218,7 @@ fn dfs(iterations: u64, bound: u32, run: &mut dyn FnMut(&Schedule) -> ExecReport
                 report,
                 schedule,
                 exhausted: false,
+                shrink: None,
             };
         }
         if !backtrack(&mut stack, bound) {
@@ -177,6 +227,7 @@ fn dfs(iterations: u64, bound: u32, run: &mut dyn FnMut(&Schedule) -> ExecReport
                 report,
                 schedule,
                 exhausted: true,
+                shrink: None,
             };
         }
         prefix = stack.iter().map(|f| f.point.chosen as u32).collect();
@@ -198,4 +249,97 @@ fn backtrack(stack: &mut Vec<Frame>, bound: u32) -> bool {
         stack.pop();
     }
     false
+}
+
+/// The named segments of an execution: its step log, run-length encoded by
+/// task.
+pub fn segments_of(report: &ExecReport) -> Vec<Segment> {
+    let mut out: Vec<Segment> = Vec::new();
+    let mut last: Option<TaskId> = None;
+    for rec in &report.step_log {
+        match out.last_mut() {
+            Some(seg) if last == Some(rec.task) => seg.steps += 1,
+            _ => out.push(Segment {
+                task: report.task_names[rec.task].clone(),
+                at: rec.label.to_string(),
+                steps: 1,
+            }),
+        }
+        last = Some(rec.task);
+    }
+    out
+}
+
+fn preemptions_of(report: &ExecReport) -> u64 {
+    report.step_log.iter().filter(|s| s.preemption).count() as u64
+}
+
+/// Same kind of failure: the same outcome kind, and for a violation the
+/// same invariant.
+fn same_failure(a: &Outcome, b: &Outcome) -> bool {
+    a.kind() == b.kind() && a.invariant() == b.invariant()
+}
+
+fn score(r: &ExecReport) -> (u64, u64) {
+    (r.steps, preemptions_of(r))
+}
+
+/// The candidate schedules one pass tries, most aggressive first: keep a
+/// prefix of the segments (the rest in non-preemptive order), drop one
+/// segment, halve one.
+fn candidates(segments: &[Segment]) -> Vec<Vec<Segment>> {
+    let mut out: Vec<Vec<Segment>> = (0..segments.len())
+        .map(|k| segments[..k].to_vec())
+        .collect();
+    for i in (0..segments.len()).rev() {
+        let mut c = segments.to_vec();
+        c.remove(i);
+        out.push(c);
+    }
+    for i in (0..segments.len()).rev() {
+        if segments[i].steps > 1 {
+            let mut c = segments.to_vec();
+            c[i].steps /= 2;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Search for a schedule that fails the same way in fewer steps and with
+/// fewer preemptions. Greedy: take the first candidate that improves, and
+/// start a new pass from it, until none does or the budget is spent.
+pub fn shrink_failure(
+    run: &mut dyn FnMut(&Schedule) -> ExecReport,
+    failing: ExecReport,
+) -> (Vec<Segment>, ExecReport, ShrinkReport) {
+    let target = failing.outcome.clone();
+    let (steps_before, preemptions_before) = score(&failing);
+    let mut best = failing;
+    let mut best_segments = segments_of(&best);
+    let mut attempts = 0;
+    'passes: while attempts < SHRINK_BUDGET {
+        for candidate in candidates(&best_segments) {
+            if attempts >= SHRINK_BUDGET {
+                break 'passes;
+            }
+            attempts += 1;
+            let r = run(&Schedule::Segments(candidate));
+            if same_failure(&r.outcome, &target) && score(&r) < score(&best) {
+                best_segments = segments_of(&r);
+                best = r;
+                continue 'passes;
+            }
+        }
+        break;
+    }
+    let (steps_after, preemptions_after) = score(&best);
+    let summary = ShrinkReport {
+        steps_before,
+        steps_after,
+        preemptions_before,
+        preemptions_after,
+        attempts,
+    };
+    (best_segments, best, summary)
 }

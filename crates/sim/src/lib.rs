@@ -26,8 +26,11 @@ pub mod token;
 mod trace;
 
 pub use cost::{CostKey, CostTable};
-pub use exec::{ExecConfig, ExecReport, Execution};
-pub use explore::{explore, ExploreConfig, ExploreReport, StrategySpec};
+pub use exec::{ExecConfig, ExecReport, Execution, StepRec};
+pub use explore::{
+    explore, segments_of, shrink_failure, ExploreConfig, ExploreReport, ShrinkReport, StrategySpec,
+    SHRINK_BUDGET,
+};
 pub use outcome::{Outcome, WaitLink};
 pub use rt::{
     active, block, cost, current_task, fail, free_object, new_object, note, now, object_name,
@@ -36,7 +39,7 @@ pub use rt::{
     ObjState,
 };
 pub use strategy::ChoicePoint;
-pub use token::{Schedule, Token, TokenError};
+pub use token::{Schedule, Segment, Token, TokenError};
 pub use trace::{Event, EventKind};
 
 /// Index of a task in its execution, in spawn order.

@@ -2,7 +2,8 @@
 //! Each is a pure function of its seed and iteration (and, for explicit
 //! choices, of the recorded prefix), so shards and replays agree.
 
-use crate::token::Schedule;
+use crate::rt::TaskState;
+use crate::token::{Schedule, Segment};
 use crate::TaskId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -13,8 +14,10 @@ pub(crate) struct PickCtx<'a> {
     pub runnable: &'a [TaskId],
     /// The task that ran the previous step, if it is still runnable.
     pub last: Option<TaskId>,
-    /// Virtual clock of every task, indexed by id.
-    pub clocks: &'a [u64],
+    /// Every task, indexed by id (names, clocks, pending operations).
+    pub tasks: &'a [TaskState],
+    /// Steps taken so far.
+    pub step: u64,
 }
 
 /// One recorded decision among two or more runnable tasks.
@@ -50,6 +53,55 @@ pub(crate) enum Chooser {
         log: Vec<ChoicePoint>,
         diverged: Option<usize>,
     },
+    Segments(Segments),
+}
+
+/// Replaying named segments.
+pub(crate) struct Segments {
+    segments: Vec<Segment>,
+    index: usize,
+    /// The task of the current segment and the steps it has left.
+    current: Option<(TaskId, u64)>,
+    /// The step at which the schedule stopped fitting.
+    pub diverged: Option<u64>,
+}
+
+impl Segments {
+    fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+        let fallback = default_choice(ctx.runnable, ctx.last);
+        if self.diverged.is_some() {
+            return fallback;
+        }
+        loop {
+            if let Some((t, left)) = self.current {
+                if !ctx.runnable.contains(&t) {
+                    return self.diverge(ctx, fallback);
+                }
+                self.current = (left > 1).then_some((t, left - 1));
+                return t;
+            }
+            let Some(seg) = self.segments.get(self.index) else {
+                return fallback;
+            };
+            self.index += 1;
+            if seg.steps == 0 {
+                continue;
+            }
+            let found = ctx.runnable.iter().copied().find(|&t| {
+                let task = &ctx.tasks[t];
+                task.name == seg.task && task.pending.label == seg.at
+            });
+            match found {
+                Some(t) => self.current = Some((t, seg.steps)),
+                None => return self.diverge(ctx, fallback),
+            }
+        }
+    }
+
+    fn diverge(&mut self, ctx: &PickCtx<'_>, fallback: TaskId) -> TaskId {
+        self.diverged = Some(ctx.step + 1);
+        fallback
+    }
 }
 
 pub(crate) struct Pct {
@@ -100,10 +152,28 @@ impl Chooser {
                 log: Vec::new(),
                 diverged: None,
             },
+            Schedule::Segments(segments) => Chooser::Segments(Segments {
+                segments: segments.clone(),
+                index: 0,
+                current: None,
+                diverged: None,
+            }),
+        }
+    }
+
+    /// The step where an explicit schedule stopped fitting, if it did.
+    pub(crate) fn diverged_step(&self) -> Option<u64> {
+        match self {
+            Chooser::Segments(s) => s.diverged,
+            _ => None,
         }
     }
 
     pub(crate) fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+        // Segments count every step, even those without a choice.
+        if let Chooser::Segments(s) = self {
+            return s.pick(ctx);
+        }
         if ctx.runnable.len() == 1 {
             return ctx.runnable[0];
         }
@@ -111,6 +181,7 @@ impl Chooser {
             Chooser::Random(rng) => ctx.runnable[rng.random_range(0..ctx.runnable.len())],
             Chooser::Pct(p) => p.pick(ctx),
             Chooser::Fair => fair_pick(ctx),
+            Chooser::Segments(_) => unreachable!("handled above"),
             Chooser::Choices {
                 prefix,
                 pos,
@@ -151,7 +222,7 @@ impl Chooser {
 fn fair_pick(ctx: &PickCtx<'_>) -> TaskId {
     let mut best = ctx.runnable[0];
     for &t in ctx.runnable {
-        let (ct, cb) = (ctx.clocks[t], ctx.clocks[best]);
+        let (ct, cb) = (ctx.tasks[t].clock, ctx.tasks[best].clock);
         if ct < cb || (ct == cb && Some(t) == ctx.last) {
             best = t;
         }

@@ -23,8 +23,29 @@ pub enum Schedule {
     /// Discrete-event order: the task whose virtual clock is earliest runs.
     Fair,
     /// Explicit choices at every scheduling point with more than one runnable
-    /// task (the task id chosen), then non-preemptive order.
+    /// task (the task id chosen), then non-preemptive order. Used inside
+    /// exhaustive search.
     Choices(Vec<u32>),
+    /// Named segments: run each named task for its number of steps, starting
+    /// at the named scheduling point, then non-preemptive order. Names make
+    /// the schedule survive small code changes, and a mismatch is reported
+    /// as a divergence at its step.
+    Segments(Vec<Segment>),
+}
+
+/// One stretch of an explicit schedule: `task` runs `steps` steps in a row,
+/// the first of them the scheduling point `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub task: String,
+    pub at: String,
+    pub steps: u64,
+}
+
+impl std::fmt::Display for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{} x{}", self.task, self.at, self.steps)
+    }
 }
 
 /// Everything besides the scenario file that an execution depends on.
@@ -197,6 +218,10 @@ impl Token {
                 b.push(3);
                 put_runs(&mut b, choices);
             }
+            Schedule::Segments(segments) => {
+                b.push(4);
+                put_segments(&mut b, segments);
+            }
         }
         let sum = hash32(&b);
         b.extend_from_slice(&sum.to_le_bytes());
@@ -248,6 +273,7 @@ impl Token {
             },
             2 => Schedule::Fair,
             3 => Schedule::Choices(get_runs(&mut r)?),
+            4 => Schedule::Segments(get_segments(&mut r)?),
             _ => return Err(TokenError::Malformed("unknown schedule kind")),
         };
         if r.pos != payload.len() {
@@ -263,6 +289,55 @@ impl Token {
             schedule,
         })
     }
+}
+
+/// Segments with a string table: names and labels are stored once.
+fn put_segments(b: &mut Vec<u8>, segments: &[Segment]) {
+    let mut table: Vec<&str> = Vec::new();
+    for seg in segments {
+        for s in [seg.task.as_str(), seg.at.as_str()] {
+            if !table.contains(&s) {
+                table.push(s);
+            }
+        }
+    }
+    put_varint(b, table.len() as u64);
+    for s in &table {
+        put_str(b, s);
+    }
+    put_varint(b, segments.len() as u64);
+    for seg in segments {
+        let pos = |s: &str| table.iter().position(|t| *t == s).unwrap_or(0) as u64;
+        put_varint(b, pos(&seg.task));
+        put_varint(b, pos(&seg.at));
+        put_varint(b, seg.steps);
+    }
+}
+
+fn get_segments(r: &mut Reader<'_>) -> Result<Vec<Segment>, TokenError> {
+    let n = r.varint()?;
+    if n > 1 << 20 {
+        return Err(TokenError::Malformed("name table too large"));
+    }
+    let table = (0..n).map(|_| r.string()).collect::<Result<Vec<_>, _>>()?;
+    let count = r.varint()?;
+    if count > 1 << 24 {
+        return Err(TokenError::Malformed("too many segments"));
+    }
+    let name = |i: u64| {
+        table
+            .get(i as usize)
+            .cloned()
+            .ok_or(TokenError::Malformed("a name index is out of range"))
+    };
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let task = name(r.varint()?)?;
+        let at = name(r.varint()?)?;
+        let steps = r.varint()?;
+        out.push(Segment { task, at, steps });
+    }
+    Ok(out)
 }
 
 /// Choices as (task, run length) pairs.
@@ -328,6 +403,23 @@ mod tests {
             Schedule::Fair,
             Schedule::Choices(vec![0, 0, 0, 1, 2, 2, 0]),
             Schedule::Choices(vec![]),
+            Schedule::Segments(vec![
+                Segment {
+                    task: "looper".into(),
+                    at: "unshare".into(),
+                    steps: 15,
+                },
+                Segment {
+                    task: "kworker".into(),
+                    at: "work_run".into(),
+                    steps: 3,
+                },
+                Segment {
+                    task: "looper".into(),
+                    at: "atomic_read".into(),
+                    steps: 1,
+                },
+            ]),
         ] {
             let t = sample(s);
             let text = t.encode();

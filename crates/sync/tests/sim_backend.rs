@@ -14,6 +14,7 @@ fn cfg(strategy: StrategySpec, iterations: u64) -> ExploreConfig {
         seed: 1,
         iterations,
         exec: ExecConfig::default(),
+        shrink: false,
     }
 }
 

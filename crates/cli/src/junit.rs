@@ -1,0 +1,107 @@
+//! JUnit XML for CI: one test case per (scenario, kernel) run; a run whose
+//! outcome is not the expected one is a failure carrying the outcome, the
+//! token and the replay command.
+
+use std::fmt::Write;
+
+/// One run as JUnit sees it.
+pub struct Case {
+    pub scenario: String,
+    pub kernel: String,
+    pub passed: bool,
+    /// What happened and how to replay it (the failure's text).
+    pub message: String,
+    pub details: String,
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The whole report, as one `<testsuites>` with a suite per scenario.
+pub fn render(cases: &[Case]) -> String {
+    let mut suites: Vec<(&str, Vec<&Case>)> = Vec::new();
+    for c in cases {
+        match suites.iter_mut().find(|(name, _)| *name == c.scenario) {
+            Some((_, list)) => list.push(c),
+            None => suites.push((&c.scenario, vec![c])),
+        }
+    }
+    let failures = cases.iter().filter(|c| !c.passed).count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"nssim\" tests=\"{}\" failures=\"{failures}\">",
+        cases.len()
+    );
+    for (name, list) in suites {
+        let failed = list.iter().filter(|c| !c.passed).count();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\">",
+            escape(name),
+            list.len()
+        );
+        for c in list {
+            let _ = write!(
+                out,
+                "    <testcase classname=\"{}\" name=\"{}\"",
+                escape(&c.scenario),
+                escape(&c.kernel)
+            );
+            if c.passed {
+                out.push_str("/>\n");
+            } else {
+                let _ = writeln!(
+                    out,
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
+                    escape(&c.message),
+                    escape(&c.details)
+                );
+            }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_carry_their_message_and_text_is_escaped() {
+        let xml = render(&[
+            Case {
+                scenario: "a<b".into(),
+                kernel: "v6.2".into(),
+                passed: false,
+                message: "violation & more".into(),
+                details: "token nss1_x\nreplay: nssim replay f nss1_x".into(),
+            },
+            Case {
+                scenario: "a<b".into(),
+                kernel: "v6.3".into(),
+                passed: true,
+                message: String::new(),
+                details: String::new(),
+            },
+        ]);
+        assert!(xml.contains("<testsuite name=\"a&lt;b\" tests=\"2\" failures=\"1\">"));
+        assert!(xml.contains("<failure message=\"violation &amp; more\">"));
+        assert!(xml.contains("<testcase classname=\"a&lt;b\" name=\"v6.3\"/>"));
+    }
+}
