@@ -1,0 +1,70 @@
+//! The library API from a Rust test.
+
+use nssim::sync::{Arc, Mutex};
+use nssim::{check, check_report, replay, thread, Config, Dfs, Outcome, Random};
+
+fn locked_counter() {
+    let counter = Arc::new(Mutex::new("counter", 0));
+    let handles: Vec<_> = (0..3)
+        .map(|i| {
+            let c = Arc::clone(&counter);
+            thread::spawn(&format!("t{i}"), move || *c.lock() += 1)
+        })
+        .collect();
+    for h in handles {
+        h.join();
+    }
+    assert_eq!(*counter.lock(), 3);
+}
+
+#[test]
+fn a_correct_model_passes_every_explored_schedule() {
+    check(
+        Config::default().strategy(Random).iterations(300),
+        locked_counter,
+    );
+    let r = check_report(
+        Config::default()
+            .strategy(Dfs {
+                preemption_bound: 2,
+            })
+            .iterations(100_000),
+        locked_counter,
+    );
+    assert_eq!(r.outcome, Outcome::Pass);
+}
+
+fn abba() {
+    let a = Arc::new(Mutex::new("A", ()));
+    let b = Arc::new(Mutex::new("B", ()));
+    let (a2, b2) = (Arc::clone(&a), Arc::clone(&b));
+    let t = thread::spawn("other", move || {
+        let _b = b2.lock();
+        let _a = a2.lock();
+    });
+    {
+        let _a = a.lock();
+        let _b = b.lock();
+    }
+    t.join();
+}
+
+#[test]
+fn a_deadlock_is_reported_with_a_token_that_replays_it() {
+    let r = check_report(Config::default().iterations(500), abba);
+    assert!(
+        matches!(r.outcome, Outcome::Deadlock { .. }),
+        "{}",
+        r.outcome
+    );
+    let again = replay(&r.token, abba);
+    assert_eq!(again.outcome, r.outcome);
+    assert_eq!(again.trace_hash, r.trace_hash);
+    assert!(r.trace.contains("mutex_lock"));
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn check_panics_with_the_report() {
+    check(Config::default().iterations(500), abba);
+}
