@@ -65,6 +65,8 @@ impl Default for Config {
                 iterations: 1000,
                 exec: ExecConfig::default(),
                 shrink: true,
+                jobs: 1,
+                shard: None,
             },
         }
     }
@@ -89,6 +91,11 @@ impl Config {
     }
     pub fn max_steps(mut self, n: u64) -> Self {
         self.explore.exec.max_steps = n;
+        self
+    }
+    /// Threads running executions at once; the result does not change.
+    pub fn jobs(mut self, n: usize) -> Self {
+        self.explore.jobs = n.max(1);
         self
     }
     pub fn shrink(mut self, on: bool) -> Self {
@@ -155,7 +162,7 @@ fn run_once(
 /// Explore `model` and return the report, failing or not.
 pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) -> Report {
     let model: Arc<dyn Fn() + Send + Sync> = Arc::new(model);
-    let found = sim::explore(&config.explore, &mut |e| spawn_main(e, &model));
+    let found = sim::explore(&config.explore, &|e| spawn_main(e, &model));
     let exec = &config.explore.exec;
     let token = Token {
         scenario: 0,

@@ -83,6 +83,27 @@ pub struct Overrides {
     /// Report the failing execution as found, without searching for a shorter one.
     #[arg(long)]
     pub no_shrink: bool,
+    /// Threads running executions at once (default: every core). Results do not
+    /// depend on it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Run only shard K of N of every run's executions (K from 1); the union of the
+    /// N shards is the unsharded run. dfs and fair runs belong to shard 1.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<(u64, u64)>,
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("`{s}` is not K/N with 1 <= K <= N, e.g. --shard 3/8");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
 }
 
 #[derive(Subcommand)]

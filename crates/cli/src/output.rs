@@ -164,6 +164,13 @@ impl RunRecord {
     }
 }
 
+/// A run this shard leaves to another (dfs and fair runs belong to shard 1).
+pub fn print_skipped(sc: &Scenario, label: &str, format: Format) {
+    if format == Format::Text {
+        println!("skip {} [{label}]: not in this shard", sc.name);
+    }
+}
+
 /// The closing line, `N passed, N failed`: on standard output for text, on
 /// standard error for JSON (whose output stays one object per line).
 pub fn print_summary(passed: usize, failed: usize, format: Format) {

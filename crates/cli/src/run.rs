@@ -35,6 +35,8 @@ struct Plan {
     /// The command line's toggles as written (they go into the token).
     cli_patches: Vec<String>,
     shrink: bool,
+    jobs: usize,
+    shard: Option<(u64, u64)>,
     expect: Option<Expect>,
     explore: Explore,
 }
@@ -92,8 +94,16 @@ fn kernel_matches(run: &KernelRun, name: &str) -> bool {
 
 fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Plan>, CliError> {
     let mut out = Vec::new();
-    let wanted =
-        |r: &KernelRun| ov.kernels.is_empty() || ov.kernels.iter().any(|k| kernel_matches(r, k));
+    // `--kernel NAME` picks the entry labelled NAME; failing that, every
+    // entry of profile NAME.
+    let picks = |r: &KernelRun, k: &str| {
+        if sc.runs.iter().any(|x| x.label == k) {
+            r.label == k
+        } else {
+            r.profile == k
+        }
+    };
+    let wanted = |r: &KernelRun| ov.kernels.is_empty() || ov.kernels.iter().any(|k| picks(r, k));
     for r in sc.runs.iter().filter(|r| wanted(r)) {
         let mut toggles: Vec<(String, bool)> = r
             .patches
@@ -107,6 +117,8 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             toggles,
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
+            jobs: ov.jobs.map_or_else(default_jobs, usize::from),
+            shard: ov.shard,
             expect: Some(r.expect.clone()),
             explore: apply_overrides(r.explore, ov)?,
         });
@@ -123,11 +135,18 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             toggles: cli.to_vec(),
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
+            jobs: ov.jobs.map_or_else(default_jobs, usize::from),
+            shard: ov.shard,
             expect: None,
             explore: apply_overrides(base, ov)?,
         });
     }
     Ok(out)
+}
+
+/// `--jobs` by default: every core.
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn strategy_spec(e: &Explore) -> StrategySpec {
@@ -202,6 +221,11 @@ pub fn run(
     let mut cases = Vec::new();
     for sc in &scenarios {
         for plan in plans(sc, ov, &toggles)? {
+            let patches = plan_patches(sc, &plan)?;
+            if !run_spec(sc, &plan, &patches).explore.runs_in_shard() {
+                output::print_skipped(sc, &plan.label, format);
+                continue;
+            }
             let record = execute(sc, &plan, views)?;
             output::print_record(&record, format);
             cases.push(record.junit_case());
@@ -237,6 +261,8 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
             iterations: plan.explore.iterations,
             exec: exec_config(sc, &plan.explore),
             shrink: plan.shrink,
+            jobs: plan.jobs,
+            shard: plan.shard,
         },
     }
 }

@@ -482,3 +482,86 @@ fn a_token_that_no_longer_fits_reports_the_divergence_step() {
     assert!(stderr(&r).contains("diverged from the token at step 4"));
     assert_eq!(json_lines(&r)[0]["outcome"], "violation");
 }
+
+#[test]
+fn jobs_do_not_change_the_results() {
+    for file in [
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "sim-scenarios/ipc-no-grace-period.toml",
+        "sim-scenarios/ipc-v6.3-window.toml",
+    ] {
+        let one = nssim(&["run", file, "--format", "json", "--jobs", "1"]);
+        let two = nssim(&["run", file, "--format", "json", "--jobs", "2"]);
+        assert_eq!(stdout(&one), stdout(&two), "{file}");
+    }
+}
+
+fn iteration_of(token: &str) -> u64 {
+    match sim::Token::decode(token).unwrap().schedule {
+        sim::Schedule::Random { iteration, .. } => iteration,
+        other => panic!("not a random schedule: {other:?}"),
+    }
+}
+
+#[test]
+fn shards_split_the_executions_of_a_run() {
+    // A passing run: every execution runs in exactly one shard.
+    let file = "sim-scenarios/ipc-no-grace-period.toml";
+    let whole = json_lines(&nssim(&[
+        "run", file, "--kernel", "v6.3", "--format", "json",
+    ]));
+    let mut executions = 0;
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let part = json_lines(&nssim(&[
+            "run", file, "--kernel", "v6.3", "--format", "json", "--shard", &shard,
+        ]));
+        assert_eq!(part[0]["outcome"], "pass");
+        executions += part[0]["executions"].as_u64().unwrap();
+    }
+    assert_eq!(executions, whole[0]["executions"].as_u64().unwrap());
+
+    // A failing run: the earliest failure over the shards is the unsharded one.
+    let args = [
+        "run",
+        "sim-scenarios/ipc-no-grace-period.toml",
+        "--kernel",
+        "v6.3-no-grace-period",
+        "--format",
+        "json",
+        "--no-shrink",
+    ];
+    let whole = json_lines(&nssim(&args));
+    let first = iteration_of(whole[0]["token"].as_str().unwrap());
+    let earliest = (1..=4)
+        .filter_map(|k| {
+            let shard = format!("{k}/4");
+            let mut a = args.to_vec();
+            a.extend(["--shard", &shard]);
+            let part = json_lines(&nssim(&a));
+            if part[0]["outcome"] == "pass" {
+                return None;
+            }
+            let i = iteration_of(part[0]["token"].as_str().unwrap());
+            assert_eq!(i % 4, k - 1, "shard {shard} ran only its own iterations");
+            Some(i)
+        })
+        .min()
+        .unwrap();
+    assert_eq!(earliest, first);
+}
+
+#[test]
+fn a_bad_shard_or_jobs_value_is_a_usage_error() {
+    for args in [
+        ["--shard", "0/3"],
+        ["--shard", "4/3"],
+        ["--shard", "x"],
+        ["--jobs", "0"],
+    ] {
+        let mut a = vec!["run", "sim-scenarios/task-bug.toml"];
+        a.extend(args);
+        let o = nssim(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
+}

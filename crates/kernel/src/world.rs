@@ -8,9 +8,7 @@ use crate::setup::{clone_flags, Op, Setup, INIT_USER_NS};
 use ipcns::{mq_path_walk, Ipc, IpcError, IpcNamespace};
 use parking_lot::Mutex;
 use sim::{CostKey, ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Outcome, Schedule};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 use std::sync::Arc;
 use sync::Workqueue;
 use ucounts::{UcountType, UcountsNs, UcountsTable, UCOUNT_MAX_LIMIT};
@@ -79,15 +77,13 @@ pub struct RunOutput {
 }
 
 /// Explore a run; the report is its first failing execution or its last.
+/// Its syscall results come from running the reported schedule once more.
 pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
-    let last: Rc<RefCell<Option<Arc<World>>>> = Rc::default();
-    let keep = Rc::clone(&last);
-    let mut build = move |e: &mut Execution| {
-        let w = build_world(e, spec);
-        *keep.borrow_mut() = Some(w);
+    let build = |e: &mut Execution| {
+        build_world(e, spec);
     };
-    let explore = sim::explore(&spec.explore, &mut build);
-    let results = take_results(&last);
+    let explore = sim::explore(&spec.explore, &build);
+    let (_, results) = replay_run(spec, &explore.schedule, false);
     RunOutput { explore, results }
 }
 
@@ -101,13 +97,6 @@ pub fn replay_run(spec: &RunSpec<'_>, schedule: &Schedule, record: bool) -> (Exe
     let report = e.run();
     let results = w.results.lock().clone();
     (report, results)
-}
-
-fn take_results(last: &Rc<RefCell<Option<Arc<World>>>>) -> Results {
-    last.borrow()
-        .as_ref()
-        .map(|w| w.results.lock().clone())
-        .unwrap_or_default()
 }
 
 fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {

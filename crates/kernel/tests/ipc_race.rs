@@ -53,6 +53,8 @@ fn run(
             iterations,
             exec: ExecConfig::default(),
             shrink: false,
+            jobs: 1,
+            shard: None,
         },
     };
     let out = explore_run(&spec);
@@ -139,6 +141,8 @@ fn v6_3_leaves_a_window_that_exhaustive_search_finds() {
             iterations: 1_000_000,
             exec: ExecConfig::default(),
             shrink: false,
+            jobs: 1,
+            shard: None,
         },
     });
     assert_eq!(out.explore.report.outcome, Outcome::Pass);
@@ -196,6 +200,8 @@ fn the_v6_2_race_shrinks_to_a_few_dozen_steps_without_preemptions() {
                 iterations: 100,
                 exec: ExecConfig::default(),
                 shrink: true,
+                jobs: 1,
+                shard: None,
             },
         });
         let s = out.explore.shrink.expect("a failure is shrunk");

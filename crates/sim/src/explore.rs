@@ -30,6 +30,37 @@ pub struct ExploreConfig {
     pub exec: ExecConfig,
     /// After a failure, look for a shorter schedule with the same failure.
     pub shrink: bool,
+    /// Threads running executions at once (`random` and `pct`); the result
+    /// is the same for any number.
+    pub jobs: usize,
+    /// `Some((k, n))`: run only the executions of shard k of n (1-based):
+    /// iterations i with i mod n = k - 1. The union of the n shards is the
+    /// unsharded run. `dfs` and `fair` runs belong whole to shard 1.
+    pub shard: Option<(u64, u64)>,
+}
+
+impl ExploreConfig {
+    /// A sequential, unsharded exploration.
+    pub fn new(strategy: StrategySpec, seed: u64, iterations: u64, exec: ExecConfig) -> Self {
+        ExploreConfig {
+            strategy,
+            seed,
+            iterations,
+            exec,
+            shrink: true,
+            jobs: 1,
+            shard: None,
+        }
+    }
+
+    /// False when this shard has nothing of the run to do.
+    pub fn runs_in_shard(&self) -> bool {
+        match (self.shard, self.strategy) {
+            (None, _) => true,
+            (Some((k, _)), StrategySpec::Dfs { .. } | StrategySpec::Fair) => k == 1,
+            (Some((k, n)), _) => k - 1 < self.iterations.max(1) && k <= n,
+        }
+    }
 }
 
 /// Most executions one shrink may run: a count, not a time, so that the
@@ -63,20 +94,24 @@ pub struct ExploreReport {
 
 /// Explore the executions that `build` sets up (it is called once per
 /// execution, on a fresh [`Execution`], and must spawn the same tasks).
-pub fn explore(cfg: &ExploreConfig, build: &mut dyn FnMut(&mut Execution)) -> ExploreReport {
+///
+/// `build` may be called from several threads at once when `cfg.jobs > 1`.
+pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> ExploreReport {
     let mut exec = cfg.exec.clone();
     exec.log_steps = cfg.strategy != StrategySpec::Fair;
-    let mut run = |schedule: &Schedule| {
+    let run = |schedule: &Schedule| {
         let mut e = Execution::new(exec.clone(), schedule);
         build(&mut e);
         e.run()
     };
-    let mut found = search(cfg, &mut run);
+    let mut found = search(cfg, &run);
     if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair {
-        name_schedule(&mut found, cfg.shrink, &mut run);
+        name_schedule(&mut found, cfg.shrink, &mut |s| run(s));
     }
     found
 }
+
+type Run<'a> = dyn Fn(&Schedule) -> ExecReport + Sync + 'a;
 
 /// Replace a failing execution's schedule by named segments, shrunk first
 /// when asked.
@@ -95,7 +130,7 @@ fn name_schedule(
     }
 }
 
-fn search(cfg: &ExploreConfig, run: &mut dyn FnMut(&Schedule) -> ExecReport) -> ExploreReport {
+fn search(cfg: &ExploreConfig, run: &Run<'_>) -> ExploreReport {
     let iterations = cfg.iterations.max(1);
     match cfg.strategy {
         StrategySpec::Fair => {
@@ -109,7 +144,7 @@ fn search(cfg: &ExploreConfig, run: &mut dyn FnMut(&Schedule) -> ExecReport) -> 
                 shrink: None,
             }
         }
-        StrategySpec::Random => seeded(iterations, run, |i| Schedule::Random {
+        StrategySpec::Random => seeded(cfg, run, &|i| Schedule::Random {
             seed: cfg.seed,
             iteration: i,
         }),
@@ -121,44 +156,104 @@ fn search(cfg: &ExploreConfig, run: &mut dyn FnMut(&Schedule) -> ExecReport) -> 
                 iteration: u64::MAX,
             });
             let steps_hint = probe.steps.max(1);
-            seeded(iterations, run, |i| Schedule::Pct {
+            seeded(cfg, run, &|i| Schedule::Pct {
                 seed: cfg.seed,
                 iteration: i,
                 depth,
                 steps_hint,
             })
         }
-        StrategySpec::Dfs { preemption_bound } => dfs(iterations, preemption_bound, run),
+        StrategySpec::Dfs { preemption_bound } => {
+            dfs(iterations, preemption_bound, &mut |s| run(s))
+        }
     }
 }
 
+/// Iteration indices of this shard, in order.
+fn shard_iterations(cfg: &ExploreConfig) -> Vec<u64> {
+    let (k, n) = cfg.shard.unwrap_or((1, 1));
+    (k - 1..cfg.iterations.max(1)).step_by(n as usize).collect()
+}
+
+/// Seeded strategies: iteration i is a pure function of (seed, i), so any
+/// number of threads can run them; the reported failure is the one with the
+/// lowest index, exactly as a sequential run finds it.
 fn seeded(
-    iterations: u64,
-    run: &mut dyn FnMut(&Schedule) -> ExecReport,
-    schedule_of: impl Fn(u64) -> Schedule,
+    cfg: &ExploreConfig,
+    run: &Run<'_>,
+    schedule_of: &(dyn Fn(u64) -> Schedule + Sync),
 ) -> ExploreReport {
+    let indices = shard_iterations(cfg);
+    let jobs = cfg.jobs.clamp(1, indices.len().max(1));
+    let (position, report) = if jobs == 1 {
+        first_failure_sequential(&indices, run, schedule_of)
+    } else {
+        first_failure_parallel(&indices, jobs, run, schedule_of)
+    };
+    ExploreReport {
+        executions: position as u64 + 1,
+        report,
+        schedule: schedule_of(indices[position]),
+        exhausted: false,
+        shrink: None,
+    }
+}
+
+fn first_failure_sequential(
+    indices: &[u64],
+    run: &Run<'_>,
+    schedule_of: &(dyn Fn(u64) -> Schedule + Sync),
+) -> (usize, ExecReport) {
     let mut last = None;
-    for i in 0..iterations {
-        let schedule = schedule_of(i);
-        let report = run(&schedule);
+    for (pos, i) in indices.iter().enumerate() {
+        let report = run(&schedule_of(*i));
         let failed = report.outcome.is_failure();
-        last = Some((report, schedule));
+        last = Some((pos, report));
         if failed {
             break;
         }
     }
-    let (report, schedule) = last.expect("at least one iteration");
-    let executions = match &schedule {
-        Schedule::Random { iteration, .. } | Schedule::Pct { iteration, .. } => iteration + 1,
-        _ => 1,
-    };
-    ExploreReport {
-        executions,
-        report,
-        schedule,
-        exhausted: false,
-        shrink: None,
-    }
+    last.expect("at least one iteration")
+}
+
+fn first_failure_parallel(
+    indices: &[u64],
+    jobs: usize,
+    run: &Run<'_>,
+    schedule_of: &(dyn Fn(u64) -> Schedule + Sync),
+) -> (usize, ExecReport) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let first_failure = AtomicUsize::new(usize::MAX);
+    let kept: Mutex<Vec<(usize, ExecReport)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let pos = next.fetch_add(1, Ordering::Relaxed);
+                if pos >= indices.len() || pos > first_failure.load(Ordering::Relaxed) {
+                    return;
+                }
+                let report = run(&schedule_of(indices[pos]));
+                let failed = report.outcome.is_failure();
+                if failed {
+                    first_failure.fetch_min(pos, Ordering::Relaxed);
+                }
+                if failed || pos == indices.len() - 1 {
+                    kept.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((pos, report));
+                }
+            });
+        }
+    });
+    let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
+    let wanted = first_failure.into_inner().min(indices.len() - 1);
+    let at = kept
+        .iter()
+        .position(|(pos, _)| *pos == wanted)
+        .expect("the reported execution was kept");
+    kept.swap_remove(at)
 }
 
 struct Frame {

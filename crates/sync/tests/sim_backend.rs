@@ -15,6 +15,8 @@ fn cfg(strategy: StrategySpec, iterations: u64) -> ExploreConfig {
         iterations,
         exec: ExecConfig::default(),
         shrink: false,
+        jobs: 1,
+        shard: None,
     }
 }
 
@@ -39,7 +41,7 @@ fn random_search_finds_a_lost_update_and_dfs_exhausts_the_space() {
             })
         });
     };
-    let r = explore(&cfg(StrategySpec::Random, 200), &mut { build });
+    let r = explore(&cfg(StrategySpec::Random, 200), &build);
     assert_eq!(r.report.outcome.invariant(), Some("counter"));
 
     let r = explore(
@@ -49,14 +51,14 @@ fn random_search_finds_a_lost_update_and_dfs_exhausts_the_space() {
             },
             1000,
         ),
-        &mut { build },
+        &build,
     );
     assert_eq!(r.report.outcome.invariant(), Some("counter"));
 }
 
 #[test]
 fn a_mutex_prevents_the_lost_update_under_exhaustive_search() {
-    let mut build = |e: &mut Execution| {
+    let build = |e: &mut Execution| {
         let counter = e.setup(|| {
             let counter = Arc::new(Mutex::new("counter_lock", 0i64));
             for name in ["a", "b", "c"] {
@@ -83,7 +85,7 @@ fn a_mutex_prevents_the_lost_update_under_exhaustive_search() {
             },
             100_000,
         ),
-        &mut build,
+        &build,
     );
     assert_eq!(r.report.outcome, Outcome::Pass);
     assert!(r.exhausted, "the space is small enough to exhaust");
@@ -92,7 +94,7 @@ fn a_mutex_prevents_the_lost_update_under_exhaustive_search() {
 
 #[test]
 fn opposite_lock_order_is_a_deadlock_with_its_cycle() {
-    let mut build = |e: &mut Execution| {
+    let build = |e: &mut Execution| {
         e.setup(|| {
             let a = Arc::new(Mutex::new("A", ()));
             let b = Arc::new(Mutex::new("B", ()));
@@ -105,7 +107,7 @@ fn opposite_lock_order_is_a_deadlock_with_its_cycle() {
             }
         });
     };
-    let r = explore(&cfg(StrategySpec::Random, 500), &mut build);
+    let r = explore(&cfg(StrategySpec::Random, 500), &build);
     match r.report.outcome {
         Outcome::Deadlock { cycle, .. } => {
             let mut names: Vec<_> = cycle.iter().map(|l| l.task.as_str()).collect();
@@ -119,7 +121,7 @@ fn opposite_lock_order_is_a_deadlock_with_its_cycle() {
 
 #[test]
 fn a_panicking_task_is_an_outcome() {
-    let mut build = |e: &mut Execution| {
+    let build = |e: &mut Execution| {
         e.setup(|| {
             sim::spawn("buggy", false, || {
                 let empty: Vec<u8> = Vec::new();
@@ -127,7 +129,7 @@ fn a_panicking_task_is_an_outcome() {
             });
         });
     };
-    let r = explore(&cfg(StrategySpec::Random, 1), &mut build);
+    let r = explore(&cfg(StrategySpec::Random, 1), &build);
     match r.report.outcome {
         Outcome::Panic { task, message } => {
             assert_eq!(task, "buggy");
@@ -141,7 +143,7 @@ fn a_panicking_task_is_an_outcome() {
 fn synchronize_rcu_waits_for_a_reader_that_began_before_it() {
     // The reader sets `inside` during its section; the updater checks after
     // its grace period that no reader that started earlier is still inside.
-    let mut build = |e: &mut Execution| {
+    let build = |e: &mut Execution| {
         let broken = e.setup(|| {
             let inside = Arc::new(StdBool::new(false));
             let broken = Arc::new(StdBool::new(false));
@@ -176,7 +178,7 @@ fn synchronize_rcu_waits_for_a_reader_that_began_before_it() {
             },
             10_000,
         ),
-        &mut build,
+        &build,
     );
     assert_eq!(r.report.outcome, Outcome::Pass);
     assert!(r.exhausted);
@@ -184,7 +186,7 @@ fn synchronize_rcu_waits_for_a_reader_that_began_before_it() {
 
 #[test]
 fn flush_work_waits_only_when_the_work_is_pending_or_running() {
-    let mut build = |e: &mut Execution| {
+    let build = |e: &mut Execution| {
         let seen = e.setup(|| {
             let wq = Workqueue::new("events");
             wq.start_worker("kworker/0");
@@ -221,7 +223,7 @@ fn flush_work_waits_only_when_the_work_is_pending_or_running() {
             },
             10_000,
         ),
-        &mut build,
+        &build,
     );
     assert_eq!(r.report.outcome, Outcome::Pass, "{}", r.report.outcome);
     assert!(r.exhausted);
@@ -237,7 +239,7 @@ thread_local! {
 
 #[test]
 fn the_same_schedule_gives_the_same_trace() {
-    let mut build = |e: &mut Execution| {
+    let build = |e: &mut Execution| {
         e.setup(|| {
             let m = Arc::new(Mutex::new("m", 0));
             for n in ["a", "b", "c"] {
@@ -250,7 +252,7 @@ fn the_same_schedule_gives_the_same_trace() {
             }
         });
     };
-    let run = |s: &Schedule, build: &mut dyn FnMut(&mut Execution)| {
+    let run = |s: &Schedule, build: &dyn Fn(&mut Execution)| {
         let mut e = Execution::new(ExecConfig::default(), s);
         build(&mut e);
         e.run()
@@ -259,8 +261,8 @@ fn the_same_schedule_gives_the_same_trace() {
         seed: 9,
         iteration: 3,
     };
-    let a = run(&s, &mut build);
-    let b = run(&s, &mut build);
+    let a = run(&s, &build);
+    let b = run(&s, &build);
     assert_eq!(a.trace_hash, b.trace_hash);
     assert_eq!(a.steps, b.steps);
     let c = run(
@@ -268,7 +270,7 @@ fn the_same_schedule_gives_the_same_trace() {
             seed: 9,
             iteration: 4,
         },
-        &mut build,
+        &build,
     );
     assert_ne!(a.trace_hash, c.trace_hash);
 }
