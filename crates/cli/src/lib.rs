@@ -67,6 +67,7 @@ impl Default for Config {
                 shrink: true,
                 jobs: 1,
                 shard: None,
+                progress: Default::default(),
             },
         }
     }

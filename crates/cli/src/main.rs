@@ -3,6 +3,7 @@
 
 mod junit;
 mod output;
+mod progress;
 mod run;
 mod views;
 

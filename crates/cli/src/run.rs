@@ -2,6 +2,7 @@
 
 use crate::junit;
 use crate::output::{self, RunRecord};
+use crate::progress;
 use crate::views::{self, ViewArgs, ViewContext};
 use crate::{Format, Overrides, StrategyArg};
 use kernel::{catalog, explore_run, replay_run, resolve_patches, ActivePatches, RunSpec};
@@ -263,15 +264,21 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
             shrink: plan.shrink,
             jobs: plan.jobs,
             shard: plan.shard,
+            progress: Default::default(),
         },
     }
 }
 
 fn execute(sc: &Scenario, plan: &Plan, view_args: &ViewArgs) -> Result<RunRecord, CliError> {
     let patches = plan_patches(sc, plan)?;
-    let spec = run_spec(sc, plan, &patches);
+    let mut spec = run_spec(sc, plan, &patches);
+    let bar = progress::bar(sc, plan.label.as_str(), &spec.explore);
+    if let Some(bar) = &bar {
+        spec.explore.progress = bar.reporter();
+    }
     let exec = spec.explore.exec.clone();
     let out = explore_run(&spec);
+    drop(bar);
     let token = Token {
         scenario: scenario_hash(sc),
         kernel: plan.label.clone(),

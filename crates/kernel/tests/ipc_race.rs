@@ -55,6 +55,7 @@ fn run(
             shrink: false,
             jobs: 1,
             shard: None,
+            progress: Default::default(),
         },
     };
     let out = explore_run(&spec);
@@ -143,6 +144,7 @@ fn v6_3_leaves_a_window_that_exhaustive_search_finds() {
             shrink: false,
             jobs: 1,
             shard: None,
+            progress: Default::default(),
         },
     });
     assert_eq!(out.explore.report.outcome, Outcome::Pass);
@@ -202,6 +204,7 @@ fn the_v6_2_race_shrinks_to_a_few_dozen_steps_without_preemptions() {
                 shrink: true,
                 jobs: 1,
                 shard: None,
+                progress: Default::default(),
             },
         });
         let s = out.explore.shrink.expect("a failure is shrunk");

@@ -21,6 +21,32 @@ pub enum StrategySpec {
     Fair,
 }
 
+/// Told the number of executions finished so far (from any thread).
+#[derive(Clone, Default)]
+pub struct Progress(Option<std::sync::Arc<dyn Fn(u64) + Send + Sync>>);
+
+impl Progress {
+    pub fn new(f: impl Fn(u64) + Send + Sync + 'static) -> Self {
+        Progress(Some(std::sync::Arc::new(f)))
+    }
+
+    fn tell(&self, done: u64) {
+        if let Some(f) = &self.0 {
+            f(done);
+        }
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Progress(on)"
+        } else {
+            "Progress(off)"
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ExploreConfig {
     pub strategy: StrategySpec,
@@ -37,6 +63,8 @@ pub struct ExploreConfig {
     /// iterations i with i mod n = k - 1. The union of the n shards is the
     /// unsharded run. `dfs` and `fair` runs belong whole to shard 1.
     pub shard: Option<(u64, u64)>,
+    /// Progress reports, for a progress bar; they never change a result.
+    pub progress: Progress,
 }
 
 impl ExploreConfig {
@@ -50,6 +78,7 @@ impl ExploreConfig {
             shrink: true,
             jobs: 1,
             shard: None,
+            progress: Progress::default(),
         }
     }
 
@@ -185,10 +214,17 @@ fn seeded(
 ) -> ExploreReport {
     let indices = shard_iterations(cfg);
     let jobs = cfg.jobs.clamp(1, indices.len().max(1));
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let counted = |schedule: &Schedule| {
+        let r = run(schedule);
+        cfg.progress
+            .tell(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
+        r
+    };
     let (position, report) = if jobs == 1 {
-        first_failure_sequential(&indices, run, schedule_of)
+        first_failure_sequential(&indices, &counted, schedule_of)
     } else {
-        first_failure_parallel(&indices, jobs, run, schedule_of)
+        first_failure_parallel(&indices, jobs, &counted, schedule_of)
     };
     ExploreReport {
         executions: position as u64 + 1,

@@ -28,8 +28,8 @@ mod trace;
 pub use cost::{CostKey, CostTable};
 pub use exec::{ExecConfig, ExecReport, Execution, StepRec};
 pub use explore::{
-    explore, segments_of, shrink_failure, ExploreConfig, ExploreReport, ShrinkReport, StrategySpec,
-    SHRINK_BUDGET,
+    explore, segments_of, shrink_failure, ExploreConfig, ExploreReport, Progress, ShrinkReport,
+    StrategySpec, SHRINK_BUDGET,
 };
 pub use outcome::{Outcome, WaitLink};
 pub use rt::{

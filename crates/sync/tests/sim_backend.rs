@@ -17,6 +17,7 @@ fn cfg(strategy: StrategySpec, iterations: u64) -> ExploreConfig {
         shrink: false,
         jobs: 1,
         shard: None,
+        progress: Default::default(),
     }
 }
 
