@@ -5,6 +5,7 @@ mod junit;
 mod output;
 mod progress;
 mod run;
+mod tracefile;
 mod views;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -122,6 +123,10 @@ enum Command {
         /// Also write the results as JUnit XML (a test case per scenario and kernel).
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+        /// Write the reported execution of each run as a trace file (JSON); with
+        /// several runs, the scenario and kernel are added to the file name.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
         #[command(flatten)]
         views: views::ViewArgs,
     },
@@ -129,7 +134,8 @@ enum Command {
     Replay {
         /// The scenario file the token came from.
         scenario: PathBuf,
-        /// The schedule token printed by `nssim run`.
+        /// The schedule token printed by `nssim run`, or a trace file written by `--trace`.
+        #[arg(value_name = "TOKEN|TRACE_FILE")]
         token: String,
         /// Output format: `text` prints every step; `json` the same fields as `run`.
         #[arg(long, value_enum, default_value = "text")]
@@ -138,6 +144,9 @@ enum Command {
         /// the run in non-preemptive order instead of stopping at the divergence.
         #[arg(long)]
         continue_after_divergence: bool,
+        /// Write the execution as a trace file (JSON).
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
         #[command(flatten)]
         views: views::ViewArgs,
     },
@@ -160,15 +169,33 @@ fn main() -> ExitCode {
             overrides,
             format,
             junit,
+            trace,
             views,
-        } => run::run(&paths, &overrides, format, junit.as_deref(), &views),
+        } => run::run(
+            &paths,
+            &overrides,
+            format,
+            junit.as_deref(),
+            trace.as_deref(),
+            &views,
+        ),
         Command::Replay {
             scenario,
             token,
             format,
             continue_after_divergence,
+            trace,
             views,
-        } => run::replay(&scenario, &token, format, continue_after_divergence, &views),
+        } => run::replay(
+            &scenario,
+            &token,
+            format,
+            continue_after_divergence,
+            &run::Outputs {
+                views: &views,
+                trace,
+            },
+        ),
         Command::Kernels => {
             output::print_kernels();
             Ok(true)

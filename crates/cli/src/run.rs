@@ -3,6 +3,7 @@
 use crate::junit;
 use crate::output::{self, RunRecord};
 use crate::progress;
+use crate::tracefile;
 use crate::views::{self, ViewArgs, ViewContext};
 use crate::{Format, Overrides, StrategyArg};
 use kernel::{catalog, explore_run, replay_run, resolve_patches, ActivePatches, RunSpec};
@@ -204,6 +205,7 @@ pub fn run(
     ov: &Overrides,
     format: Format,
     junit_file: Option<&Path>,
+    trace: Option<&Path>,
     views: &ViewArgs,
 ) -> Result<bool, CliError> {
     let toggles = parse_toggles(&ov.patches)?;
@@ -219,18 +221,25 @@ pub fn run(
         .map(|f| scenario::load(f))
         .collect::<Result<Vec<_>, _>>()?;
     check_kernels(&scenarios, ov)?;
-    let mut cases = Vec::new();
+    let mut all = Vec::new();
     for sc in &scenarios {
-        for plan in plans(sc, ov, &toggles)? {
-            let patches = plan_patches(sc, &plan)?;
-            if !run_spec(sc, &plan, &patches).explore.runs_in_shard() {
-                output::print_skipped(sc, &plan.label, format);
-                continue;
-            }
-            let record = execute(sc, &plan, views)?;
-            output::print_record(&record, format);
-            cases.push(record.junit_case());
+        all.extend(plans(sc, ov, &toggles)?.into_iter().map(|p| (sc, p)));
+    }
+    let single = all.len() == 1;
+    let mut cases = Vec::new();
+    for (sc, plan) in all {
+        let patches = plan_patches(sc, &plan)?;
+        if !run_spec(sc, &plan, &patches).explore.runs_in_shard() {
+            output::print_skipped(sc, &plan.label, format);
+            continue;
         }
+        let outputs = Outputs {
+            views,
+            trace: trace_path(trace, sc, &plan.label, single),
+        };
+        let record = execute(sc, &plan, &outputs)?;
+        output::print_record(&record, format);
+        cases.push(record.junit_case());
     }
     let failed = cases.iter().filter(|c| !c.passed).count();
     output::print_summary(cases.len() - failed, failed, format);
@@ -269,7 +278,64 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
     }
 }
 
-fn execute(sc: &Scenario, plan: &Plan, view_args: &ViewArgs) -> Result<RunRecord, CliError> {
+/// What to write about a reported execution besides the summary: views and
+/// the trace file.
+pub struct Outputs<'a> {
+    pub views: &'a ViewArgs,
+    pub trace: Option<PathBuf>,
+}
+
+impl Outputs<'_> {
+    fn wanted(&self) -> bool {
+        self.views.any() || self.trace.is_some()
+    }
+
+    fn emit(
+        &self,
+        sc: &Scenario,
+        kernel: &str,
+        patches: &ActivePatches,
+        token: &Token,
+        recorded: &sim::ExecReport,
+    ) -> Result<(), CliError> {
+        let text = token.encode();
+        if self.views.any() {
+            views::emit(
+                self.views,
+                &ViewContext {
+                    scenario: sc,
+                    kernel,
+                    patches,
+                    report: recorded,
+                    token: &text,
+                    replay_command: replay_command(sc, &text),
+                },
+            )?;
+        }
+        if let Some(path) = &self.trace {
+            tracefile::write(path, &tracefile::render(sc, kernel, token, recorded))?;
+        }
+        Ok(())
+    }
+}
+
+/// `--trace FILE` of `run`: the file itself for a single run, else one file
+/// per run with the scenario and kernel in its name.
+fn trace_path(base: Option<&Path>, sc: &Scenario, label: &str, single: bool) -> Option<PathBuf> {
+    let base = base?;
+    if single {
+        return Some(base.to_path_buf());
+    }
+    let stem = base
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
+    let ext = base
+        .extension()
+        .map_or("json".into(), |s| s.to_string_lossy().into_owned());
+    Some(base.with_file_name(format!("{stem}-{}-{label}.{ext}", sc.name)))
+}
+
+fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecord, CliError> {
     let patches = plan_patches(sc, plan)?;
     let mut spec = run_spec(sc, plan, &patches);
     let bar = progress::bar(sc, plan.label.as_str(), &spec.explore);
@@ -288,21 +354,10 @@ fn execute(sc: &Scenario, plan: &Plan, view_args: &ViewArgs) -> Result<RunRecord
         max_virtual_ns: exec.max_virtual_ns,
         schedule: out.explore.schedule.clone(),
     };
-    if view_args.any() {
+    if outputs.wanted() {
         // Exploration keeps only hashes; record the reported execution again.
         let (recorded, _) = replay_run(&spec, &out.explore.schedule, true);
-        let text = token.encode();
-        views::emit(
-            view_args,
-            &ViewContext {
-                scenario: sc,
-                kernel: &plan.label,
-                patches: &patches,
-                report: &recorded,
-                token: &text,
-                replay_command: replay_command(sc, &text),
-            },
-        )?;
+        outputs.emit(sc, &plan.label, &patches, &token, &recorded)?;
     }
     Ok(RunRecord::new(
         sc,
@@ -325,14 +380,26 @@ pub fn replay_command(sc: &Scenario, token: &str) -> String {
     format!("nssim replay {} {token}", sc.path.display())
 }
 
+/// A token, or the path of a trace file holding one (with its trace hash).
+fn resolve_token(arg: &str) -> Result<(String, Option<String>), CliError> {
+    let path = Path::new(arg);
+    if !arg.starts_with("nss1_") && path.is_file() {
+        let loaded = tracefile::load(path)?;
+        return Ok((loaded.token, loaded.trace_hash));
+    }
+    Ok((arg.to_string(), None))
+}
+
 pub fn replay(
     path: &Path,
-    token_text: &str,
+    token_arg: &str,
     format: Format,
     continue_after_divergence: bool,
-    view_args: &ViewArgs,
+    outputs: &Outputs<'_>,
 ) -> Result<bool, CliError> {
     let sc = scenario::load(path)?;
+    let (token_text, expected_hash) = resolve_token(token_arg)?;
+    let token_text = token_text.as_str();
     let token = Token::decode(token_text)
         .map_err(|e| CliError(format!("error: bad token `{token_text}`: {e}")))?;
     if token.scenario != scenario_hash(&sc) {
@@ -367,23 +434,17 @@ pub fn replay(
     let patches = plan_patches(&sc, &plan)?;
     let mut spec = run_spec(&sc, &plan, &patches);
     spec.explore.exec.stop_on_divergence = !continue_after_divergence;
-    let record_events = format == Format::Text || view_args.any();
+    let record_events = format == Format::Text || outputs.wanted();
     let (report, results) = replay_run(&spec, &token.schedule, record_events);
     if let (Some(step), false) = (report.diverged_at, continue_after_divergence) {
         return Err(divergence_error(&token.schedule, step as u64));
     }
-    if view_args.any() {
-        views::emit(
-            view_args,
-            &ViewContext {
-                scenario: &sc,
-                kernel: &plan.label,
-                patches: &patches,
-                report: &report,
-                token: token_text,
-                replay_command: replay_command(&sc, token_text),
-            },
-        )?;
+    let hash = format!("{:016x}", report.trace_hash);
+    if expected_hash.is_some_and(|h| h != hash) {
+        eprintln!("warning: this execution's trace hash {hash} differs from the trace file's: the scenario or nssim changed since it was written");
+    }
+    if outputs.wanted() {
+        outputs.emit(&sc, &plan.label, &patches, &token, &report)?;
     }
     let (strategy, seed) = match &token.schedule {
         Schedule::Random { seed, .. } => ("random", *seed),
@@ -407,7 +468,7 @@ pub fn replay(
         token.encode(),
         &results,
     );
-    if format == Format::Text && !view_args.timeline {
+    if format == Format::Text && !outputs.views.timeline {
         output::print_steps(&report);
     }
     if let Some(at) = report.diverged_at {

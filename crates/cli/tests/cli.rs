@@ -565,3 +565,78 @@ fn a_bad_shard_or_jobs_value_is_a_usage_error() {
         assert_eq!(o.status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn a_trace_file_carries_its_versions_and_replays() {
+    let dir = std::env::temp_dir().join(format!("nssim-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("race.json");
+    let f = file.to_str().unwrap();
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v6.2",
+        "--format",
+        "json",
+        "--trace",
+        f,
+    ]);
+    let run = &json_lines(&o)[0];
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(trace["format"], "nssim-trace");
+    assert_eq!(trace["format_version"], 1);
+    assert_eq!(trace["nssim_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(trace["token"], run["token"]);
+    assert_eq!(trace["trace_hash"], run["trace_hash"]);
+    assert!(trace["schedule"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("looper@"));
+    assert_eq!(
+        trace["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "step")
+            .count() as u64,
+        run["steps"].as_u64().unwrap()
+    );
+    // The file replays like its token.
+    let r = nssim(&[
+        "replay",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        f,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json_lines(&r)[0]["trace_hash"], run["trace_hash"]);
+    assert!(stderr(&r).is_empty(), "{}", stderr(&r));
+
+    // Damaged files are clear errors.
+    let cases = [
+        (
+            "{\"format\": \"nssim-trace\",\n \"format_version\": 1,\n \"token\": ",
+            "race.json:3:",
+        ),
+        (
+            "{\"format\": \"something-else\"}",
+            "not an nssim trace file",
+        ),
+        (
+            "{\"format\": \"nssim-trace\", \"format_version\": 9, \"token\": \"x\"}",
+            "version 9",
+        ),
+        (
+            "{\"format\": \"nssim-trace\", \"format_version\": 1}",
+            "no \"token\"",
+        ),
+    ];
+    for (text, message) in cases {
+        std::fs::write(&file, text).unwrap();
+        let r = nssim(&["replay", "sim-scenarios/ipc-alloc-vs-free.toml", f]);
+        assert_eq!(r.status.code(), Some(2), "{text}");
+        assert!(stderr(&r).contains(message), "{}", stderr(&r));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
