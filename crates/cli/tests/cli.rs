@@ -358,12 +358,23 @@ fn kernels_lists_profiles_patches_and_costs() {
 }
 
 #[test]
-fn the_whole_library_runs_as_expected() {
-    let o = nssim(&["run", "sim-scenarios/", "--format", "json"]);
+fn the_whole_library_runs_as_expected_and_deterministically() {
+    let o = nssim(&["run", "sim-scenarios/", "--format", "json", "--jobs", "1"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     for line in json_lines(&o) {
         assert_eq!(line["as_expected"], true, "{line}");
     }
+    // Same seed, other thread count, other environment: the same bytes,
+    // trace hashes included.
+    let again = Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(["run", "sim-scenarios/", "--format", "json", "--jobs", "2"])
+        .current_dir(root())
+        .env("TZ", "Pacific/Kiritimati")
+        .env("LANG", "de_DE.UTF-8")
+        .env("NSSIM_UNRELATED", "x".repeat(1000))
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), stdout(&again));
 }
 
 #[test]
