@@ -32,6 +32,9 @@ pub struct ExecConfig {
     /// With an explicit schedule that stops fitting: end the execution at
     /// that step (true), or finish it in non-preemptive order (false).
     pub stop_on_divergence: bool,
+    /// Named segments are followed loosely (shrinking): a segment that does
+    /// not fit is skipped instead of ending the schedule.
+    pub lenient_segments: bool,
     pub stack_size: usize,
 }
 
@@ -45,6 +48,7 @@ impl Default for ExecConfig {
             record: false,
             log_steps: false,
             stop_on_divergence: false,
+            lenient_segments: false,
             stack_size: 256 * 1024,
         }
     }
@@ -151,7 +155,7 @@ impl Execution {
         Execution {
             shared: Box::new(RefCell::new(shared)),
             coroutines: Vec::new(),
-            chooser: Chooser::new(schedule),
+            chooser: Chooser::new(schedule, config.lenient_segments),
             checkers: Vec::new(),
             config,
             step_log: Vec::new(),

@@ -94,7 +94,7 @@ impl ExploreConfig {
 
 /// Most executions one shrink may run: a count, not a time, so that the
 /// shrunk schedule is the same on every machine.
-pub const SHRINK_BUDGET: usize = 400;
+pub const SHRINK_BUDGET: usize = 2000;
 
 /// What shrinking achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +135,14 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
     };
     let mut found = search(cfg, &run);
     if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair {
-        name_schedule(&mut found, cfg.shrink, &mut |s| run(s));
+        let mut loose = exec.clone();
+        loose.lenient_segments = true;
+        let mut run_loose = |schedule: &Schedule| {
+            let mut e = Execution::new(loose.clone(), schedule);
+            build(&mut e);
+            e.run()
+        };
+        name_schedule(&mut found, cfg.shrink, &mut run_loose);
     }
     found
 }
@@ -415,28 +422,6 @@ fn score(r: &ExecReport) -> (u64, u64) {
     (r.steps, preemptions_of(r))
 }
 
-/// The candidate schedules one pass tries, most aggressive first: keep a
-/// prefix of the segments (the rest in non-preemptive order), drop one
-/// segment, halve one.
-fn candidates(segments: &[Segment]) -> Vec<Vec<Segment>> {
-    let mut out: Vec<Vec<Segment>> = (0..segments.len())
-        .map(|k| segments[..k].to_vec())
-        .collect();
-    for i in (0..segments.len()).rev() {
-        let mut c = segments.to_vec();
-        c.remove(i);
-        out.push(c);
-    }
-    for i in (0..segments.len()).rev() {
-        if segments[i].steps > 1 {
-            let mut c = segments.to_vec();
-            c[i].steps /= 2;
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Search for a schedule that fails the same way in fewer steps and with
 /// fewer preemptions. Greedy: take the first candidate that improves, and
 /// start a new pass from it, until none does or the budget is spent.
@@ -444,33 +429,123 @@ pub fn shrink_failure(
     run: &mut dyn FnMut(&Schedule) -> ExecReport,
     failing: ExecReport,
 ) -> (Vec<Segment>, ExecReport, ShrinkReport) {
-    let target = failing.outcome.clone();
     let (steps_before, preemptions_before) = score(&failing);
-    let mut best = failing;
-    let mut best_segments = segments_of(&best);
-    let mut attempts = 0;
-    'passes: while attempts < SHRINK_BUDGET {
-        for candidate in candidates(&best_segments) {
-            if attempts >= SHRINK_BUDGET {
-                break 'passes;
-            }
-            attempts += 1;
-            let r = run(&Schedule::Segments(candidate));
-            if same_failure(&r.outcome, &target) && score(&r) < score(&best) {
-                best_segments = segments_of(&r);
-                best = r;
-                continue 'passes;
-            }
-        }
-        break;
-    }
-    let (steps_after, preemptions_after) = score(&best);
+    let mut s = Shrinker {
+        run,
+        target: failing.outcome.clone(),
+        segments: segments_of(&failing),
+        best: failing,
+        attempts: 0,
+    };
+    s.shortest_prefix();
+    while s.attempts < SHRINK_BUDGET
+        && (s.drop_segments() | s.merge_segments() | s.halve_segments())
+    {}
+    let (steps_after, preemptions_after) = score(&s.best);
     let summary = ShrinkReport {
         steps_before,
         steps_after,
         preemptions_before,
         preemptions_after,
-        attempts,
+        attempts: s.attempts,
     };
-    (best_segments, best, summary)
+    (s.segments, s.best, summary)
+}
+
+/// The state of one shrink: the best failing execution so far and its
+/// segments.
+struct Shrinker<'a> {
+    run: &'a mut dyn FnMut(&Schedule) -> ExecReport,
+    target: Outcome,
+    segments: Vec<Segment>,
+    best: ExecReport,
+    attempts: usize,
+}
+
+impl Shrinker<'_> {
+    /// Run `candidate`; keep it when it fails the same way with a better
+    /// (steps, preemptions) score.
+    fn try_candidate(&mut self, candidate: Vec<Segment>) -> bool {
+        if self.attempts >= SHRINK_BUDGET {
+            return false;
+        }
+        self.attempts += 1;
+        let r = (self.run)(&Schedule::Segments(candidate));
+        if same_failure(&r.outcome, &self.target) && score(&r) < score(&self.best) {
+            self.segments = segments_of(&r);
+            self.best = r;
+            return true;
+        }
+        false
+    }
+
+    /// Binary search for the shortest prefix of segments that still fails
+    /// (the rest of the run in non-preemptive order).
+    fn shortest_prefix(&mut self) {
+        let (mut lo, mut hi) = (0, self.segments.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let candidate = self.segments[..mid].to_vec();
+            let before = self.segments.len();
+            if self.try_candidate(candidate) {
+                hi = mid.min(self.segments.len());
+                if self.segments.len() != before {
+                    lo = 0;
+                }
+            } else {
+                lo = mid + 1;
+            }
+        }
+    }
+
+    /// Try without each segment, last first. True if anything improved.
+    fn drop_segments(&mut self) -> bool {
+        let mut improved = false;
+        let mut i = self.segments.len();
+        while i > 0 && self.attempts < SHRINK_BUDGET {
+            i = (i - 1).min(self.segments.len().saturating_sub(1));
+            let mut c = self.segments.clone();
+            if c.is_empty() {
+                break;
+            }
+            c.remove(i);
+            improved |= self.try_candidate(c);
+        }
+        improved
+    }
+
+    /// Move each segment's steps into the same task's previous segment (a
+    /// switch moved earlier, one preemption fewer), last first.
+    fn merge_segments(&mut self) -> bool {
+        let mut improved = false;
+        let mut i = self.segments.len();
+        while i > 1 && self.attempts < SHRINK_BUDGET {
+            i = (i - 1).min(self.segments.len().saturating_sub(1));
+            let task = &self.segments[i].task;
+            let Some(j) = self.segments[..i].iter().rposition(|s| &s.task == task) else {
+                continue;
+            };
+            let mut c = self.segments.clone();
+            c[j].steps += c[i].steps;
+            c.remove(i);
+            improved |= self.try_candidate(c);
+        }
+        improved
+    }
+
+    /// Try each segment at half its length, last first.
+    fn halve_segments(&mut self) -> bool {
+        let mut improved = false;
+        let mut i = self.segments.len();
+        while i > 0 && self.attempts < SHRINK_BUDGET {
+            i = (i - 1).min(self.segments.len().saturating_sub(1));
+            if self.segments.get(i).is_none_or(|s| s.steps < 2) {
+                continue;
+            }
+            let mut c = self.segments.clone();
+            c[i].steps /= 2;
+            improved |= self.try_candidate(c);
+        }
+        improved
+    }
 }

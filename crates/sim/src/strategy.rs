@@ -64,6 +64,9 @@ pub(crate) struct Segments {
     current: Option<(TaskId, u64)>,
     /// The step at which the schedule stopped fitting.
     pub diverged: Option<u64>,
+    /// Shrinking: a segment whose task is not runnable, or is elsewhere
+    /// than recorded, is skipped or taken as it is instead of diverging.
+    lenient: bool,
 }
 
 impl Segments {
@@ -75,6 +78,10 @@ impl Segments {
         loop {
             if let Some((t, left)) = self.current {
                 if !ctx.runnable.contains(&t) {
+                    if self.lenient {
+                        self.current = None;
+                        continue;
+                    }
                     return self.diverge(ctx, fallback);
                 }
                 self.current = (left > 1).then_some((t, left - 1));
@@ -87,12 +94,14 @@ impl Segments {
             if seg.steps == 0 {
                 continue;
             }
+            let lenient = self.lenient;
             let found = ctx.runnable.iter().copied().find(|&t| {
                 let task = &ctx.tasks[t];
-                task.name == seg.task && task.pending.label == seg.at
+                task.name == seg.task && (lenient || task.pending.label == seg.at)
             });
             match found {
                 Some(t) => self.current = Some((t, seg.steps)),
+                None if lenient => continue,
                 None => return self.diverge(ctx, fallback),
             }
         }
@@ -122,7 +131,7 @@ fn rng_for(seed: u64, iteration: u64) -> ChaCha8Rng {
 }
 
 impl Chooser {
-    pub(crate) fn new(schedule: &Schedule) -> Chooser {
+    pub(crate) fn new(schedule: &Schedule, lenient: bool) -> Chooser {
         match schedule {
             Schedule::Random { seed, iteration } => Chooser::Random(rng_for(*seed, *iteration)),
             Schedule::Pct {
@@ -157,6 +166,7 @@ impl Chooser {
                 index: 0,
                 current: None,
                 diverged: None,
+                lenient,
             }),
         }
     }
