@@ -82,6 +82,10 @@ pub struct Overrides {
     /// Most virtual time per execution, e.g. `10s`, `1h` (then outcome `limit`).
     #[arg(long, value_name = "DURATION")]
     pub max_virtual_time: Option<String>,
+    /// Wall-clock time one run (scenario and kernel) may take, e.g. `30s`, `10m`;
+    /// past it the run ends with outcome `limit` (wall-time). Default: 10m.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
     /// Report the failing execution as found, without searching for a shorter one.
     #[arg(long)]
     pub no_shrink: bool,

@@ -37,6 +37,8 @@ struct Plan {
     /// The command line's toggles as written (they go into the token).
     cli_patches: Vec<String>,
     shrink: bool,
+    /// Wall-clock time the run may take.
+    timeout: std::time::Duration,
     jobs: usize,
     shard: Option<(u64, u64)>,
     expect: Option<Expect>,
@@ -119,6 +121,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             toggles,
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
+            timeout: timeout(ov)?,
             jobs: ov.jobs.map_or_else(default_jobs, usize::from),
             shard: ov.shard,
             expect: Some(r.expect.clone()),
@@ -137,6 +140,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             toggles: cli.to_vec(),
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
+            timeout: timeout(ov)?,
             jobs: ov.jobs.map_or_else(default_jobs, usize::from),
             shard: ov.shard,
             expect: None,
@@ -144,6 +148,16 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
         });
     }
     Ok(out)
+}
+
+/// `--timeout`, ten minutes by default.
+fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
+    let ns = match &ov.timeout {
+        Some(t) => scenario::parse_duration(t)
+            .map_err(|m| CliError(format!("error: --timeout `{t}`: {m}")))?,
+        None => 600_000_000_000,
+    };
+    Ok(std::time::Duration::from_nanos(ns))
 }
 
 /// `--jobs` by default: every core.
@@ -210,6 +224,7 @@ pub fn run(
 ) -> Result<bool, CliError> {
     let toggles = parse_toggles(&ov.patches)?;
     apply_overrides(Explore::default(), ov)?;
+    timeout(ov)?;
     let files = scenario::discover(paths)?;
     if files.is_empty() {
         return Err(CliError(
@@ -338,6 +353,7 @@ fn trace_path(base: Option<&Path>, sc: &Scenario, label: &str, single: bool) -> 
 fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecord, CliError> {
     let patches = plan_patches(sc, plan)?;
     let mut spec = run_spec(sc, plan, &patches);
+    spec.explore.exec.deadline = Some(std::time::Instant::now() + plan.timeout);
     let bar = progress::bar(sc, plan.label.as_str(), &spec.explore);
     if let Some(bar) = &bar {
         spec.explore.progress = bar.reporter();

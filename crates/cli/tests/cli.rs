@@ -651,3 +651,45 @@ fn a_trace_file_carries_its_versions_and_replays() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn every_limit_ends_with_outcome_limit_and_a_token() {
+    let file = "sim-scenarios/ipc-unshare-100k.toml";
+    for (args, which) in [
+        (["--max-steps", "5000"], "steps"),
+        (["--max-virtual-time", "1ms"], "virtual-time"),
+        (["--timeout", "1ns"], "wall-time"),
+    ] {
+        let mut a = vec!["run", file, "--kernel", "v6.3", "--format", "json"];
+        a.extend(args);
+        let o = nssim(&a);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        let line = &json_lines(&o)[0];
+        assert_eq!(line["outcome"], "limit", "{args:?}");
+        assert!(line["detail"].as_str().unwrap().contains(which), "{line}");
+        assert!(line["token"].as_str().unwrap().starts_with("nss1_"));
+    }
+    // The step limit replays to the same point.
+    let o = nssim(&[
+        "run",
+        file,
+        "--kernel",
+        "v6.3",
+        "--format",
+        "json",
+        "--max-steps",
+        "5000",
+    ]);
+    let line = &json_lines(&o)[0];
+    let r = nssim(&[
+        "replay",
+        file,
+        line["token"].as_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let replayed = &json_lines(&r)[0];
+    assert_eq!(replayed["outcome"], "limit");
+    assert_eq!(replayed["steps"], line["steps"]);
+    assert_eq!(replayed["trace_hash"], line["trace_hash"]);
+}

@@ -35,6 +35,9 @@ pub struct ExecConfig {
     /// Named segments are followed loosely (shrinking): a segment that does
     /// not fit is skipped instead of ending the schedule.
     pub lenient_segments: bool,
+    /// Wall-clock deadline (`--timeout`): checked every few thousand steps;
+    /// the only input a run takes from outside, and only to stop it.
+    pub deadline: Option<std::time::Instant>,
     pub stack_size: usize,
 }
 
@@ -49,6 +52,7 @@ impl Default for ExecConfig {
             log_steps: false,
             stop_on_divergence: false,
             lenient_segments: false,
+            deadline: None,
             stack_size: 256 * 1024,
         }
     }
@@ -418,10 +422,17 @@ impl Execution {
                 }
                 return self.run_checks(true).unwrap_or(Outcome::Pass);
             }
-            if self.shared.borrow().step >= self.config.max_steps {
+            let step = self.shared.borrow().step;
+            if step >= self.config.max_steps {
                 return Outcome::Limit {
                     which: "steps".into(),
                     value: self.config.max_steps,
+                };
+            }
+            if step % 4096 == 0 && self.past_deadline() {
+                return Outcome::Limit {
+                    which: "wall-time".into(),
+                    value: step,
                 };
             }
             let still_runnable = last.filter(|l| runnable.contains(l));
@@ -465,6 +476,12 @@ impl Execution {
                 return o;
             }
         }
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.config
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
     }
 
     fn teardown(&mut self) {

@@ -134,7 +134,8 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
         e.run()
     };
     let mut found = search(cfg, &run);
-    if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair {
+    let limit = matches!(found.report.outcome, Outcome::Limit { .. });
+    if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair && !limit {
         let mut loose = exec.clone();
         loose.lenient_segments = true;
         let mut run_loose = |schedule: &Schedule| {

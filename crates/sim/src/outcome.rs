@@ -92,7 +92,18 @@ impl fmt::Display for Outcome {
                 f,
                 "use-after-free: {touched_by} touched {object} ({at}) after {freed_by} freed it"
             ),
-            Outcome::Limit { which, value } => write!(f, "limit: {which} limit {value} reached"),
+            Outcome::Limit { which, value } => match which.as_str() {
+                "steps" => write!(f, "limit: the steps limit ({value}) was reached"),
+                "virtual-time" => {
+                    write!(f, "limit: the virtual-time limit ({value} ns) was reached")
+                }
+                "wall-time" => write!(
+                    f,
+                    "limit: the wall-time limit (--timeout) was reached at step {value}"
+                ),
+                "divergence" => write!(f, "limit: the schedule diverged at step {value}"),
+                _ => write!(f, "limit: {which} ({value})"),
+            },
         }
     }
 }
