@@ -429,7 +429,7 @@ impl Execution {
                     value: self.config.max_steps,
                 };
             }
-            if step % 4096 == 0 && self.past_deadline() {
+            if step.is_multiple_of(4096) && self.past_deadline() {
                 return Outcome::Limit {
                     which: "wall-time".into(),
                     value: step,
