@@ -198,6 +198,7 @@ fn main() -> ExitCode {
             &run::Outputs {
                 views: &views,
                 trace,
+                json: format == Format::Json,
             },
         ),
         Command::Kernels => {

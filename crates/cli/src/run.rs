@@ -251,6 +251,7 @@ pub fn run(
         let outputs = Outputs {
             views,
             trace: trace_path(trace, sc, &plan.label, single),
+            json: format == Format::Json,
         };
         let record = execute(sc, &plan, &outputs)?;
         output::print_record(&record, format);
@@ -298,6 +299,8 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
 pub struct Outputs<'a> {
     pub views: &'a ViewArgs,
     pub trace: Option<PathBuf>,
+    /// Standard output carries JSON records.
+    pub json: bool,
 }
 
 impl Outputs<'_> {
@@ -324,6 +327,7 @@ impl Outputs<'_> {
                     report: recorded,
                     token: &text,
                     replay_command: replay_command(sc, &text),
+                    json_output: self.json,
                 },
             )?;
         }

@@ -367,6 +367,7 @@ impl World {
                 if h.is_none() {
                     *h = me;
                     sim::set_owner(l.obj, me);
+                    sim::note("acquired", l.obj, 0);
                     return Ok(());
                 }
             }
@@ -383,6 +384,7 @@ impl World {
         }
         *h = None;
         sim::set_owner(l.obj, None);
+        sim::note("released", l.obj, 0);
         drop(h);
         sim::wake_all(l.obj, 0);
         Ok(())

@@ -1,0 +1,151 @@
+//! `--report FILE.html` for the v6.2 ipc race, opened in headless Chromium:
+//! the scripts run, the swimlanes are in the DOM on both axes, and the
+//! screenshot shows a drawn page.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nssim-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+/// Write the report of the v6.2 race to `file`.
+fn write_report(file: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args([
+            "run",
+            "sim-scenarios/ipc-alloc-vs-free.toml",
+            "--kernel",
+            "v6.2",
+            "--report",
+        ])
+        .arg(file)
+        .current_dir(root())
+        .output()
+        .expect("nssim runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Run headless Chromium on `url` with `mode` (`--dump-dom` or
+/// `--screenshot=FILE`), a fresh profile in `dir`, within a minute.
+fn chromium(dir: &Path, profile: &str, mode: &str, url: &str) -> Output {
+    let mut child = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1400,900",
+            mode,
+        ])
+        .arg(format!("--user-data-dir={}", dir.join(profile).display()))
+        .arg(url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromium starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("chromium runs").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish within a minute");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().expect("chromium's output")
+}
+
+fn dom(dir: &Path, profile: &str, url: &str) -> String {
+    let o = chromium(dir, profile, "--dump-dom", url);
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// (distinct colours, share of pixels that are not the page's white, pixels
+/// of the syscall boxes' blue).
+fn pixel_variety(png_file: &Path) -> (usize, f64, usize) {
+    let decoder = png::Decoder::new(std::fs::File::open(png_file).expect("the screenshot"));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    assert_eq!((info.width, info.height), (1400, 900));
+    let channels = info.color_type.samples();
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
+    let distinct: std::collections::HashSet<&[u8]> = pixels.iter().copied().collect();
+    let white = pixels.iter().filter(|p| p[..3] == [255, 255, 255]).count();
+    let blue = pixels
+        .iter()
+        .filter(|p| p[..3] == [0x4c, 0x78, 0xa8])
+        .count();
+    (
+        distinct.len(),
+        1.0 - white as f64 / pixels.len() as f64,
+        blue,
+    )
+}
+
+#[test]
+fn the_report_of_the_v6_2_race_renders_in_chromium() {
+    let dir = temp_dir("html");
+    let file = dir.join("race.html");
+    write_report(&file);
+    let page = std::fs::read_to_string(&file).expect("the report");
+    assert!(
+        page.contains("ipc-alloc-vs-free") && page.contains("Violation of ipc.no_false_enospc")
+    );
+    assert!(page.contains("nssim replay sim-scenarios/ipc-alloc-vs-free.toml nss1_"));
+    if !Path::new(CHROMIUM).exists() {
+        println!("skipped: chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    let url = format!("file://{}", file.display());
+    let step = dom(&dir, "profile-step", &url);
+    assert!(step.contains("data-rendered=\"step\""), "the script ran");
+    assert!(
+        step.matches("<rect class=\"lane").count() >= 2,
+        "a lane per task"
+    );
+    assert!(step.contains("<g class=\"span syscall"), "syscall boxes");
+    assert!(step.contains("<g class=\"span lock"), "lock boxes");
+    assert!(step.contains(">looper</text>") && step.contains(">kworker</text>"));
+    let time = dom(&dir, "profile-time", &format!("{url}#axis=time"));
+    assert!(
+        time.contains("data-rendered=\"time\""),
+        "the time axis was drawn"
+    );
+    assert!(time.contains("class=\"axis step\" style=\"display: none;\""));
+
+    let shot = dir.join("race.png");
+    chromium(
+        &dir,
+        "profile-shot",
+        &format!("--screenshot={}", shot.display()),
+        &url,
+    );
+    let (colours, inked, blue) = pixel_variety(&shot);
+    assert!(colours > 100, "{colours} colours: a blank page?");
+    assert!(
+        inked > 0.05,
+        "only {:.1}% of the page is drawn",
+        inked * 100.0
+    );
+    assert!(blue > 200, "{blue} pixels of syscall boxes in view");
+    let _ = std::fs::remove_dir_all(&dir);
+}
