@@ -86,6 +86,10 @@ pub struct Overrides {
     /// past it the run ends with outcome `limit` (wall-time). Default: 10m.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+    /// Stack per simulated task, e.g. `64k`, `1m` (default 128k); a task that nears
+    /// its end stops with outcome `limit` (stack).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub stack_size: Option<usize>,
     /// Report the failing execution as found, without searching for a shorter one.
     #[arg(long)]
     pub no_shrink: bool,
@@ -97,6 +101,28 @@ pub struct Overrides {
     /// N shards is the unsharded run. dfs and fair runs belong to shard 1.
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => t.split_at(i),
+        None => (t.as_str(), ""),
+    };
+    let mult = match unit.trim_end_matches("ib").trim_end_matches('b') {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        _ => return Err(format!("`{s}` is not a size such as 65536, 64k or 1m")),
+    };
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size such as 65536, 64k or 1m"))?;
+    let bytes = n.saturating_mul(mult);
+    if !(16 << 10..=1 << 30).contains(&bytes) {
+        return Err(format!("stack size {s} is out of range (16k to 1g)"));
+    }
+    Ok(bytes)
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -158,7 +184,19 @@ enum Command {
     Kernels,
 }
 
+/// Like other command-line tools, end quietly when the reader of our
+/// output goes away (`nssim run ... | head`), instead of failing to print.
+fn restore_sigpipe() {
+    // SAFETY: setting a signal's action to its default at start-up, before
+    // any thread exists.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

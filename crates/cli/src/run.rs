@@ -39,6 +39,7 @@ struct Plan {
     shrink: bool,
     /// Wall-clock time the run may take.
     timeout: std::time::Duration,
+    stack_size: Option<usize>,
     jobs: usize,
     shard: Option<(u64, u64)>,
     expect: Option<Expect>,
@@ -122,6 +123,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
             timeout: timeout(ov)?,
+            stack_size: ov.stack_size,
             jobs: ov.jobs.map_or_else(default_jobs, usize::from),
             shard: ov.shard,
             expect: Some(r.expect.clone()),
@@ -141,6 +143,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
             timeout: timeout(ov)?,
+            stack_size: ov.stack_size,
             jobs: ov.jobs.map_or_else(default_jobs, usize::from),
             shard: ov.shard,
             expect: None,
@@ -358,6 +361,9 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
     let patches = plan_patches(sc, plan)?;
     let mut spec = run_spec(sc, plan, &patches);
     spec.explore.exec.deadline = Some(std::time::Instant::now() + plan.timeout);
+    if let Some(size) = plan.stack_size {
+        spec.explore.exec.stack_size = size;
+    }
     let bar = progress::bar(sc, plan.label.as_str(), &spec.explore);
     if let Some(bar) = &bar {
         spec.explore.progress = bar.reporter();

@@ -8,7 +8,7 @@ use crate::strategy::{ChoicePoint, Chooser, PickCtx};
 use crate::token::Schedule;
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
-use corosensei::stack::DefaultStack;
+use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult};
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -16,6 +16,13 @@ use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 
 type Co = Coroutine<(), (), (), DefaultStack>;
+
+/// Stack left when a task is stopped with outcome `limit` (stack).
+const STACK_RED_ZONE: usize = 16 * 1024;
+
+fn stack_size_of(s: &DefaultStack) -> usize {
+    s.base().get() - s.limit().get()
+}
 type Check = Box<dyn FnMut() -> Option<Outcome>>;
 
 /// Limits and resources of one execution.
@@ -38,6 +45,8 @@ pub struct ExecConfig {
     /// Wall-clock deadline (`--timeout`): checked every few thousand steps;
     /// the only input a run takes from outside, and only to stop it.
     pub deadline: Option<std::time::Instant>,
+    /// Bytes of stack per task (its coroutine). Model code is shallow; a
+    /// task that nears the end is stopped with outcome `limit` (stack).
     pub stack_size: usize,
 }
 
@@ -53,7 +62,7 @@ impl Default for ExecConfig {
             stop_on_divergence: false,
             lenient_segments: false,
             deadline: None,
-            stack_size: 256 * 1024,
+            stack_size: 128 * 1024,
         }
     }
 }
@@ -153,6 +162,7 @@ impl Execution {
             teardown: false,
             setting_up: false,
             in_task: false,
+            runnable: Vec::new(),
         };
         let rcu = shared.new_object("rcu");
         debug_assert_eq!(rcu, ObjId::RCU);
@@ -175,8 +185,7 @@ impl Execution {
         f: impl FnOnce() + 'static,
     ) -> TaskId {
         let mut s = self.shared.borrow_mut();
-        let id = s.tasks.len();
-        s.tasks.push(rt::new_task(name.into(), daemon, 0));
+        let id = s.add_task(rt::new_task(name.into(), daemon, 0));
         s.spawned.push((id, Box::new(f)));
         id
     }
@@ -212,10 +221,13 @@ impl Execution {
     fn start_spawned(&mut self) {
         let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared.borrow_mut().spawned);
         for (id, f) in spawned {
-            let stack = STACKS
-                .with(|p| p.borrow_mut().pop())
-                .map(Ok)
-                .unwrap_or_else(|| DefaultStack::new(self.config.stack_size));
+            let size = self.config.stack_size;
+            let pooled = STACKS.with(|p| {
+                let mut pool = p.borrow_mut();
+                let i = pool.iter().position(|s| stack_size_of(s) >= size)?;
+                Some(pool.swap_remove(i))
+            });
+            let stack = pooled.map(Ok).unwrap_or_else(|| DefaultStack::new(size));
             let stack = match stack {
                 Ok(s) => s,
                 Err(e) => {
@@ -226,6 +238,10 @@ impl Execution {
                     return;
                 }
             };
+            // A task is stopped when its stack is this close to full; the
+            // guard page below would otherwise kill the whole process.
+            let limit = stack.limit().get() + STACK_RED_ZONE.min(size / 4);
+            self.shared.borrow_mut().tasks[id].stack_limit = limit;
             let shared: *const RefCell<Shared> = &*self.shared;
             let co = Coroutine::with_stack(stack, move |y: &corosensei::Yielder<(), ()>, ()| {
                 // SAFETY: see rt::with; the state outlives every coroutine.
@@ -237,18 +253,6 @@ impl Execution {
             }
             self.coroutines[id] = Some(co);
         }
-    }
-
-    fn runnable(&self, out: &mut Vec<TaskId>) {
-        out.clear();
-        let s = self.shared.borrow();
-        out.extend(
-            s.tasks
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.run == RunState::Runnable)
-                .map(|(i, _)| i),
-        );
     }
 
     /// Charge the chosen task's pending operation and record the step.
@@ -302,7 +306,7 @@ impl Execution {
             Err(payload) => {
                 let message = panic_message(&*payload);
                 let mut s = self.shared.borrow_mut();
-                s.tasks[t].run = RunState::Finished;
+                s.set_run(t, RunState::Finished);
                 s.note("panic", ObjId::NONE, 0);
                 Some(Outcome::Panic {
                     task: s.tasks[t].name.clone(),
@@ -314,7 +318,7 @@ impl Execution {
 
     fn finish(&mut self, t: TaskId) {
         let mut s = self.shared.borrow_mut();
-        s.tasks[t].run = RunState::Finished;
+        s.set_run(t, RunState::Finished);
         s.note("exit", ObjId::NONE, 0);
         // Grace periods waiting on a finished reader must re-check.
         s.wake(ObjId::RCU, 0);
@@ -408,15 +412,13 @@ impl Execution {
     }
 
     fn run_loop(&mut self) -> Outcome {
-        let mut runnable = Vec::new();
         let mut last: Option<TaskId> = None;
         loop {
             self.start_spawned();
             if let Some(o) = self.shared.borrow_mut().abort.take() {
                 return o;
             }
-            self.runnable(&mut runnable);
-            if runnable.is_empty() {
+            if self.shared.borrow().runnable.is_empty() {
                 if let Some(deadlock) = self.quiescent() {
                     return deadlock;
                 }
@@ -435,16 +437,16 @@ impl Execution {
                     value: step,
                 };
             }
-            let still_runnable = last.filter(|l| runnable.contains(l));
-            let t = {
+            let (t, still_runnable) = {
                 let s = self.shared.borrow();
+                let still_runnable = last.filter(|l| s.runnable.binary_search(l).is_ok());
                 let ctx = PickCtx {
-                    runnable: &runnable,
+                    runnable: &s.runnable,
                     last: still_runnable,
                     tasks: &s.tasks,
                     step: s.step,
                 };
-                self.chooser.pick(&ctx)
+                (self.chooser.pick(&ctx), still_runnable)
             };
             if self.config.stop_on_divergence {
                 if let Some(step) = self.chooser.diverged_step() {

@@ -102,6 +102,10 @@ impl fmt::Display for Outcome {
                     "limit: the wall-time limit (--timeout) was reached at step {value}"
                 ),
                 "divergence" => write!(f, "limit: the schedule diverged at step {value}"),
+                "stack" => write!(
+                    f,
+                    "limit: task {value} nearly overflowed its stack (raise --stack-size)"
+                ),
                 _ => write!(f, "limit: {which} ({value})"),
             },
         }

@@ -56,6 +56,8 @@ pub(crate) struct TaskState {
     pub yielder: *const Yielder<(), ()>,
     pub rcu_nesting: u32,
     pub rcu_sections: u64,
+    /// Lowest stack address the task may reach before it is stopped.
+    pub stack_limit: usize,
 }
 
 pub(crate) struct ObjInfo {
@@ -85,6 +87,9 @@ pub(crate) struct Shared {
     pub setting_up: bool,
     /// True while a task's coroutine is resumed (checkers run outside).
     pub in_task: bool,
+    /// The runnable tasks, ascending: kept up to date on every change of
+    /// state so that no step scans all tasks.
+    pub runnable: Vec<TaskId>,
 }
 
 thread_local! {
@@ -125,7 +130,31 @@ pub fn active() -> bool {
     with_running(|_| ()).is_some()
 }
 
+/// Stop the current task when its stack is nearly used up: overflowing
+/// the guard page would end the whole process.
+fn check_stack(s: &mut Shared) -> bool {
+    let here = 0u8;
+    let sp = std::ptr::addr_of!(here) as usize;
+    let t = &s.tasks[s.current];
+    if sp >= t.stack_limit {
+        return true;
+    }
+    s.abort = Some(Outcome::Limit {
+        which: "stack".into(),
+        value: s.current as u64,
+    });
+    false
+}
+
 fn suspend_current() {
+    if with_running(check_stack) == Some(false) {
+        abort_current();
+    }
+    switch_out();
+}
+
+/// Give the OS thread back to the scheduler.
+fn switch_out() {
     let y = with_running(|s| s.tasks[s.current].yielder);
     if let Some(y) = y {
         // SAFETY: the yielder lives on the task's coroutine stack for as long
@@ -135,6 +164,30 @@ fn suspend_current() {
 }
 
 impl Shared {
+    /// Change a task's state, keeping the runnable list in step.
+    pub(crate) fn set_run(&mut self, t: TaskId, run: RunState) {
+        let was = self.tasks[t].run == RunState::Runnable;
+        self.tasks[t].run = run;
+        let is = run == RunState::Runnable;
+        if was != is {
+            match self.runnable.binary_search(&t) {
+                Ok(i) if !is => {
+                    self.runnable.remove(i);
+                }
+                Err(i) if is => self.runnable.insert(i, t),
+                _ => {}
+            }
+        }
+    }
+
+    /// Add a new runnable task.
+    pub(crate) fn add_task(&mut self, task: TaskState) -> TaskId {
+        let id = self.tasks.len();
+        self.tasks.push(task);
+        self.runnable.push(id);
+        id
+    }
+
     fn set_pending(&mut self, label: &'static str, obj: ObjId, cost: u64) {
         let t = &mut self.tasks[self.current];
         t.pending = PendingOp { label, obj, cost };
@@ -160,9 +213,9 @@ impl Shared {
         };
         let at = self.tasks[self.current].clock + latency;
         for w in ws {
-            let t = &mut self.tasks[w];
-            if matches!(t.run, RunState::Blocked { on, .. } if on == obj) {
-                t.run = RunState::Runnable;
+            if matches!(self.tasks[w].run, RunState::Blocked { on, .. } if on == obj) {
+                self.set_run(w, RunState::Runnable);
+                let t = &mut self.tasks[w];
                 t.clock = t.clock.max(at);
             }
         }
@@ -222,7 +275,7 @@ pub fn note(label: &'static str, obj: ObjId, value: i64) {
 pub fn block(label: &'static str, obj: ObjId, idle: bool) {
     if with_running(|s| {
         let t = s.current;
-        s.tasks[t].run = RunState::Blocked { on: obj, idle };
+        s.set_run(t, RunState::Blocked { on: obj, idle });
         s.waiters.entry(obj).or_default().push(t);
         s.set_pending(label, obj, 0);
     })
@@ -284,9 +337,8 @@ pub fn spawn(name: impl Into<String>, daemon: bool, f: impl FnOnce() + 'static) 
     let name = name.into();
     let mut f = Some(Box::new(f) as TaskFn);
     with(|s| {
-        let id = s.tasks.len();
         let clock = s.tasks.get(s.current).map_or(0, |t| t.clock);
-        s.tasks.push(new_task(name, daemon, clock));
+        let id = s.add_task(new_task(name, daemon, clock));
         s.spawned.push((id, f.take().expect("taken once")));
         id
     })
@@ -306,6 +358,7 @@ pub(crate) fn new_task(name: String, daemon: bool, clock: u64) -> TaskState {
         yielder: std::ptr::null(),
         rcu_nesting: 0,
         rcu_sections: 0,
+        stack_limit: 0,
     }
 }
 
@@ -378,7 +431,7 @@ pub fn fail(outcome: Outcome) {
 fn abort_current() {
     // The scheduler never resumes a task after an abort; it is unwound
     // during tear-down.
-    suspend_current();
+    switch_out();
     unreachable!("an aborted task was resumed");
 }
 

@@ -77,7 +77,7 @@ impl Segments {
         }
         loop {
             if let Some((t, left)) = self.current {
-                if !ctx.runnable.contains(&t) {
+                if ctx.runnable.binary_search(&t).is_err() {
                     if self.lenient {
                         self.current = None;
                         continue;
@@ -200,7 +200,7 @@ impl Chooser {
             } => {
                 let wanted = prefix.get(*pos).map(|t| *t as TaskId);
                 let chosen = match wanted {
-                    Some(t) if ctx.runnable.contains(&t) => t,
+                    Some(t) if ctx.runnable.binary_search(&t).is_ok() => t,
                     Some(_) => {
                         diverged.get_or_insert(*pos);
                         default_choice(ctx.runnable, ctx.last)

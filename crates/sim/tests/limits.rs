@@ -67,3 +67,59 @@ fn virtual_time_follows_the_cost_table_and_the_cpus() {
     assert_eq!(run(2), 1_000);
     assert_eq!(run(1), 2_000);
 }
+
+#[test]
+fn a_task_that_nears_the_end_of_its_stack_is_stopped_not_the_process() {
+    fn deep(n: u64) -> u64 {
+        let pad = [n; 64];
+        sim::point("recurse", ObjId::NONE, &STEP);
+        if n == 0 {
+            0
+        } else {
+            pad[(n % 64) as usize] + deep(n - 1)
+        }
+    }
+    let mut e = Execution::new(
+        ExecConfig {
+            stack_size: 64 * 1024,
+            ..ExecConfig::default()
+        },
+        &Schedule::Fair,
+    );
+    e.setup(|| {
+        sim::spawn("deep", false, || {
+            std::hint::black_box(deep(100_000));
+        });
+    });
+    let o = e.run().outcome;
+    assert!(
+        matches!(&o, Outcome::Limit { which, .. } if which == "stack"),
+        "{o}"
+    );
+}
+
+#[test]
+fn ten_thousand_tasks_run_in_one_execution() {
+    let mut e = Execution::new(
+        ExecConfig {
+            stack_size: 32 * 1024,
+            ..ExecConfig::default()
+        },
+        &Schedule::Random {
+            seed: 1,
+            iteration: 0,
+        },
+    );
+    e.setup(|| {
+        for i in 0..10_000 {
+            sim::spawn(format!("t{i}"), false, || {
+                for _ in 0..3 {
+                    sim::point("work", ObjId::NONE, &STEP);
+                }
+            });
+        }
+    });
+    let r = e.run();
+    assert_eq!(r.outcome, Outcome::Pass);
+    assert_eq!(r.steps, 10_000 * 4);
+}
