@@ -68,6 +68,7 @@ impl Default for Config {
                 jobs: 1,
                 shard: None,
                 progress: Default::default(),
+                reduction: true,
             },
         }
     }

@@ -90,6 +90,10 @@ pub struct Overrides {
     /// its end stops with outcome `limit` (stack).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub stack_size: Option<usize>,
+    /// dfs: explore every interleaving, also those that only reorder operations on
+    /// different objects (by default they are explored once: sleep sets).
+    #[arg(long)]
+    pub no_reduction: bool,
     /// Report the failing execution as found, without searching for a shorter one.
     #[arg(long)]
     pub no_shrink: bool,

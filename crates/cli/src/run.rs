@@ -37,6 +37,7 @@ struct Plan {
     /// The command line's toggles as written (they go into the token).
     cli_patches: Vec<String>,
     shrink: bool,
+    reduction: bool,
     /// Wall-clock time the run may take.
     timeout: std::time::Duration,
     stack_size: Option<usize>,
@@ -122,6 +123,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             toggles,
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
+            reduction: !ov.no_reduction,
             timeout: timeout(ov)?,
             stack_size: ov.stack_size,
             jobs: ov.jobs.map_or_else(default_jobs, usize::from),
@@ -142,6 +144,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             toggles: cli.to_vec(),
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
+            reduction: !ov.no_reduction,
             timeout: timeout(ov)?,
             stack_size: ov.stack_size,
             jobs: ov.jobs.map_or_else(default_jobs, usize::from),
@@ -293,6 +296,7 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
             jobs: plan.jobs,
             shard: plan.shard,
             progress: Default::default(),
+            reduction: plan.reduction,
         },
     }
 }

@@ -56,6 +56,7 @@ fn run(
             jobs: 1,
             shard: None,
             progress: Default::default(),
+            reduction: true,
         },
     };
     let out = explore_run(&spec);
@@ -145,6 +146,7 @@ fn v6_3_leaves_a_window_that_exhaustive_search_finds() {
             jobs: 1,
             shard: None,
             progress: Default::default(),
+            reduction: true,
         },
     });
     assert_eq!(out.explore.report.outcome, Outcome::Pass);
@@ -205,6 +207,7 @@ fn the_v6_2_race_shrinks_to_a_few_dozen_steps_without_preemptions() {
                 jobs: 1,
                 shard: None,
                 progress: Default::default(),
+                reduction: true,
             },
         });
         let s = out.explore.shrink.expect("a failure is shrunk");

@@ -207,6 +207,12 @@ impl Execution {
         f()
     }
 
+    /// Exhaustive search: the sleep set in force once the prefix of an
+    /// explicit schedule has been replayed.
+    pub(crate) fn set_sleep_after_prefix(&mut self, sleep: Vec<(TaskId, ObjId)>) {
+        self.chooser.set_sleep_after_prefix(sleep);
+    }
+
     /// An invariant checked after every step.
     pub fn check_each_step(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
         self.checkers.push((false, Box::new(f)));

@@ -3,7 +3,8 @@
 
 use crate::exec::{ExecConfig, ExecReport, Execution};
 use crate::outcome::Outcome;
-use crate::strategy::ChoicePoint;
+use crate::rt::ObjId;
+use crate::strategy::{independent, ChoicePoint};
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
 
@@ -65,6 +66,9 @@ pub struct ExploreConfig {
     pub shard: Option<(u64, u64)>,
     /// Progress reports, for a progress bar; they never change a result.
     pub progress: Progress,
+    /// `dfs`: skip interleavings that only reorder operations on different
+    /// objects (sleep sets).
+    pub reduction: bool,
 }
 
 impl ExploreConfig {
@@ -79,6 +83,7 @@ impl ExploreConfig {
             jobs: 1,
             shard: None,
             progress: Progress::default(),
+            reduction: true,
         }
     }
 
@@ -133,7 +138,7 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
         build(&mut e);
         e.run()
     };
-    let mut found = search(cfg, &run);
+    let mut found = search(cfg, &run, build);
     let limit = matches!(found.report.outcome, Outcome::Limit { .. });
     if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair && !limit {
         let mut loose = exec.clone();
@@ -167,7 +172,11 @@ fn name_schedule(
     }
 }
 
-fn search(cfg: &ExploreConfig, run: &Run<'_>) -> ExploreReport {
+fn search(
+    cfg: &ExploreConfig,
+    run: &Run<'_>,
+    build: &(dyn Fn(&mut Execution) + Sync),
+) -> ExploreReport {
     let iterations = cfg.iterations.max(1);
     match cfg.strategy {
         StrategySpec::Fair => {
@@ -201,15 +210,55 @@ fn search(cfg: &ExploreConfig, run: &Run<'_>) -> ExploreReport {
             })
         }
         StrategySpec::Dfs { preemption_bound } => {
-            dfs(iterations, preemption_bound, &mut |s| run(s))
+            let mut done = 0;
+            let mut exec = cfg.exec.clone();
+            exec.log_steps = true;
+            dfs(
+                iterations,
+                preemption_bound,
+                cfg.reduction,
+                &mut |s, sleep| {
+                    done += 1;
+                    cfg.progress.tell(done);
+                    let mut e = Execution::new(exec.clone(), s);
+                    e.set_sleep_after_prefix(sleep);
+                    build(&mut e);
+                    e.run()
+                },
+            )
         }
     }
 }
 
-/// Iteration indices of this shard, in order.
-fn shard_iterations(cfg: &ExploreConfig) -> Vec<u64> {
-    let (k, n) = cfg.shard.unwrap_or((1, 1));
-    (k - 1..cfg.iterations.max(1)).step_by(n as usize).collect()
+/// The iterations of this shard, in order: position p is iteration
+/// `first + p * stride`. Computed, not listed (a run may have 10^9).
+#[derive(Clone, Copy)]
+struct ShardIterations {
+    first: u64,
+    stride: u64,
+    len: usize,
+}
+
+impl ShardIterations {
+    fn of(cfg: &ExploreConfig) -> Self {
+        let (k, n) = cfg.shard.unwrap_or((1, 1));
+        let total = cfg.iterations.max(1);
+        let first = k - 1;
+        let len = if first >= total {
+            0
+        } else {
+            (total - first).div_ceil(n)
+        };
+        ShardIterations {
+            first,
+            stride: n,
+            len: len as usize,
+        }
+    }
+
+    fn at(&self, position: usize) -> u64 {
+        self.first + position as u64 * self.stride
+    }
 }
 
 /// Seeded strategies: iteration i is a pure function of (seed, i), so any
@@ -220,8 +269,8 @@ fn seeded(
     run: &Run<'_>,
     schedule_of: &(dyn Fn(u64) -> Schedule + Sync),
 ) -> ExploreReport {
-    let indices = shard_iterations(cfg);
-    let jobs = cfg.jobs.clamp(1, indices.len().max(1));
+    let indices = ShardIterations::of(cfg);
+    let jobs = cfg.jobs.clamp(1, indices.len.max(1));
     let done = std::sync::atomic::AtomicU64::new(0);
     let counted = |schedule: &Schedule| {
         let r = run(schedule);
@@ -230,27 +279,27 @@ fn seeded(
         r
     };
     let (position, report) = if jobs == 1 {
-        first_failure_sequential(&indices, &counted, schedule_of)
+        first_failure_sequential(indices, &counted, schedule_of)
     } else {
-        first_failure_parallel(&indices, jobs, &counted, schedule_of)
+        first_failure_parallel(indices, jobs, &counted, schedule_of)
     };
     ExploreReport {
         executions: position as u64 + 1,
         report,
-        schedule: schedule_of(indices[position]),
+        schedule: schedule_of(indices.at(position)),
         exhausted: false,
         shrink: None,
     }
 }
 
 fn first_failure_sequential(
-    indices: &[u64],
+    indices: ShardIterations,
     run: &Run<'_>,
     schedule_of: &(dyn Fn(u64) -> Schedule + Sync),
 ) -> (usize, ExecReport) {
     let mut last = None;
-    for (pos, i) in indices.iter().enumerate() {
-        let report = run(&schedule_of(*i));
+    for pos in 0..indices.len.max(1) {
+        let report = run(&schedule_of(indices.at(pos)));
         let failed = report.outcome.is_failure();
         last = Some((pos, report));
         if failed {
@@ -261,7 +310,7 @@ fn first_failure_sequential(
 }
 
 fn first_failure_parallel(
-    indices: &[u64],
+    indices: ShardIterations,
     jobs: usize,
     run: &Run<'_>,
     schedule_of: &(dyn Fn(u64) -> Schedule + Sync),
@@ -275,15 +324,15 @@ fn first_failure_parallel(
         for _ in 0..jobs {
             scope.spawn(|| loop {
                 let pos = next.fetch_add(1, Ordering::Relaxed);
-                if pos >= indices.len() || pos > first_failure.load(Ordering::Relaxed) {
+                if pos >= indices.len || pos > first_failure.load(Ordering::Relaxed) {
                     return;
                 }
-                let report = run(&schedule_of(indices[pos]));
+                let report = run(&schedule_of(indices.at(pos)));
                 let failed = report.outcome.is_failure();
                 if failed {
                     first_failure.fetch_min(pos, Ordering::Relaxed);
                 }
-                if failed || pos == indices.len() - 1 {
+                if failed || pos == indices.len - 1 {
                     kept.lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .push((pos, report));
@@ -292,7 +341,7 @@ fn first_failure_parallel(
         }
     });
     let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
-    let wanted = first_failure.into_inner().min(indices.len() - 1);
+    let wanted = first_failure.into_inner().min(indices.len - 1);
     let at = kept
         .iter()
         .position(|(pos, _)| *pos == wanted)
@@ -302,8 +351,10 @@ fn first_failure_parallel(
 
 struct Frame {
     point: ChoicePoint,
+    /// Non-preemptive choice first, then the others by id.
     alternatives: Vec<TaskId>,
-    next: usize,
+    /// Alternatives already explored from this point.
+    done: Vec<TaskId>,
     preemptions_before: u32,
 }
 
@@ -311,15 +362,37 @@ fn frame(point: ChoicePoint, preemptions_before: u32) -> Frame {
     let default = point.default_choice();
     let mut alternatives = vec![default];
     alternatives.extend(point.runnable.iter().copied().filter(|t| *t != default));
-    let next = alternatives
-        .iter()
-        .position(|t| *t == point.chosen)
-        .map_or(1, |i| i + 1);
     Frame {
+        done: vec![point.chosen],
         point,
         alternatives,
-        next,
         preemptions_before,
+    }
+}
+
+impl Frame {
+    fn op_of(&self, t: TaskId) -> ObjId {
+        let i = self.point.runnable.iter().position(|r| *r == t);
+        i.map_or(ObjId::NONE, |i| self.point.ops[i])
+    }
+
+    fn asleep(&self, t: TaskId) -> bool {
+        self.point.sleep.iter().any(|(s, _)| *s == t)
+    }
+
+    /// The sleep set of the branch that runs `alt` here: every task asleep
+    /// here or already explored from here whose next operation commutes
+    /// with `alt`'s.
+    fn child_sleep(&self, alt: TaskId) -> Vec<(TaskId, ObjId)> {
+        let op = self.op_of(alt);
+        let explored = self.done.iter().map(|t| (*t, self.op_of(*t)));
+        self.point
+            .sleep
+            .iter()
+            .copied()
+            .chain(explored)
+            .filter(|(_, o)| independent(*o, op))
+            .collect()
     }
 }
 
@@ -337,12 +410,20 @@ pub(crate) fn trimmed_choices(points: &[ChoicePoint]) -> Vec<u32> {
     points[..keep].iter().map(|p| p.chosen as u32).collect()
 }
 
-fn dfs(iterations: u64, bound: u32, run: &mut dyn FnMut(&Schedule) -> ExecReport) -> ExploreReport {
+/// Runs one execution of an explicit schedule, starting the given sleep
+/// set where the schedule's prefix ends.
+type DfsRun<'a> = dyn FnMut(&Schedule, Vec<(TaskId, ObjId)>) -> ExecReport + 'a;
+
+fn dfs(iterations: u64, bound: u32, reduce: bool, run: &mut DfsRun<'_>) -> ExploreReport {
     let mut stack: Vec<Frame> = Vec::new();
     let mut prefix: Vec<u32> = Vec::new();
+    let mut sleep = Vec::new();
     let mut executions = 0;
     loop {
-        let report = run(&Schedule::Choices(prefix.clone()));
+        let report = run(
+            &Schedule::Choices(prefix.clone()),
+            std::mem::take(&mut sleep),
+        );
         executions += 1;
         for point in report.choices.iter().skip(stack.len()) {
             let before = stack
@@ -360,34 +441,44 @@ fn dfs(iterations: u64, bound: u32, run: &mut dyn FnMut(&Schedule) -> ExecReport
                 shrink: None,
             };
         }
-        if !backtrack(&mut stack, bound) {
-            return ExploreReport {
-                executions,
-                report,
-                schedule,
-                exhausted: true,
-                shrink: None,
-            };
+        match backtrack(&mut stack, bound, reduce) {
+            Some(child_sleep) => sleep = child_sleep,
+            None => {
+                return ExploreReport {
+                    executions,
+                    report,
+                    schedule,
+                    exhausted: true,
+                    shrink: None,
+                }
+            }
         }
         prefix = stack.iter().map(|f| f.point.chosen as u32).collect();
     }
 }
 
-/// Move to the next unexplored alternative within the preemption bound;
-/// false when the space is exhausted.
-fn backtrack(stack: &mut Vec<Frame>, bound: u32) -> bool {
+/// Move to the next unexplored alternative within the preemption bound
+/// (skipping, with `reduce`, those asleep there) and return the sleep set
+/// its branch starts with; `None` when the space is exhausted.
+fn backtrack(stack: &mut Vec<Frame>, bound: u32, reduce: bool) -> Option<Vec<(TaskId, ObjId)>> {
     while let Some(top) = stack.last_mut() {
-        while top.next < top.alternatives.len() {
-            let alt = top.alternatives[top.next];
-            top.next += 1;
-            if top.preemptions_before + top.point.is_preemption(alt) as u32 <= bound {
-                top.point.chosen = alt;
-                return true;
-            }
+        let next = top.alternatives.iter().copied().find(|alt| {
+            let skipped = top.done.contains(alt) || (reduce && top.asleep(*alt));
+            !skipped && top.preemptions_before + top.point.is_preemption(*alt) as u32 <= bound
+        });
+        if let Some(alt) = next {
+            let child = if reduce {
+                top.child_sleep(alt)
+            } else {
+                Vec::new()
+            };
+            top.done.push(alt);
+            top.point.chosen = alt;
+            return Some(child);
         }
         stack.pop();
     }
-    false
+    None
 }
 
 /// The named segments of an execution: its step log, run-length encoded by

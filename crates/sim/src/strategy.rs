@@ -2,7 +2,7 @@
 //! Each is a pure function of its seed and iteration (and, for explicit
 //! choices, of the recorded prefix), so shards and replays agree.
 
-use crate::rt::TaskState;
+use crate::rt::{ObjId, TaskState};
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
 use rand::{Rng, SeedableRng};
@@ -26,6 +26,18 @@ pub struct ChoicePoint {
     pub runnable: Vec<TaskId>,
     pub last: Option<TaskId>,
     pub chosen: TaskId,
+    /// The object each runnable task's next operation touches (aligned
+    /// with `runnable`).
+    pub ops: Vec<ObjId>,
+    /// The sleep set here: tasks whose next operation need not be tried
+    /// first, because an equivalent interleaving was already explored.
+    pub sleep: Vec<(TaskId, ObjId)>,
+}
+
+/// Two operations commute when they touch different objects. An operation
+/// on no particular object is taken to touch everything.
+pub(crate) fn independent(a: ObjId, b: ObjId) -> bool {
+    a != b && a != ObjId::NONE && b != ObjId::NONE
 }
 
 impl ChoicePoint {
@@ -47,13 +59,91 @@ pub(crate) enum Chooser {
     Random(ChaCha8Rng),
     Pct(Pct),
     Fair,
-    Choices {
-        prefix: Vec<u32>,
-        pos: usize,
-        log: Vec<ChoicePoint>,
-        diverged: Option<usize>,
-    },
+    Choices(Explicit),
     Segments(Segments),
+}
+
+/// Explicit choices at the points with a choice, then non-preemptive order
+/// that avoids the sleep set (exhaustive search with sleep sets).
+pub(crate) struct Explicit {
+    prefix: Vec<u32>,
+    pos: usize,
+    log: Vec<ChoicePoint>,
+    diverged: Option<usize>,
+    /// The sleep set that takes effect when the prefix has been replayed.
+    after_prefix: Vec<(TaskId, ObjId)>,
+    sleep: Vec<(TaskId, ObjId)>,
+    /// The object of the operation chosen at the previous step.
+    last_op: Option<ObjId>,
+    /// Every runnable task slept: the rest of this execution repeats
+    /// explored interleavings, so its points are not offered for search.
+    pruned: bool,
+}
+
+impl Explicit {
+    fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+        if let Some(op) = self.last_op.take() {
+            self.sleep.retain(|(_, o)| independent(*o, op));
+        }
+        let chosen = if ctx.runnable.len() == 1 {
+            ctx.runnable[0]
+        } else if self.pos < self.prefix.len() {
+            self.replay(ctx)
+        } else {
+            self.extend(ctx)
+        };
+        self.last_op = Some(ctx.tasks[chosen].pending.obj);
+        chosen
+    }
+
+    fn replay(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+        let wanted = self.prefix[self.pos] as TaskId;
+        let chosen = if ctx.runnable.binary_search(&wanted).is_ok() {
+            wanted
+        } else {
+            self.diverged.get_or_insert(self.pos);
+            default_choice(ctx.runnable, ctx.last)
+        };
+        self.record(ctx, chosen);
+        self.pos += 1;
+        if self.pos == self.prefix.len() {
+            self.sleep = std::mem::take(&mut self.after_prefix);
+        }
+        chosen
+    }
+
+    fn extend(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+        let asleep = |t: TaskId| self.sleep.iter().any(|(s, _)| *s == t);
+        let default = default_choice(ctx.runnable, ctx.last);
+        let awake = std::iter::once(default)
+            .chain(ctx.runnable.iter().copied())
+            .find(|t| !asleep(*t));
+        match awake {
+            Some(t) if !self.pruned => {
+                self.record(ctx, t);
+                t
+            }
+            Some(t) => t,
+            None => {
+                self.pruned = true;
+                default
+            }
+        }
+    }
+
+    fn record(&mut self, ctx: &PickCtx<'_>, chosen: TaskId) {
+        self.log.push(ChoicePoint {
+            runnable: ctx.runnable.to_vec(),
+            last: ctx.last,
+            chosen,
+            ops: ctx
+                .runnable
+                .iter()
+                .map(|t| ctx.tasks[*t].pending.obj)
+                .collect(),
+            sleep: self.sleep.clone(),
+        });
+    }
 }
 
 /// Replaying named segments.
@@ -155,12 +245,16 @@ impl Chooser {
                 })
             }
             Schedule::Fair => Chooser::Fair,
-            Schedule::Choices(prefix) => Chooser::Choices {
+            Schedule::Choices(prefix) => Chooser::Choices(Explicit {
                 prefix: prefix.clone(),
                 pos: 0,
                 log: Vec::new(),
                 diverged: None,
-            },
+                after_prefix: Vec::new(),
+                sleep: Vec::new(),
+                last_op: None,
+                pruned: false,
+            }),
             Schedule::Segments(segments) => Chooser::Segments(Segments {
                 segments: segments.clone(),
                 index: 0,
@@ -179,10 +273,25 @@ impl Chooser {
         }
     }
 
+    /// Exhaustive search: the sleep set to start from once the prefix of an
+    /// explicit schedule has been replayed.
+    pub(crate) fn set_sleep_after_prefix(&mut self, sleep: Vec<(TaskId, ObjId)>) {
+        if let Chooser::Choices(e) = self {
+            if e.prefix.is_empty() {
+                e.sleep = sleep;
+            } else {
+                e.after_prefix = sleep;
+            }
+        }
+    }
+
     pub(crate) fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
-        // Segments count every step, even those without a choice.
-        if let Chooser::Segments(s) = self {
-            return s.pick(ctx);
+        // Segments and explicit choices see every step, even those without
+        // a choice.
+        match self {
+            Chooser::Segments(s) => return s.pick(ctx),
+            Chooser::Choices(e) => return e.pick(ctx),
+            _ => {}
         }
         if ctx.runnable.len() == 1 {
             return ctx.runnable[0];
@@ -191,37 +300,14 @@ impl Chooser {
             Chooser::Random(rng) => ctx.runnable[rng.random_range(0..ctx.runnable.len())],
             Chooser::Pct(p) => p.pick(ctx),
             Chooser::Fair => fair_pick(ctx),
-            Chooser::Segments(_) => unreachable!("handled above"),
-            Chooser::Choices {
-                prefix,
-                pos,
-                log,
-                diverged,
-            } => {
-                let wanted = prefix.get(*pos).map(|t| *t as TaskId);
-                let chosen = match wanted {
-                    Some(t) if ctx.runnable.binary_search(&t).is_ok() => t,
-                    Some(_) => {
-                        diverged.get_or_insert(*pos);
-                        default_choice(ctx.runnable, ctx.last)
-                    }
-                    None => default_choice(ctx.runnable, ctx.last),
-                };
-                *pos += 1;
-                log.push(ChoicePoint {
-                    runnable: ctx.runnable.to_vec(),
-                    last: ctx.last,
-                    chosen,
-                });
-                chosen
-            }
+            Chooser::Segments(_) | Chooser::Choices(_) => unreachable!("handled above"),
         }
     }
 
     /// The recorded choice points of an explicit-choice run.
     pub(crate) fn take_log(&mut self) -> (Vec<ChoicePoint>, Option<usize>) {
         match self {
-            Chooser::Choices { log, diverged, .. } => (std::mem::take(log), *diverged),
+            Chooser::Choices(e) => (std::mem::take(&mut e.log), e.diverged),
             _ => (Vec::new(), None),
         }
     }

@@ -30,20 +30,34 @@ pub(crate) struct Trace {
     pub events: Option<Vec<Event>>,
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+const SEED: u64 = 0xcbf2_9ce4_8422_2325;
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
+/// Fold one word into the hash: multiply-rotate, word at a time (a byte
+/// at a time cost a third of every step).
 #[inline]
-fn mix(h: u64, bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(h, |h, b| (h ^ *b as u64).wrapping_mul(FNV_PRIME))
+fn mix(h: u64, w: u64) -> u64 {
+    (h ^ w).wrapping_mul(K).rotate_left(29)
+}
+
+/// Fold a string, eight bytes at a time, then its length.
+#[inline]
+fn mix_str(mut h: u64, s: &str) -> u64 {
+    let bytes = s.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        h = mix(h, u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = mix(h, u64::from_le_bytes(tail));
+    mix(h, bytes.len() as u64)
 }
 
 impl Trace {
     pub fn new(record: bool) -> Self {
         Trace {
-            hash: FNV_OFFSET,
+            hash: SEED,
             events: record.then(Vec::new),
         }
     }
@@ -51,13 +65,12 @@ impl Trace {
     #[inline]
     pub fn push(&mut self, e: Event) {
         let mut h = self.hash;
-        h = mix(h, &e.step.to_le_bytes());
-        h = mix(h, &(e.task as u32).to_le_bytes());
-        h = mix(h, &e.time.to_le_bytes());
-        h = mix(h, &[e.kind as u8]);
-        h = mix(h, e.label.as_bytes());
-        h = mix(h, &e.obj.0.to_le_bytes());
-        h = mix(h, &e.value.to_le_bytes());
+        h = mix(h, e.step);
+        h = mix(h, (e.task as u64) << 8 | e.kind as u64);
+        h = mix(h, e.time);
+        h = mix_str(h, e.label);
+        h = mix(h, e.obj.0 as u64);
+        h = mix(h, e.value as u64);
         self.hash = h;
         if let Some(events) = &mut self.events {
             events.push(e);

@@ -18,6 +18,7 @@ fn cfg(strategy: StrategySpec, iterations: u64) -> ExploreConfig {
         jobs: 1,
         shard: None,
         progress: Default::default(),
+        reduction: true,
     }
 }
 
@@ -274,4 +275,69 @@ fn the_same_schedule_gives_the_same_trace() {
         &build,
     );
     assert_ne!(a.trace_hash, c.trace_hash);
+}
+
+thread_local! {
+    static FINAL_STATES: std::cell::RefCell<std::collections::BTreeSet<(i64, i64, i64)>> =
+        const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
+}
+
+/// Two writers on different atomics, a reader of both, and a lock-protected
+/// counter: many interleavings only reorder independent operations.
+fn independent_model(e: &mut Execution) {
+    let (x, y, seen, counter) = e.setup(|| {
+        let x = Arc::new(AtomicI64::new("x", 0));
+        let y = Arc::new(AtomicI64::new("y", 0));
+        let counter = Arc::new(Mutex::new("counter", 0i64));
+        let seen = Arc::new(parking_lot::Mutex::new((0, 0)));
+        let (x1, c1) = (Arc::clone(&x), Arc::clone(&counter));
+        sim::spawn("wx", false, move || {
+            x1.fetch_add(1, Ordering::SeqCst);
+            *c1.lock() += 1;
+        });
+        let (y1, c2) = (Arc::clone(&y), Arc::clone(&counter));
+        sim::spawn("wy", false, move || {
+            y1.fetch_add(1, Ordering::SeqCst);
+            *c2.lock() += 1;
+        });
+        let (x2, y2, s) = (Arc::clone(&x), Arc::clone(&y), Arc::clone(&seen));
+        sim::spawn("reader", false, move || {
+            let a = x2.load(Ordering::SeqCst);
+            let b = y2.load(Ordering::SeqCst);
+            *s.lock() = (a, b);
+        });
+        (x, y, seen, counter)
+    });
+    e.check_at_end(move || {
+        let (a, b) = *seen.lock();
+        let c = *counter.lock() + x.peek() * 10 + y.peek() * 100;
+        FINAL_STATES.with(|f| f.borrow_mut().insert((a, b, c)));
+        None
+    });
+}
+
+#[test]
+fn sleep_sets_cover_the_same_final_states_with_fewer_executions() {
+    let run = |reduction: bool| {
+        FINAL_STATES.with(|f| f.borrow_mut().clear());
+        let mut c = cfg(
+            StrategySpec::Dfs {
+                preemption_bound: 10,
+            },
+            1_000_000,
+        );
+        c.reduction = reduction;
+        let r = explore(&c, &independent_model);
+        assert!(r.exhausted);
+        (r.executions, FINAL_STATES.with(|f| f.borrow().clone()))
+    };
+    let (full, full_states) = run(false);
+    let (reduced, reduced_states) = run(true);
+    assert_eq!(reduced_states, full_states);
+    assert_eq!(full_states.len(), 4, "{full_states:?}");
+    eprintln!("dfs executions: {full} without sleep sets, {reduced} with");
+    assert!(
+        reduced < full,
+        "{reduced} executions with sleep sets, {full} without"
+    );
 }

@@ -1,0 +1,440 @@
+//! Benchmarks of nssim's scheduler against `shuttle` and `loom` on the same
+//! workloads, written three ways and run one after the other in one
+//! process (`cargo bench -p nssim-bench --bench compare`).
+//!
+//! This library holds the nssim side of every workload, the workload sizes,
+//! the final-state type of the exhaustive model and the table helpers. The
+//! shuttle and loom sides live in `models/` and are compiled into the
+//! benches and tests only, so that shuttle, loom and criterion stay
+//! dev-dependencies.
+//!
+//! The workloads:
+//! * (a) `mutex`: N tasks each doing M lock/increment/unlock on one mutex;
+//! * (b) `ipc`: the ipc free-queue race reduced to its core: an allocator
+//!   charges a counter below a limit, releases its previous item to a queue
+//!   and kicks a worker that drains the queue and uncharges; a charge that
+//!   fails while fewer than `limit` items are alive is a false ENOSPC;
+//! * (c) `small`: two tasks each doing lock; push; unlock (one then sets an
+//!   atomic flag) and a third reading the flag and then the vector, small
+//!   enough to explore exhaustively.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// (a): tasks and lock operations per task at the reported size.
+pub const MUTEX_TASKS: usize = 4;
+pub const MUTEX_OPS: usize = 1000;
+/// (a) at a size loom can exhaust.
+pub const MUTEX_TINY_TASKS: usize = 2;
+pub const MUTEX_TINY_OPS: usize = 2;
+/// (b): the counter's limit (as in the kernel crate's ipc race test) and
+/// the allocator's rounds.
+pub const IPC_LIMIT: i64 = 3;
+/// (b) made harder: the worker must lag by this many items less one.
+pub const IPC_LIMIT_HARD: i64 = 6;
+pub const IPC_ROUNDS: u32 = 20;
+/// The invariant (b) breaks.
+pub const FALSE_ENOSPC: &str = "no_false_enospc";
+/// PCT depth used by every PCT run (nssim's `depth`, shuttle's `max_depth`).
+pub const PCT_DEPTH: u32 = 3;
+/// A preemption bound that no execution of (a)-tiny or (c) can reach, so
+/// nssim's `dfs` is unbounded in effect.
+pub const DFS_UNBOUNDED: u32 = 1_000;
+
+/// The final state of one execution of (c).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FinalState {
+    /// The flag as the reader saw it.
+    pub flag_seen: u32,
+    /// The vector as the reader saw it, after reading the flag.
+    pub seen: Vec<u8>,
+    /// The vector at the end.
+    pub last: Vec<u8>,
+}
+
+impl fmt::Display for FinalState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = |v: &[u8]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("");
+        write!(
+            f,
+            "flag={} seen=[{}] end=[{}]",
+            self.flag_seen,
+            v(&self.seen),
+            v(&self.last)
+        )
+    }
+}
+
+/// Print a set of final states on one line.
+pub fn show_states(states: &BTreeSet<FinalState>) -> String {
+    states
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Time `f`.
+pub fn timed<R>(f: impl FnOnce() -> R) -> (R, Duration) {
+    let start = Instant::now();
+    let r = f();
+    (r, start.elapsed())
+}
+
+/// The median of `xs` (the mean of the middle two for an even count).
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The nssim side of every workload (the `sim` backend of `sync`: none of
+/// it exists under `--cfg loom`).
+#[cfg(not(loom))]
+pub mod nssim {
+    use super::*;
+    use sim::{ExecConfig, Execution, ExploreConfig, ExploreReport, Outcome, StrategySpec};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use std::sync::atomic::AtomicU64 as StdU64;
+    use std::sync::Mutex as StdMutex;
+    use sync::{schedule_work, Arc, AtomicI64, AtomicU32, LList, Mutex, Ordering, Work, Workqueue};
+
+    /// The exploration every nssim run here uses: default limits, no
+    /// shrinking (the benches time the search, not the shrink).
+    pub fn config(strategy: StrategySpec, seed: u64, iterations: u64) -> ExploreConfig {
+        let mut cfg = ExploreConfig::new(strategy, seed, iterations, ExecConfig::default());
+        cfg.shrink = false;
+        cfg
+    }
+
+    /// (a): `tasks` tasks each doing `ops` times lock; +1; unlock. The
+    /// count is checked at the end, as the other tools' versions do.
+    pub fn mutex_build(tasks: usize, ops: usize) -> impl Fn(&mut Execution) + Sync {
+        move |e: &mut Execution| {
+            let m = e.setup(|| {
+                let m = Arc::new(Mutex::new("counter_lock", 0u64));
+                for t in 0..tasks {
+                    let m = Arc::clone(&m);
+                    sim::spawn(format!("t{t}"), false, move || {
+                        for _ in 0..ops {
+                            *m.lock() += 1;
+                        }
+                    });
+                }
+                m
+            });
+            let want = (tasks * ops) as u64;
+            e.check_at_end(move || {
+                let v = *m.lock();
+                (v != want).then(|| Outcome::Violation {
+                    invariant: "count".into(),
+                    detail: format!("{v} != {want}"),
+                })
+            });
+        }
+    }
+
+    /// Executions an exploration ran: its report's count, plus the probe
+    /// execution that `pct` runs first.
+    pub fn executions_run(strategy: StrategySpec, r: &ExploreReport) -> u64 {
+        r.executions + matches!(strategy, StrategySpec::Pct { .. }) as u64
+    }
+
+    /// Explore `build` with a checker that counts scheduling points (steps)
+    /// over every execution, the `pct` probe included. Used in an untimed
+    /// pass: the runs are deterministic, so the timed pass has the same
+    /// steps.
+    pub fn count_steps(
+        strategy: StrategySpec,
+        seed: u64,
+        iterations: u64,
+        build: &(dyn Fn(&mut Execution) + Sync),
+    ) -> (ExploreReport, u64) {
+        let steps = Arc::new(StdU64::new(0));
+        let counting = |e: &mut Execution| {
+            build(e);
+            let s = Arc::clone(&steps);
+            e.check_each_step(move || {
+                s.fetch_add(1, Ordering::Relaxed);
+                None
+            });
+        };
+        let r = sim::explore(&config(strategy, seed, iterations), &counting);
+        (r, steps.load(Ordering::Relaxed))
+    }
+
+    /// Explore (a) for `iterations` executions.
+    pub fn mutex(
+        strategy: StrategySpec,
+        seed: u64,
+        iterations: u64,
+        tasks: usize,
+        ops: usize,
+    ) -> ExploreReport {
+        sim::explore(
+            &config(strategy, seed, iterations),
+            &mutex_build(tasks, ops),
+        )
+    }
+
+    /// (b), written against nssim's `sync` primitives: the allocator loops
+    /// "charge below the limit, release the previous item to the free list,
+    /// kick the worker"; the worker (a work item on a kworker) drains the
+    /// list and uncharges. A failed charge while fewer than `limit` items
+    /// are alive is a false ENOSPC.
+    pub fn ipc_build(limit: i64, rounds: u32) -> impl Fn(&mut Execution) + Sync {
+        move |e: &mut Execution| {
+            e.setup(|| {
+                let wq = Workqueue::new("system_wq");
+                wq.start_worker("kworker");
+                let counter = Arc::new(AtomicI64::new("ucount", 0));
+                let list: Arc<LList<u32>> = Arc::new(LList::new("free_list"));
+                let (c, l) = (Arc::clone(&counter), Arc::clone(&list));
+                let work = Work::new("free_work", &wq, move || {
+                    for _item in l.llist_del_all() {
+                        c.fetch_sub(1, Ordering::SeqCst);
+                    }
+                });
+                sim::spawn("alloc", false, move || {
+                    let mut prev: Option<u32> = None;
+                    for i in 0..rounds {
+                        // Alive: charged and not yet released.
+                        let alive = prev.is_some() as i64;
+                        if !inc_below(&counter, limit) {
+                            if alive < limit {
+                                sim::fail(Outcome::Violation {
+                                    invariant: FALSE_ENOSPC.into(),
+                                    detail: format!(
+                                        "charge failed at round {i} with {alive} of {limit} alive"
+                                    ),
+                                });
+                            }
+                            return;
+                        }
+                        if let Some(p) = prev.replace(i) {
+                            if list.llist_add(p) {
+                                schedule_work(&work);
+                            }
+                        }
+                    }
+                });
+            });
+        }
+    }
+
+    /// `atomic_long_inc_below`: a compare-exchange loop.
+    fn inc_below(v: &AtomicI64, limit: i64) -> bool {
+        let mut c = v.load(Ordering::SeqCst);
+        loop {
+            if c >= limit {
+                return false;
+            }
+            match v.compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return true,
+                Err(now) => c = now,
+            }
+        }
+    }
+
+    /// Explore (b) until the first failure or `budget` executions.
+    pub fn ipc(strategy: StrategySpec, seed: u64, budget: u64, limit: i64) -> ExploreReport {
+        sim::explore(
+            &config(strategy, seed, budget),
+            &ipc_build(limit, IPC_ROUNDS),
+        )
+    }
+
+    /// (b) through the real kernel model: one task looping
+    /// `unshare(CLONE_NEWIPC)` `rounds` times under the v6.2 profile with
+    /// `user.max_ipc_namespaces = limit`, every invariant checked.
+    pub fn ipc_kernel(
+        strategy: StrategySpec,
+        seed: u64,
+        budget: u64,
+        limit: i64,
+        rounds: u64,
+    ) -> ExploreReport {
+        use kernel::setup::{clone_flags::CLONE_NEWIPC, Op, Setup, SysctlSpec, TaskSpec};
+        let setup = Setup {
+            user_namespaces: vec![],
+            sysctls: vec![SysctlSpec {
+                userns: "init".into(),
+                name: "user.max_ipc_namespaces".into(),
+                value: limit,
+            }],
+            tasks: vec![TaskSpec {
+                name: "looper".into(),
+                instances: 1,
+                userns: "init".into(),
+                uid: 0,
+                repeat: rounds,
+                ops: vec![Op::Unshare {
+                    flags: CLONE_NEWIPC,
+                }],
+            }],
+        };
+        let patches = kernel::resolve_patches("v6.2", &[]).expect("the v6.2 profile exists");
+        let invariants: Vec<String> = kernel::catalog::INVARIANTS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        let spec = kernel::RunSpec {
+            setup: &setup,
+            patches: &patches,
+            invariants: &invariants,
+            explore: config(strategy, seed, budget),
+        };
+        kernel::explore_run(&spec).explore
+    }
+
+    /// What task c of (c) read: the flag, then the vector.
+    type Seen = (u32, Vec<u8>);
+
+    /// (c): task a: lock; push 1; unlock; flag = 1. Task b: lock; push 2;
+    /// unlock. Task c: read the flag; lock; read the vector; unlock.
+    /// Every final state is added to `states`.
+    pub fn small_build(
+        states: Arc<StdMutex<BTreeSet<FinalState>>>,
+    ) -> impl Fn(&mut Execution) + Sync {
+        move |e: &mut Execution| {
+            let (m, seen) = e.setup(|| {
+                let m = Arc::new(Mutex::new("m", Vec::<u8>::new()));
+                let flag = Arc::new(AtomicU32::new("flag", 0));
+                let seen: Rc<RefCell<Option<Seen>>> = Rc::default();
+                let (ma, fa) = (Arc::clone(&m), Arc::clone(&flag));
+                sim::spawn("a", false, move || {
+                    ma.lock().push(1);
+                    fa.store(1, Ordering::SeqCst);
+                });
+                let mb = Arc::clone(&m);
+                sim::spawn("b", false, move || {
+                    mb.lock().push(2);
+                });
+                let (mc, fc, sc) = (Arc::clone(&m), flag, Rc::clone(&seen));
+                sim::spawn("c", false, move || {
+                    let f = fc.load(Ordering::SeqCst);
+                    let v = mc.lock().clone();
+                    *sc.borrow_mut() = Some((f, v));
+                });
+                (m, seen)
+            });
+            let states = Arc::clone(&states);
+            e.check_at_end(move || {
+                let (flag_seen, seen) = seen.borrow_mut().take().expect("c has run");
+                let last = m.lock().clone();
+                states.lock().expect("not poisoned").insert(FinalState {
+                    flag_seen,
+                    seen,
+                    last,
+                });
+                None
+            });
+        }
+    }
+
+    /// Exhaust (c) with `dfs`; the report and every final state found.
+    pub fn small(preemption_bound: u32) -> (ExploreReport, BTreeSet<FinalState>) {
+        let states = Arc::new(StdMutex::new(BTreeSet::new()));
+        let r = sim::explore(
+            &config(StrategySpec::Dfs { preemption_bound }, 0, 10_000_000),
+            &small_build(Arc::clone(&states)),
+        );
+        let states = states.lock().expect("not poisoned").clone();
+        (r, states)
+    }
+}
+
+/// A markdown table.
+#[derive(Debug, Default)]
+pub struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(headers: &[&str]) -> Self {
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        assert_eq!(cells.len(), self.headers.len(), "one cell per column");
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+        let mut out = line(&self.headers);
+        let sep: Vec<String> = self.headers.iter().map(|_| "---".to_string()).collect();
+        out.push_str(&line(&sep));
+        for r in &self.rows {
+            out.push_str(&line(r));
+        }
+        out
+    }
+}
+
+/// A count with a metric prefix: `1.23 M`.
+pub fn si(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let (v, p) = if x >= 1e9 {
+        (x / 1e9, " G")
+    } else if x >= 1e6 {
+        (x / 1e6, " M")
+    } else if x >= 1e3 {
+        (x / 1e3, " k")
+    } else {
+        (x, "")
+    };
+    if v >= 100.0 {
+        format!("{v:.0}{p}")
+    } else if v >= 10.0 {
+        format!("{v:.1}{p}")
+    } else {
+        format!("{v:.2}{p}")
+    }
+}
+
+/// A duration in the most readable unit.
+pub fn dur(d: Duration) -> String {
+    secs(d.as_secs_f64())
+}
+
+/// Seconds in the most readable unit.
+pub fn secs(s: f64) -> String {
+    if !s.is_finite() {
+        "n/a".into()
+    } else if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// A ratio `a / b` printed as `12.3×`.
+pub fn ratio(a: f64, b: f64) -> String {
+    let r = a / b;
+    if !r.is_finite() {
+        "n/a".into()
+    } else if r >= 10.0 {
+        format!("{r:.0}×")
+    } else {
+        format!("{r:.2}×")
+    }
+}
