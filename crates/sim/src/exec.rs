@@ -155,7 +155,7 @@ impl Execution {
             cpus: vec![0; config.cpus.max(1) as usize],
             objects: Vec::new(),
             serials: BTreeMap::new(),
-            waiters: BTreeMap::new(),
+            waiters: Vec::new(),
             abort: None,
             trace: Trace::new(config.record),
             spawned: Vec::new(),

@@ -77,7 +77,10 @@ pub(crate) struct Shared {
     pub cpus: Vec<u64>,
     pub objects: Vec<ObjInfo>,
     pub serials: BTreeMap<&'static str, u32>,
-    pub waiters: BTreeMap<ObjId, Vec<TaskId>>,
+    /// Tasks blocked on each object, by object id plus one (slot 0 is for
+    /// `ObjId::NONE`); the lists keep their capacity, so blocking allocates
+    /// nothing after warm-up.
+    pub waiters: Vec<Vec<TaskId>>,
     pub abort: Option<Outcome>,
     pub trace: Trace,
     pub spawned: Vec<(TaskId, TaskFn)>,
@@ -207,18 +210,42 @@ impl Shared {
         self.trace.push(e);
     }
 
+    /// The waiter list of `obj`; `ObjId::NONE` (a wait on nothing in
+    /// particular) has the slot after every object's.
+    fn waiter_slot(obj: ObjId) -> usize {
+        if obj == ObjId::NONE {
+            0
+        } else {
+            obj.0 as usize + 1
+        }
+    }
+
     pub(crate) fn wake(&mut self, obj: ObjId, latency: u64) {
-        let Some(ws) = self.waiters.remove(&obj) else {
+        let Some(list) = self.waiters.get_mut(Self::waiter_slot(obj)) else {
             return;
         };
+        if list.is_empty() {
+            return;
+        }
+        let mut ws = std::mem::take(list);
         let at = self.tasks[self.current].clock + latency;
-        for w in ws {
+        for &w in &ws {
             if matches!(self.tasks[w].run, RunState::Blocked { on, .. } if on == obj) {
                 self.set_run(w, RunState::Runnable);
                 let t = &mut self.tasks[w];
                 t.clock = t.clock.max(at);
             }
         }
+        ws.clear();
+        self.waiters[Self::waiter_slot(obj)] = ws;
+    }
+
+    fn add_waiter(&mut self, obj: ObjId, t: TaskId) {
+        let i = Self::waiter_slot(obj);
+        if self.waiters.len() <= i {
+            self.waiters.resize_with(i + 1, Vec::new);
+        }
+        self.waiters[i].push(t);
     }
 
     pub(crate) fn object_name(&self, obj: ObjId) -> String {
@@ -276,7 +303,7 @@ pub fn block(label: &'static str, obj: ObjId, idle: bool) {
     if with_running(|s| {
         let t = s.current;
         s.set_run(t, RunState::Blocked { on: obj, idle });
-        s.waiters.entry(obj).or_default().push(t);
+        s.add_waiter(obj, t);
         s.set_pending(label, obj, 0);
     })
     .is_some()
