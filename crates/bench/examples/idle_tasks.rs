@@ -19,7 +19,10 @@ fn rss_kib() -> u64 {
 fn main() {
     let mut args = std::env::args().skip(1);
     let tasks: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
-    let stack: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(128 * 1024);
+    let stack: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(128 * 1024);
     let before = rss_kib();
     let at_end = Arc::new(AtomicU64::new(0));
     let mut e = Execution::new(
