@@ -77,13 +77,19 @@ pub struct RunOutput {
 }
 
 /// Explore a run; the report is its first failing execution or its last.
-/// Its syscall results come from running the reported schedule once more.
+/// Its syscall results are those of that execution: kept from the one
+/// execution of a `fair` run, else from running the reported schedule once
+/// more (executions may run on several threads, and shrinking runs many).
 pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
+    let last: Mutex<Option<Arc<World>>> = Mutex::new(None);
     let build = |e: &mut Execution| {
-        build_world(e, spec);
+        *last.lock() = Some(build_world(e, spec));
     };
     let explore = sim::explore(&spec.explore, &build);
-    let (_, results) = replay_run(spec, &explore.schedule, false);
+    let results = match (&explore.schedule, last.into_inner()) {
+        (Schedule::Fair, Some(world)) => world.results.lock().clone(),
+        _ => replay_run(spec, &explore.schedule, false).1,
+    };
     RunOutput { explore, results }
 }
 
