@@ -47,6 +47,33 @@ struct Plan {
     explore: Explore,
 }
 
+impl Plan {
+    /// A run of `label` (profile `profile`) with the command line's settings.
+    fn new(
+        label: &str,
+        profile: &str,
+        toggles: Vec<(String, bool)>,
+        expect: Option<Expect>,
+        explore: Explore,
+        ov: &Overrides,
+    ) -> Result<Plan, CliError> {
+        Ok(Plan {
+            label: label.to_string(),
+            profile: profile.to_string(),
+            toggles,
+            cli_patches: ov.patches.clone(),
+            shrink: !ov.no_shrink,
+            reduction: !ov.no_reduction,
+            timeout: timeout(ov)?,
+            stack_size: ov.stack_size,
+            jobs: ov.jobs.map_or_else(default_jobs, usize::from),
+            shard: ov.shard,
+            expect,
+            explore,
+        })
+    }
+}
+
 fn parse_toggles(patches: &[String]) -> Result<Vec<(String, bool)>, CliError> {
     patches
         .iter()
@@ -117,20 +144,15 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             .map(|p| (p.name.clone(), p.enable))
             .collect();
         toggles.extend(cli.iter().cloned());
-        out.push(Plan {
-            label: r.label.clone(),
-            profile: r.profile.clone(),
+        let explore = apply_overrides(r.explore, ov)?;
+        out.push(Plan::new(
+            &r.label,
+            &r.profile,
             toggles,
-            cli_patches: ov.patches.clone(),
-            shrink: !ov.no_shrink,
-            reduction: !ov.no_reduction,
-            timeout: timeout(ov)?,
-            stack_size: ov.stack_size,
-            jobs: ov.jobs.map_or_else(default_jobs, usize::from),
-            shard: ov.shard,
-            expect: Some(r.expect.clone()),
-            explore: apply_overrides(r.explore, ov)?,
-        });
+            Some(r.expect.clone()),
+            explore,
+            ov,
+        )?);
     }
     // A kernel the scenario does not list runs without an expectation.
     for k in &ov.kernels {
@@ -138,20 +160,8 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
             continue;
         }
         let base = sc.runs.first().map(|r| r.explore).unwrap_or_default();
-        out.push(Plan {
-            label: k.clone(),
-            profile: k.clone(),
-            toggles: cli.to_vec(),
-            cli_patches: ov.patches.clone(),
-            shrink: !ov.no_shrink,
-            reduction: !ov.no_reduction,
-            timeout: timeout(ov)?,
-            stack_size: ov.stack_size,
-            jobs: ov.jobs.map_or_else(default_jobs, usize::from),
-            shard: ov.shard,
-            expect: None,
-            explore: apply_overrides(base, ov)?,
-        });
+        let explore = apply_overrides(base, ov)?;
+        out.push(Plan::new(k, k, cli.to_vec(), None, explore, ov)?);
     }
     Ok(out)
 }

@@ -346,7 +346,8 @@ impl<'r> Model<'r> {
     }
 }
 
-fn object_name(report: &ExecReport, obj: ObjId) -> String {
+/// The name of `obj` in `report` (empty for no object).
+pub fn object_name(report: &ExecReport, obj: ObjId) -> String {
     if obj == ObjId::NONE {
         return String::new();
     }

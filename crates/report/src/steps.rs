@@ -1,7 +1,7 @@
 //! The step-by-step listing of an execution: one line per scheduling point
 //! (task, virtual time, operation, object) and one per recorded result.
 
-use sim::{Event, EventKind, ExecReport, ObjId};
+use sim::{Event, EventKind, ExecReport};
 use std::fmt::Write;
 
 /// Virtual time for listings: nanoseconds with a unit.
@@ -12,17 +12,6 @@ pub fn time(ns: u64) -> String {
         10_000_000..=9_999_999_999 => format!("{:.3}ms", ns as f64 / 1e6),
         _ => format!("{:.3}s", ns as f64 / 1e9),
     }
-}
-
-fn object(report: &ExecReport, obj: ObjId) -> String {
-    if obj == ObjId::NONE {
-        return String::new();
-    }
-    report
-        .object_names
-        .get(obj.0 as usize)
-        .cloned()
-        .unwrap_or_else(|| format!("obj{}", obj.0))
 }
 
 /// Render every event; `describe` turns a note into words when it knows it.
@@ -45,7 +34,7 @@ pub fn render(report: &ExecReport, describe: &dyn Fn(&Event) -> Option<String>) 
     );
     for e in events {
         let task = report.task_names.get(e.task).map_or("?", |s| s.as_str());
-        let obj = object(report, e.obj);
+        let obj = crate::model::object_name(report, e.obj);
         match e.kind {
             EventKind::Step => {
                 let _ = writeln!(
