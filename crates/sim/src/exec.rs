@@ -42,6 +42,9 @@ pub struct ExecConfig {
     /// Named segments are followed loosely (shrinking): a segment that does
     /// not fit is skipped instead of ending the schedule.
     pub lenient_segments: bool,
+    /// Steps in a row without any progress (no result, free, wake-up or
+    /// lock hand-over recorded) after which the run ends as a livelock.
+    pub livelock_steps: u64,
     /// Wall-clock deadline (`--timeout`): checked every few thousand steps;
     /// the only input a run takes from outside, and only to stop it.
     pub deadline: Option<std::time::Instant>,
@@ -62,6 +65,7 @@ impl Default for ExecConfig {
             stop_on_divergence: false,
             lenient_segments: false,
             deadline: None,
+            livelock_steps: 1_000_000,
             stack_size: 128 * 1024,
         }
     }
@@ -163,6 +167,7 @@ impl Execution {
             setting_up: false,
             in_task: false,
             runnable: Vec::new(),
+            last_progress: 0,
         };
         let rcu = shared.new_object("rcu");
         debug_assert_eq!(rcu, ObjId::RCU);
@@ -435,6 +440,12 @@ impl Execution {
                 return Outcome::Limit {
                     which: "steps".into(),
                     value: self.config.max_steps,
+                };
+            }
+            if step - self.shared.borrow().last_progress > self.config.livelock_steps {
+                return Outcome::Limit {
+                    which: "livelock".into(),
+                    value: step,
                 };
             }
             if step.is_multiple_of(4096) && self.past_deadline() {

@@ -102,6 +102,7 @@ impl fmt::Display for Outcome {
                     "limit: the wall-time limit (--timeout) was reached at step {value}"
                 ),
                 "divergence" => write!(f, "limit: the schedule diverged at step {value}"),
+                "livelock" => write!(f, "limit: livelock: tasks ran to step {value} without any progress (no result, free, wake-up or lock hand-over)"),
                 "stack" => write!(
                     f,
                     "limit: task {value} nearly overflowed its stack (raise --stack-size)"

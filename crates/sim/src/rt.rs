@@ -82,6 +82,10 @@ pub(crate) struct Shared {
     /// nothing after warm-up.
     pub waiters: Vec<Vec<TaskId>>,
     pub abort: Option<Outcome>,
+    /// The step of the last note: model code records a note for every
+    /// result, free, wake-up or change of lock holder, so a long run of
+    /// steps without one is tasks spinning without progress.
+    pub last_progress: u64,
     pub trace: Trace,
     pub spawned: Vec<(TaskId, TaskFn)>,
     pub teardown: bool,
@@ -197,6 +201,7 @@ impl Shared {
     }
 
     pub(crate) fn note(&mut self, label: &'static str, obj: ObjId, value: i64) {
+        self.last_progress = self.step;
         let t = self.current;
         let e = Event {
             step: self.step,

@@ -145,3 +145,30 @@ fn an_arithmetic_overflow_in_model_code_is_a_panic_outcome() {
         other => panic!("expected a panic outcome, got {other}"),
     }
 }
+
+#[test]
+fn tasks_spinning_without_progress_are_a_livelock() {
+    let mut e = Execution::new(
+        ExecConfig {
+            livelock_steps: 10_000,
+            ..ExecConfig::default()
+        },
+        &Schedule::Random {
+            seed: 1,
+            iteration: 0,
+        },
+    );
+    e.setup(|| {
+        for name in ["a", "b"] {
+            // Each waits for a flag nobody sets, polling it.
+            sim::spawn(name, false, || loop {
+                sim::point("poll flag", ObjId::NONE, &STEP);
+            });
+        }
+    });
+    let o = e.run().outcome;
+    assert!(
+        matches!(&o, Outcome::Limit { which, .. } if which == "livelock"),
+        "{o}"
+    );
+}
