@@ -33,6 +33,13 @@ fn json_lines(o: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// Run nssim, expect exit 0, and parse its JSON lines.
+fn run_json(args: &[&str]) -> Vec<Value> {
+    let o = nssim(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    json_lines(&o)
+}
+
 fn by_kernel<'a>(lines: &'a [Value], kernel: &str) -> &'a Value {
     lines
         .iter()
@@ -42,14 +49,12 @@ fn by_kernel<'a>(lines: &'a [Value], kernel: &str) -> &'a Value {
 
 #[test]
 fn the_race_is_found_on_v6_2_and_gone_on_v6_3() {
-    let o = nssim(&[
+    let lines = run_json(&[
         "run",
         "sim-scenarios/ipc-alloc-vs-free.toml",
         "--format",
         "json",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let lines = json_lines(&o);
     let v62 = by_kernel(&lines, "v6.2");
     assert_eq!(v62["outcome"], "violation");
     assert_eq!(v62["invariant"], "ipc.no_false_enospc");
@@ -175,14 +180,12 @@ fn within(actual_ns: u64, target_ns: f64, tolerance: f64) -> bool {
 
 #[test]
 fn the_100k_experiment_reproduces_the_seed_timings_in_virtual_time() {
-    let o = nssim(&[
+    let lines = run_json(&[
         "run",
         "sim-scenarios/ipc-unshare-100k.toml",
         "--format",
         "json",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let lines = json_lines(&o);
     let v62 = by_kernel(&lines, "v6.2");
     assert_eq!(v62["outcome"], "violation");
     let enospc = &v62["results"]["looper"]["unshare(CLONE_NEWIPC)"];
@@ -206,7 +209,7 @@ fn the_100k_experiment_reproduces_the_seed_timings_in_virtual_time() {
 
 #[test]
 fn the_broken_patch_deadlock_and_panic_are_reported_as_such() {
-    let o = nssim(&[
+    let lines = run_json(&[
         "run",
         "sim-scenarios/ipc-no-grace-period.toml",
         "sim-scenarios/deadlock-abba.toml",
@@ -214,8 +217,6 @@ fn the_broken_patch_deadlock_and_panic_are_reported_as_such() {
         "--format",
         "json",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let lines = json_lines(&o);
     let uaf = by_kernel(&lines, "v6.3-no-grace-period");
     assert_eq!(uaf["outcome"], "use-after-free");
     let detail = uaf["detail"].as_str().unwrap();

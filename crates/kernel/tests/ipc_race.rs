@@ -48,15 +48,8 @@ fn run(
         patches: &patches,
         invariants: &invariants,
         explore: ExploreConfig {
-            strategy,
-            seed,
-            iterations,
-            exec: ExecConfig::default(),
             shrink: false,
-            jobs: 1,
-            shard: None,
-            progress: Default::default(),
-            reduction: true,
+            ..ExploreConfig::new(strategy, seed, iterations, ExecConfig::default())
         },
     };
     let out = explore_run(&spec);
@@ -198,17 +191,7 @@ fn the_v6_2_race_shrinks_to_a_few_dozen_steps_without_preemptions() {
             setup: &setup,
             patches: &patches,
             invariants: &invariants,
-            explore: ExploreConfig {
-                strategy: StrategySpec::Random,
-                seed,
-                iterations: 100,
-                exec: ExecConfig::default(),
-                shrink: true,
-                jobs: 1,
-                shard: None,
-                progress: Default::default(),
-                reduction: true,
-            },
+            explore: ExploreConfig::new(StrategySpec::Random, seed, 100, ExecConfig::default()),
         });
         let s = out.explore.shrink.expect("a failure is shrunk");
         assert_eq!(

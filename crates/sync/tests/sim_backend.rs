@@ -10,15 +10,8 @@ use sync::{
 
 fn cfg(strategy: StrategySpec, iterations: u64) -> ExploreConfig {
     ExploreConfig {
-        strategy,
-        seed: 1,
-        iterations,
-        exec: ExecConfig::default(),
         shrink: false,
-        jobs: 1,
-        shard: None,
-        progress: Default::default(),
-        reduction: true,
+        ..ExploreConfig::new(strategy, 1, iterations, ExecConfig::default())
     }
 }
 
