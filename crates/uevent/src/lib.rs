@@ -1,0 +1,1 @@
+//! Network namespaces' uevent sockets (lib/kobject_uevent.c).

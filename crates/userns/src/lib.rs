@@ -1,0 +1,1 @@
+//! User namespaces and uid/gid idmaps (kernel/user_namespace.c).
