@@ -208,10 +208,10 @@ pub fn print_steps(report: &ExecReport) {
 pub fn print_kernels() {
     println!("Kernel profiles (a release and the patches it has):");
     for p in catalog::PROFILES {
-        let patches = if p.patches.is_empty() {
+        let patches = if p.patches().is_empty() {
             "-".to_string()
         } else {
-            p.patches.join(", ")
+            p.patches().join(", ")
         };
         println!(
             "  {:<8} {}\n           patches: {patches}",

@@ -12,12 +12,34 @@ pub struct PatchInfo {
     pub summary: &'static str,
 }
 
-/// A kernel release: the set of patches it has.
+/// A kernel release. Its patch set is derived, never listed: every patch
+/// whose `merged_in` release is at or before this one (see
+/// [`ProfileInfo::patches`]). So each subsystem adds its patches once, and
+/// every profile, old or new, gets them right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProfileInfo {
     pub name: &'static str,
-    pub patches: &'static [&'static str],
     pub summary: &'static str,
+}
+
+impl ProfileInfo {
+    /// The patches this release has, in catalogue order.
+    pub fn patches(&self) -> Vec<&'static str> {
+        let me = release_number(self.name);
+        PATCHES
+            .iter()
+            .filter(|p| p.merged_in.is_some_and(|m| release_number(m) <= me))
+            .map(|p| p.name)
+            .collect()
+    }
+}
+
+/// `v4.19.1` → `[4, 19, 1]`, comparable in release order.
+pub fn release_number(name: &str) -> Vec<u32> {
+    name.trim_start_matches('v')
+        .split('.')
+        .map(|n| n.parse().unwrap_or(0))
+        .collect()
 }
 
 pub const PATCHES: &[PatchInfo] = &[
@@ -46,22 +68,18 @@ pub const PATCHES: &[PatchInfo] = &[
 pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
         name: "v5.6",
-        patches: &[],
         summary: "the last put_ipc_ns frees the namespace synchronously (kern_unmount waits a grace period)",
     },
     ProfileInfo {
         name: "v5.7",
-        patches: &["ipc-async-free"],
         summary: "ipc namespaces freed asynchronously by free_ipc_work, one grace period each",
     },
     ProfileInfo {
         name: "v6.2",
-        patches: &["ipc-async-free"],
         summary: "last release with the allocation-vs-free race: ENOSPC while frees are pending",
     },
     ProfileInfo {
         name: "v6.3",
-        patches: &["ipc-async-free", "ipc-wait-pending-free", "ipc-batch-free"],
         summary: "allocation waits for pending frees and retries; one grace period per batch",
     },
 ];
@@ -187,6 +205,16 @@ pub const SYSCTLS: &[(&str, &str)] = &[
 /// Look-ups used by the scenario checker.
 pub fn profile(name: &str) -> Option<&'static ProfileInfo> {
     PROFILES.iter().find(|p| p.name == name)
+}
+
+/// The newest profile at or before `release` (e.g. `"6.18.44"`): the one
+/// that models a running kernel of that release.
+pub fn profile_for_release(release: &str) -> Option<&'static ProfileInfo> {
+    let host = release_number(release.split(['-', '+']).next().unwrap_or(release));
+    PROFILES
+        .iter()
+        .filter(|p| release_number(p.name) <= host)
+        .max_by(|a, b| release_number(a.name).cmp(&release_number(b.name)))
 }
 
 pub fn patch(name: &str) -> Option<&'static PatchInfo> {

@@ -37,7 +37,7 @@ pub fn resolve_patches(profile: &str, toggles: &[(String, bool)]) -> Result<Acti
             names.join(", ")
         )
     })?;
-    let mut enabled: BTreeSet<String> = p.patches.iter().map(|s| s.to_string()).collect();
+    let mut enabled: BTreeSet<String> = p.patches().iter().map(|s| s.to_string()).collect();
     for (name, on) in toggles {
         if catalog::patch(name).is_none() {
             let names: Vec<_> = catalog::PATCHES.iter().map(|p| p.name).collect();
@@ -79,9 +79,26 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_has_every_patch_merged_by_its_release() {
+        let names = |v: &str| catalog::profile(v).unwrap().patches();
+        assert!(names("v5.6").is_empty());
+        assert_eq!(names("v5.7"), ["ipc-async-free"]);
+        assert!(names("v6.3").contains(&"ipc-wait-pending-free"));
+        assert!(!names("v6.3").contains(&"ipc-free-no-grace-period"));
+        assert_eq!(
+            catalog::profile_for_release("6.18.44-fc-v657")
+                .unwrap()
+                .name,
+            catalog::PROFILES.last().unwrap().name
+        );
+        assert_eq!(catalog::profile_for_release("6.2.9").unwrap().name, "v6.2");
+        assert!(catalog::profile_for_release("3.10.0").is_none());
+    }
+
+    #[test]
     fn every_profile_names_known_patches() {
         for p in catalog::PROFILES {
-            for patch in p.patches {
+            for patch in p.patches() {
                 assert!(catalog::patch(patch).is_some(), "{patch}");
             }
         }
