@@ -1,6 +1,7 @@
 //! `nssim`: run scenarios of kernel namespace races, replay one execution
 //! from its token, and list the kernel profiles and patches.
 
+mod conformance;
 mod junit;
 mod output;
 mod progress;
@@ -189,6 +190,27 @@ enum Command {
     },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels,
+    /// Ask the model and the running kernel the same questions (namespace
+    /// limits, idmap writes, RLIMIT_NPROC, uevents) and print whether they agree.
+    ///
+    /// The model runs under the kernel profile matching the running kernel's
+    /// release. Kernel probes run in child user namespaces (`unshare -U -r`), so
+    /// limits are lowered only there; cases this host cannot run are listed as
+    /// skipped with the reason. Exit status 1 when any case disagrees.
+    Conformance {
+        /// Only cases of this subsystem (repeatable): ipc, idmap, nproc, uevent...
+        #[arg(long, value_name = "NAME")]
+        subsystem: Vec<String>,
+        /// Only cases whose name contains this text (repeatable).
+        #[arg(long, value_name = "TEXT")]
+        case: Vec<String>,
+        /// List the cases and their questions without running them.
+        #[arg(long)]
+        list: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
 }
 
 /// Like other command-line tools, end quietly when the reader of our
@@ -250,6 +272,19 @@ fn main() -> ExitCode {
             output::print_kernels();
             Ok(true)
         }
+        Command::Conformance {
+            subsystem,
+            case,
+            list,
+            format,
+        } => conformance::conformance(
+            &conformance::Filter {
+                subsystems: subsystem,
+                names: case,
+            },
+            format,
+            list,
+        ),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -42,7 +42,15 @@ const EXPLORE_KEYS: &[&str] = &[
     "max_virtual_time",
 ];
 const USERNS_KEYS: &[&str] = &["name", "parent", "owner", "sysctl"];
-const TASK_KEYS: &[&str] = &["name", "instances", "userns", "uid", "repeat", "ops"];
+const TASK_KEYS: &[&str] = &[
+    "name",
+    "instances",
+    "sequential",
+    "userns",
+    "uid",
+    "repeat",
+    "ops",
+];
 const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
 const EXPECT_KEYS: &[&str] = &["outcome", "invariant"];
 
@@ -223,6 +231,13 @@ fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128>
 fn int_u64(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u64, max: u64) -> Res<u64> {
     let n = int(ctx, key, v, min.into(), max.into())?;
     u64::try_from(n).map_err(|_| ctx.err(v.span(), format!("`{key}` is out of range")))
+}
+
+fn boolean(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<bool> {
+    match v.get_ref() {
+        DeValue::Boolean(b) => Ok(*b),
+        _ => Err(ctx.wrong_type(key, v, "a boolean (true or false)")),
+    }
 }
 
 fn int_u32(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u32, max: u32) -> Res<u32> {
@@ -598,6 +613,10 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             None => 1,
             Some(rv) => int_u64(ctx, "repeat", rv, 1, 1_000_000_000)?,
         };
+        let sequential = match t.get("sequential") {
+            None => false,
+            Some(sv) => boolean(ctx, "sequential", sv)?,
+        };
         let ops_v = t.require(ctx, "ops", &place)?;
         let DeValue::Array(items) = ops_v.get_ref() else {
             return Err(ctx.wrong_type("ops", ops_v, "an array of operation strings"));
@@ -626,6 +645,7 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             userns: task_userns,
             uid,
             repeat,
+            sequential,
             ops,
         });
     }

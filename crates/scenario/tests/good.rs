@@ -56,6 +56,7 @@ fn example_parses_into_every_field() {
             userns: "init".into(),
             uid: 0,
             repeat: 1000,
+            sequential: false,
             ops: vec![
                 Op::Unshare {
                     flags: clone_flags::CLONE_NEWIPC
