@@ -48,9 +48,14 @@ fn mix_str(mut h: u64, s: &str) -> u64 {
     for c in &mut chunks {
         h = mix(h, u64::from_le_bytes(c.try_into().expect("8 bytes")));
     }
-    let mut tail = [0u8; 8];
-    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = mix(h, u64::from_le_bytes(tail));
+    // The tail, zero-padded little-endian, assembled a byte at a time
+    // (a variable-length copy would call memcpy on every event).
+    let tail = chunks
+        .remainder()
+        .iter()
+        .enumerate()
+        .fold(0u64, |w, (i, b)| w | u64::from(*b) << (8 * i));
+    h = mix(h, tail);
     mix(h, bytes.len() as u64)
 }
 
