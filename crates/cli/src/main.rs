@@ -1,6 +1,7 @@
 //! `nssim`: run scenarios of kernel namespace races, replay one execution
 //! from its token, and list the kernel profiles and patches.
 
+mod bench;
 mod conformance;
 mod junit;
 mod output;
@@ -190,6 +191,21 @@ enum Command {
     },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels,
+    /// Measure nssim's scheduler on the benchmark workloads and print tables:
+    /// lock operations per second, time to the first failure, executions to
+    /// exhaust a small model, the speed-up of --jobs, and many tasks at once.
+    ///
+    /// The same workloads against shuttle and loom, side by side, are
+    /// `cargo bench -p nssim-bench --bench compare`. Run on a quiet machine
+    /// and read the ratios, not the absolute figures.
+    Bench {
+        /// A small run (seconds) instead of the full one (about a minute).
+        #[arg(long)]
+        quick: bool,
+        /// Threads for the parallel-exploration row (default: the number of cores).
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+    },
     /// Ask the model and the running kernel the same questions (namespace
     /// limits, idmap writes, RLIMIT_NPROC, uevents) and print whether they agree.
     ///
@@ -270,6 +286,14 @@ fn main() -> ExitCode {
         ),
         Command::Kernels => {
             output::print_kernels();
+            Ok(true)
+        }
+        Command::Bench { quick, jobs } => {
+            let jobs = jobs
+                .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                .unwrap_or(1)
+                .max(1);
+            bench::bench(&bench::BenchPlan::new(quick, jobs));
             Ok(true)
         }
         Command::Conformance {

@@ -322,6 +322,11 @@ fn bad_tokens_and_arguments_are_errors_not_panics() {
             "bogus",
         ],
         &["frobnicate"],
+        &["bench", "--jobs", "many"],
+        &["bench", "--quick", "extra"],
+        &["conformance", "--format", "xml"],
+        &["conformance", "--subsystem", "no-such-subsystem"],
+        &["kernels", "--verbose"],
     ];
     for args in cases {
         let o = nssim(args);
@@ -693,4 +698,38 @@ fn every_limit_ends_with_outcome_limit_and_a_token() {
     assert_eq!(replayed["outcome"], "limit");
     assert_eq!(replayed["steps"], line["steps"]);
     assert_eq!(replayed["trace_hash"], line["trace_hash"]);
+}
+
+/// `nssim bench --quick` measures every workload; parallel exploration
+/// gives the same result as one thread, and the race is found every time.
+#[test]
+fn nssim_bench_prints_every_table() {
+    let out = nssim(&["bench", "--quick", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for heading in [
+        "## (a)",
+        "## (b)",
+        "## (c)",
+        "## Parallel exploration",
+        "## Scale",
+    ] {
+        assert!(text.contains(heading), "{heading} missing:\n{text}");
+    }
+    let row = |prefix: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(String::from)
+            .collect()
+    };
+    let parallel = row("| 2 | ");
+    assert!(parallel.iter().any(|l| l.ends_with("| yes |")), "{text}");
+    assert!(!text.contains("| NO |"), "{text}");
+    for line in row("| 3 | ").iter().chain(row("| 6 | ").iter()) {
+        assert!(line.contains("| 5/5 |"), "{line}");
+    }
+    assert!(
+        text.contains("| 9 |"),
+        "(c) finds the nine final states:\n{text}"
+    );
 }
