@@ -93,6 +93,11 @@ pub struct Overrides {
     /// its end stops with outcome `limit` (stack).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub stack_size: Option<usize>,
+    /// Heap the simulator may use, e.g. `512m`, `4g`; past it the run ends with
+    /// outcome `limit` (memory) instead of the machine running out. Default: half
+    /// of the machine's memory.
+    #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
+    pub max_memory: Option<usize>,
     /// dfs: explore every interleaving, also those that only reorder operations on
     /// different objects (by default they are explored once: sleep sets).
     #[arg(long)]
@@ -110,22 +115,36 @@ pub struct Overrides {
     pub shard: Option<(u64, u64)>,
 }
 
-fn parse_size(s: &str) -> Result<usize, String> {
+/// `65536`, `64k`, `1m`, `2g` (binary units) in bytes.
+fn parse_bytes(s: &str) -> Result<usize, String> {
     let t = s.trim().to_ascii_lowercase();
     let (num, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => t.split_at(i),
         None => (t.as_str(), ""),
     };
-    let mult = match unit.trim_end_matches("ib").trim_end_matches('b') {
+    let mult: usize = match unit.trim_end_matches("ib").trim_end_matches('b') {
         "" => 1,
         "k" => 1 << 10,
         "m" => 1 << 20,
-        _ => return Err(format!("`{s}` is not a size such as 65536, 64k or 1m")),
+        "g" => 1 << 30,
+        _ => return Err(format!("`{s}` is not a size such as 65536, 64k, 1m or 2g")),
     };
     let n: usize = num
         .parse()
-        .map_err(|_| format!("`{s}` is not a size such as 65536, 64k or 1m"))?;
-    let bytes = n.saturating_mul(mult);
+        .map_err(|_| format!("`{s}` is not a size such as 65536, 64k, 1m or 2g"))?;
+    Ok(n.saturating_mul(mult))
+}
+
+fn parse_memory(s: &str) -> Result<usize, String> {
+    let bytes = parse_bytes(s)?;
+    if bytes < 16 << 20 {
+        return Err(format!("--max-memory {s} is too small (at least 16m)"));
+    }
+    Ok(bytes)
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let bytes = parse_bytes(s)?;
     if !(16 << 10..=1 << 30).contains(&bytes) {
         return Err(format!("stack size {s} is out of range (16k to 1g)"));
     }
@@ -239,6 +258,10 @@ fn restore_sigpipe() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
+
+/// Counts the heap in use, so that `--max-memory` can end a run cleanly.
+#[global_allocator]
+static ALLOC: sim::mem::CountingAlloc = sim::mem::CountingAlloc;
 
 fn main() -> ExitCode {
     restore_sigpipe();

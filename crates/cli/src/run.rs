@@ -176,6 +176,23 @@ fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
     Ok(std::time::Duration::from_nanos(ns))
 }
 
+/// `--max-memory`, half of the machine's memory by default.
+pub fn memory_limit(ov: &Overrides) -> Option<usize> {
+    ov.max_memory.or_else(default_memory_limit)
+}
+
+fn default_memory_limit() -> Option<usize> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: usize = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib * 1024 / 2)
+}
+
 /// `--jobs` by default: every core.
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -241,6 +258,7 @@ pub fn run(
     let toggles = parse_toggles(&ov.patches)?;
     apply_overrides(Explore::default(), ov)?;
     timeout(ov)?;
+    sim::mem::set_limit(memory_limit(ov));
     let files = scenario::discover(paths)?;
     if files.is_empty() {
         return Err(CliError(
@@ -437,6 +455,7 @@ pub fn replay(
     continue_after_divergence: bool,
     outputs: &Outputs<'_>,
 ) -> Result<bool, CliError> {
+    sim::mem::set_limit(default_memory_limit());
     let sc = scenario::load(path)?;
     let (token_text, expected_hash) = resolve_token(token_arg)?;
     let token_text = token_text.as_str();

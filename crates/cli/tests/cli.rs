@@ -733,3 +733,37 @@ fn nssim_bench_prints_every_table() {
         "(c) finds the nine final states:\n{text}"
     );
 }
+
+/// A run whose model outgrows `--max-memory` ends with outcome `limit`
+/// (memory), with its token, rather than exhausting the machine.
+#[test]
+fn a_run_past_max_memory_ends_with_a_memory_limit() {
+    let lines = json_lines(&nssim(&[
+        "run",
+        "sim-scenarios/ipc-unshare-100k.toml",
+        "--kernel",
+        "v6.3",
+        "--max-memory",
+        "16m",
+        "--format",
+        "json",
+    ]));
+    let line = &lines[0];
+    assert_eq!(line["outcome"], "limit", "{line}");
+    assert!(
+        line["detail"]
+            .as_str()
+            .unwrap()
+            .contains("past --max-memory"),
+        "{line}"
+    );
+    assert!(line["token"].as_str().unwrap().starts_with("nss1_"));
+    let bad = nssim(&[
+        "run",
+        "sim-scenarios/ipc-unshare-100k.toml",
+        "--max-memory",
+        "1k",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("too small"), "{}", stderr(&bad));
+}

@@ -484,6 +484,12 @@ impl Execution {
                 value: step,
             }));
         }
+        if let Some(bytes) = crate::mem::over_limit() {
+            return Err(Some(Outcome::Limit {
+                which: "memory".into(),
+                value: bytes as u64,
+            }));
+        }
         if step.is_multiple_of(4096) && self.past_deadline() {
             return Err(Some(Outcome::Limit {
                 which: "wall-time".into(),

@@ -46,6 +46,8 @@ pub use trace::{Event, EventKind};
 pub type TaskId = usize;
 
 /// The scheduler's own cost-table entries.
+pub mod mem;
+
 pub mod costs {
     use crate::CostKey;
     /// A scheduling point whose caller names no cost.
