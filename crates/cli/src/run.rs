@@ -176,6 +176,18 @@ fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
     Ok(std::time::Duration::from_nanos(ns))
 }
 
+/// A run stopped by a resource of this process (wall-clock time, memory)
+/// rather than by the model: its token carries the step it stopped at as
+/// the step limit, so that a replay stops at the same point, on any
+/// machine, with the same trace hash.
+fn pin_resource_limit(exec: &mut sim::ExecConfig, report: &sim::ExecReport) {
+    if let sim::Outcome::Limit { which, .. } = &report.outcome {
+        if which == "wall-time" || which == "memory" {
+            exec.max_steps = report.steps;
+        }
+    }
+}
+
 /// `--max-memory`, half of the machine's memory by default.
 pub fn memory_limit(ov: &Overrides) -> Option<usize> {
     ov.max_memory.or_else(default_memory_limit)
@@ -400,9 +412,10 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
     if let Some(bar) = &bar {
         spec.explore.progress = bar.reporter();
     }
-    let exec = spec.explore.exec.clone();
     let out = explore_run(&spec);
     drop(bar);
+    pin_resource_limit(&mut spec.explore.exec, &out.explore.report);
+    let exec = spec.explore.exec.clone();
     let token = Token {
         scenario: scenario_hash(sc),
         kernel: plan.label.clone(),

@@ -675,29 +675,29 @@ fn every_limit_ends_with_outcome_limit_and_a_token() {
         assert!(line["detail"].as_str().unwrap().contains(which), "{line}");
         assert!(line["token"].as_str().unwrap().starts_with("nss1_"));
     }
-    // The step limit replays to the same point.
-    let o = nssim(&[
-        "run",
-        file,
-        "--kernel",
-        "v6.3",
-        "--format",
-        "json",
-        "--max-steps",
-        "5000",
-    ]);
-    let line = &json_lines(&o)[0];
-    let r = nssim(&[
-        "replay",
-        file,
-        line["token"].as_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    let replayed = &json_lines(&r)[0];
-    assert_eq!(replayed["outcome"], "limit");
-    assert_eq!(replayed["steps"], line["steps"]);
-    assert_eq!(replayed["trace_hash"], line["trace_hash"]);
+    // Every limit's token replays to the same point: the step limit by
+    // itself, the resource limits (wall time, memory) because their token
+    // carries the step they stopped at.
+    for args in [
+        ["--max-steps", "5000"],
+        ["--timeout", "1ns"],
+        ["--max-memory", "16m"],
+    ] {
+        let mut a = vec!["run", file, "--kernel", "v6.3", "--format", "json"];
+        a.extend(args);
+        let line = &json_lines(&nssim(&a))[0];
+        let r = nssim(&[
+            "replay",
+            file,
+            line["token"].as_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        let replayed = &json_lines(&r)[0];
+        assert_eq!(replayed["outcome"], "limit", "{args:?}");
+        assert_eq!(replayed["steps"], line["steps"], "{args:?}");
+        assert_eq!(replayed["trace_hash"], line["trace_hash"], "{args:?}");
+    }
 }
 
 /// `nssim bench --quick` measures every workload; parallel exploration
