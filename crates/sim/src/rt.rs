@@ -263,6 +263,28 @@ impl Shared {
         self.waiters[Self::waiter_slot(obj)] = ws;
     }
 
+    /// Make the longest-waiting task blocked on `obj` runnable, as a
+    /// released lock hands over to the first task in its wait queue.
+    pub(crate) fn wake_one(&mut self, obj: ObjId) {
+        let slot = Self::waiter_slot(obj);
+        let Some(list) = self.waiters.get_mut(slot) else {
+            return;
+        };
+        let first_blocked = list
+            .iter()
+            .position(|&w| matches!(self.tasks[w].run, RunState::Blocked { on, .. } if on == obj));
+        let Some(i) = first_blocked else {
+            list.clear();
+            return;
+        };
+        let w = list[i];
+        list.drain(..=i);
+        let at = self.tasks[self.current].clock;
+        self.set_run(w, RunState::Runnable);
+        let t = &mut self.tasks[w];
+        t.clock = t.clock.max(at);
+    }
+
     fn add_waiter(&mut self, obj: ObjId, t: TaskId) {
         let i = Self::waiter_slot(obj);
         if self.waiters.len() <= i {
@@ -505,7 +527,9 @@ pub fn lock_acquired(obj: ObjId) {
 }
 
 /// The current task released lock `obj`: the trace notes `released`, it
-/// has no owner, and its waiters become runnable.
+/// has no owner, and the task that has waited longest for it becomes
+/// runnable (a mutex's unlock wakes the first task on its wait list; a
+/// queued spinlock passes to the next in its queue).
 #[inline]
 pub fn lock_released(obj: ObjId) {
     with_running(|s| {
@@ -513,7 +537,7 @@ pub fn lock_released(obj: ObjId) {
         if let Some(o) = s.objects.get_mut(obj.0 as usize) {
             o.owner = None;
         }
-        s.wake(obj, 0);
+        s.wake_one(obj);
     });
 }
 
