@@ -767,3 +767,32 @@ fn a_run_past_max_memory_ends_with_a_memory_limit() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("too small"), "{}", stderr(&bad));
 }
+
+/// A scenario's `results` expectation is checked: the library's scenario
+/// meets it, and the same file expecting another result fails, saying why.
+#[test]
+fn expected_syscall_results_are_checked() {
+    let file = "sim-scenarios/ipc-limit-conformance.toml";
+    let ok = nssim(&["run", file]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    let dir = std::env::temp_dir().join(format!("nssim-results-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let wrong = dir.join("wrong.toml");
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let edited = text.replace(
+        r#"late = { unshare = "ENOSPC" }"#,
+        r#"late = { unshare = "ok" }"#,
+    );
+    assert_ne!(text, edited, "the scenario expects late's ENOSPC");
+    std::fs::write(&wrong, edited).unwrap();
+    let o = nssim(&["run", wrong.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let line = &json_lines(&o)[0];
+    assert_eq!(line["outcome"], "pass");
+    assert_eq!(line["as_expected"], false);
+    assert_eq!(
+        line["result_mismatches"][0],
+        "late unshare: expected ok, got ENOSPC 1"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
