@@ -63,9 +63,63 @@ pub const PATCHES: &[PatchInfo] = &[
         merged_in: None,
         summary: "deliberately broken: free_ipc frees the queued namespaces without waiting for an RCU grace period (use-after-free with RCU readers)",
     },
+    PatchInfo {
+        name: "userns-ucounts-limits",
+        merged_in: Some("v4.9"),
+        summary: "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS",
+    },
+    PatchInfo {
+        name: "idmap-340-extents",
+        merged_in: Some("v4.15"),
+        summary: "uid/gid maps hold up to 340 extents: 5 inline, else forward and reverse arrays sorted for binary search (5 extents before)",
+    },
+    PatchInfo {
+        name: "idmap-2017-proposal",
+        merged_in: None,
+        summary: "never merged: 3 inline extents plus direct, indirect and double-indirect blocks (368 extents), linear scan; overrides idmap-340-extents",
+    },
+    PatchInfo {
+        name: "idmap-sort-after-translate",
+        merged_in: Some("v4.20"),
+        summary: "CVE-2018-18955 fix (also v4.19.2): map_write sorts and copies the reverse array after translating lower ids to kernel ids; without it, maps of more than 5 extents in nested namespaces answer from_kuid wrongly",
+    },
+    PatchInfo {
+        name: "idmap-setfcap-root",
+        merged_in: Some("v5.12"),
+        summary: "mapping parent uid 0 in a uid_map needs CAP_SETFCAP (the creator's at creation, or the opener's over the parent)",
+    },
+    PatchInfo {
+        name: "idmap-relaxed-publication",
+        merged_in: None,
+        summary: "deliberately broken: nr_extents published without smp_wmb/smp_rmb, so a lockless reader may see the count before the extents",
+    },
 ];
 
 pub const PROFILES: &[ProfileInfo] = &[
+    ProfileInfo {
+        name: "v4.8",
+        summary: "user namespaces without ucount limits; nesting deeper than 33 levels is EUSERS; 5-extent idmaps",
+    },
+    ProfileInfo {
+        name: "v4.9",
+        summary: "max_user_namespaces through ucounts; nesting limit ENOSPC",
+    },
+    ProfileInfo {
+        name: "v4.14",
+        summary: "last release with 5-extent idmaps",
+    },
+    ProfileInfo {
+        name: "v4.15",
+        summary: "340-extent idmaps with binary search; has CVE-2018-18955",
+    },
+    ProfileInfo {
+        name: "v4.19",
+        summary: "last mainline release with CVE-2018-18955 (fixed in v4.19.2)",
+    },
+    ProfileInfo {
+        name: "v4.20",
+        summary: "CVE-2018-18955 fixed: reverse idmap arrays hold kernel ids",
+    },
     ProfileInfo {
         name: "v5.6",
         summary: "the last put_ipc_ns frees the namespace synchronously (kern_unmount waits a grace period)",
@@ -73,6 +127,14 @@ pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
         name: "v5.7",
         summary: "ipc namespaces freed asynchronously by free_ipc_work, one grace period each",
+    },
+    ProfileInfo {
+        name: "v5.11",
+        summary: "last release where mapping parent uid 0 needs no CAP_SETFCAP",
+    },
+    ProfileInfo {
+        name: "v5.12",
+        summary: "mapping parent uid 0 in a uid_map needs CAP_SETFCAP",
     },
     ProfileInfo {
         name: "v6.2",

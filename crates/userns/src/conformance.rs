@@ -1,0 +1,1 @@
+//! Conformance cases for map_write: the model against the running kernel.
