@@ -220,19 +220,78 @@ pub fn map_write(
     if !ns_capable(opener, target, caps::CAP_SYS_ADMIN) {
         return reject(Rule::OpenerNotAdmin);
     }
-    let extents = match parse_map(buf, map.layout().max_extents()) {
-        Ok(e) => e,
-        Err(rule) => return reject(rule),
-    };
-    let accepted = match new_idmap_permitted(sys, target, kind, opener, writer, &extents) {
+    match parse_map(buf, map.layout().max_extents()) {
+        Ok(extents) => {
+            permit_translate_install(sys, target, kind, opener, writer, &extents, buf.len())
+        }
+        Err(rule) => reject(rule),
+    }
+}
+
+/// `map_write` for extents given as values rather than text (tests and
+/// benchmarks that need maps longer than a page of text): the same
+/// checks, the same order, from the "already written" test on. Takes
+/// `userns_state_mutex`.
+pub fn map_write_extents(
+    sys: &Userns,
+    target: &Arc<UserNamespace>,
+    kind: MapKind,
+    opener: &Cred,
+    writer: &Cred,
+    extents: &[Extent],
+) -> WriteOutcome {
+    let reject = |rule: Rule| WriteOutcome::decided(rule, 0, Vec::new());
+    if target.parent.is_none() {
+        return reject(Rule::InitialNamespace);
+    }
+    let _guard = sys.state_mutex.lock();
+    let map = target.map(kind);
+    if map.nr_extents() != 0 {
+        return reject(Rule::AlreadyWritten);
+    }
+    if !ns_capable(opener, target, caps::CAP_SYS_ADMIN) {
+        return reject(Rule::OpenerNotAdmin);
+    }
+    let mut checked = Vec::with_capacity(extents.len());
+    for e in extents {
+        if let Err(rule) = check_extent(e, &checked) {
+            return reject(rule);
+        }
+        checked.push(*e);
+    }
+    if extents.is_empty() {
+        return reject(Rule::NoExtents);
+    }
+    if extents.len() > map.layout().max_extents() {
+        return reject(Rule::TooManyExtents);
+    }
+    permit_translate_install(sys, target, kind, opener, writer, extents, 0)
+}
+
+/// The steps after parsing: `new_idmap_permitted`, translation through
+/// the parent's map, sorting, publication. The caller holds
+/// `userns_state_mutex`.
+fn permit_translate_install(
+    sys: &Userns,
+    target: &Arc<UserNamespace>,
+    kind: MapKind,
+    opener: &Cred,
+    writer: &Cred,
+    extents: &[Extent],
+    len: usize,
+) -> WriteOutcome {
+    let reject = |rule: Rule| WriteOutcome::decided(rule, len, Vec::new());
+    let parent = target.parent.clone().expect("checked by the caller");
+    let map = target.map(kind);
+    let accepted = match new_idmap_permitted(sys, target, kind, opener, writer, extents) {
         Ok(rule) => rule,
         Err(rule) => return reject(rule),
     };
-    let Some((forward, reverse)) = translate_and_sort(sys, &parent, kind, map, &extents) else {
+    let Some((forward, reverse)) = translate_and_sort(sys, &parent, kind, map, extents) else {
         return reject(Rule::NotInParent);
     };
     map.install(&forward, &reverse);
-    WriteOutcome::decided(accepted, buf.len(), forward)
+    WriteOutcome::decided(accepted, len, forward)
 }
 
 /// The parse loop of `map_write`: lines of "first lower_first count",
