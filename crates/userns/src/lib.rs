@@ -89,6 +89,8 @@ pub enum Error {
     EUSERS,
     #[error("ENOMEM")]
     ENOMEM,
+    #[error("EACCES")]
+    EACCES,
 }
 
 impl Error {
@@ -99,6 +101,7 @@ impl Error {
             Error::ENOSPC => "ENOSPC",
             Error::EUSERS => "EUSERS",
             Error::ENOMEM => "ENOMEM",
+            Error::EACCES => "EACCES",
         }
     }
 }

@@ -158,6 +158,8 @@ impl Rule {
             | Rule::TooManyExtents
             | Rule::NoExtents
             | Rule::SetgroupsSyntax => Some(Error::EINVAL),
+            // proc_setgroups_open refuses the open itself.
+            Rule::SetgroupsNotAdmin => Some(Error::EACCES),
             _ => Some(Error::EPERM),
         }
     }

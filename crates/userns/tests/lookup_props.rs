@@ -35,7 +35,7 @@ fn build(counts: &[u32], gaps: &[u32], perm: &[usize], line_order: &[usize]) -> 
 fn reference_down(map: &[Extent], id: u32, count: u32) -> u32 {
     let last = id as u64 + count as u64 - 1;
     map.iter()
-        .find(|e| id >= e.first && last <= e.first as u64 + e.count as u64 - 1)
+        .find(|e| id >= e.first && last < e.first as u64 + e.count as u64)
         .map_or(UNMAPPED, |e| id - e.first + e.lower_first)
 }
 

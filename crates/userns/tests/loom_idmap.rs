@@ -29,7 +29,10 @@ fn write_while_reading(relaxed_publication: bool) {
         }
         // A lookup is either unmapped (empty map) or right.
         let kid = ns.uid_map.map_id_down(1);
-        assert!(kid == UNMAPPED || kid == 2000, "{HALF_WRITTEN}: uid 1 -> {kid}");
+        assert!(
+            kid == UNMAPPED || kid == 2000,
+            "{HALF_WRITTEN}: uid 1 -> {kid}"
+        );
     });
     let out = map_write(
         &sys,
