@@ -1,6 +1,7 @@
 //! `nssim`: run scenarios of kernel namespace races, replay one execution
 //! from its token, and list the kernel profiles and patches.
 
+mod idmap;
 mod junit;
 mod output;
 mod progress;
@@ -189,6 +190,9 @@ enum Command {
     },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels,
+    /// uid/gid maps: check a map write against a kernel profile's rules.
+    #[command(subcommand)]
+    Idmap(idmap::IdmapCommand),
 }
 
 /// Like other command-line tools, end quietly when the reader of our
@@ -250,6 +254,7 @@ fn main() -> ExitCode {
             output::print_kernels();
             Ok(true)
         }
+        Command::Idmap(command) => idmap::run(&command).map_err(run::CliError),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -159,7 +159,7 @@ pub fn map_cases() -> Vec<MapCase> {
             "root.seed_plus_sixth_line",
             RootForUser,
             Uid,
-            &format!("{SEED_MAP}5000000 5000000 1\n"),
+            &format!("{SEED_MAP}1000000000 2000000000 1\n"),
         ),
         case(
             "root.6_lines_unsorted",
