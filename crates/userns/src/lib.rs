@@ -21,6 +21,7 @@
 //! * `idmap-relaxed-publication` (deliberately broken): `nr_extents`
 //!   published without barriers.
 
+pub mod bench_maps;
 pub mod conformance;
 pub mod idmap;
 pub mod map_write;
