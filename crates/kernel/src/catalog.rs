@@ -161,6 +161,22 @@ pub const INVARIANTS: &[(&str, &str)] = &[
         "once every task has exited, every released ipc namespace has been freed",
     ),
     (
+        "idmap.published_whole",
+        "a uid/gid map a reader can see is empty or exactly the map its writer installed (never nr_extents ahead of the extents)",
+    ),
+    (
+        "idmap.roundtrip",
+        "for every id a published map maps, map_id_up(map_id_down(id)) == id",
+    ),
+    (
+        "idmap.confined",
+        "every extent of a map lies inside one extent of the parent namespace's map (kernel ids)",
+    ),
+    (
+        "userns.depth",
+        "every user namespace's level is its parent's plus one, and at most 33",
+    ),
+    (
         "lifetime",
         "no task touches a kernel object after it was freed (reported as outcome use-after-free)",
     ),
@@ -197,7 +213,7 @@ pub const OPS: &[OpInfo] = &[
     OpInfo {
         name: "unshare",
         args: &[ArgKind::CloneFlags],
-        summary: "unshare(2); CLONE_NEWIPC is modelled",
+        summary: "unshare(2); CLONE_NEWIPC and CLONE_NEWUSER are modelled",
     },
     OpInfo {
         name: "sysctl_write",
@@ -229,6 +245,46 @@ pub const OPS: &[OpInfo] = &[
         args: &[ArgKind::Str],
         summary: "BUG(): the task panics with the message",
     },
+    OpInfo {
+        name: "write_uid_map",
+        args: &[ArgKind::Str],
+        summary: "one write(2) of the text to /proc/self/uid_map (map_write)",
+    },
+    OpInfo {
+        name: "write_gid_map",
+        args: &[ArgKind::Str],
+        summary: "one write(2) of the text to /proc/self/gid_map (map_write)",
+    },
+    OpInfo {
+        name: "write_setgroups",
+        args: &[ArgKind::Str],
+        summary: "one write(2) of the text (\"allow\"/\"deny\") to /proc/self/setgroups",
+    },
+    OpInfo {
+        name: "write_uid_map_of",
+        args: &[ArgKind::Task, ArgKind::Str],
+        summary: "write the uid_map of the named task's user namespace, opened by this task",
+    },
+    OpInfo {
+        name: "write_gid_map_of",
+        args: &[ArgKind::Task, ArgKind::Str],
+        summary: "write the gid_map of the named task's user namespace, opened by this task",
+    },
+    OpInfo {
+        name: "write_setgroups_of",
+        args: &[ArgKind::Task, ArgKind::Str],
+        summary: "write /proc/PID/setgroups of the named task, opened by this task",
+    },
+    OpInfo {
+        name: "setns_user",
+        args: &[ArgKind::Task],
+        summary: "setns(2) into the user namespace of the named task (userns_install)",
+    },
+    OpInfo {
+        name: "unshare_and_exit",
+        args: &[ArgKind::CloneFlags],
+        summary: "a child process calls unshare(flags) and exits (`unshare -U true`); CLONE_NEWUSER is modelled",
+    },
 ];
 
 /// Clone flags a scenario may name, and whether `unshare` models them yet.
@@ -241,7 +297,7 @@ pub const CLONE_FLAGS: &[(&str, u64, bool)] = &[
     (
         "CLONE_NEWUSER",
         crate::setup::clone_flags::CLONE_NEWUSER,
-        false,
+        true,
     ),
     (
         "CLONE_NEWNET",

@@ -493,11 +493,11 @@ fn ops() {
         ],
     );
     check(
-        &op("unshare(CLONE_NEWIPC | CLONE_NEWUSER)"),
+        &op("unshare(CLONE_NEWIPC | CLONE_NEWNET)"),
         Some((5, 32)),
         &[
-            "CLONE_NEWUSER is not modelled yet",
-            "^^^^^^^^^^^^^ expected `CLONE_NEWIPC`",
+            "CLONE_NEWNET is not modelled yet",
+            "^^^^^^^^^^^^ expected one of: CLONE_NEWIPC, CLONE_NEWUSER",
         ],
     );
     check(

@@ -211,6 +211,8 @@ pub struct IdMap {
     forward: Box<[ExtentCell]>,
     reverse: Box<[ExtentCell]>,
     blocks: Option<Blocks2017>,
+    /// What the writer meant to publish (for `idmap.published_whole`).
+    committed: parking_lot::Mutex<Vec<Extent>>,
 }
 
 impl IdMap {
@@ -228,6 +230,7 @@ impl IdMap {
             forward: cells(heap),
             reverse: cells(heap),
             blocks: (layout == Layout::Proposal2017).then(Blocks2017::new),
+            committed: parking_lot::Mutex::new(Vec::new()),
         }
     }
 
@@ -263,6 +266,23 @@ impl IdMap {
     pub fn install(&self, forward: &[Extent], reverse: &[Extent]) {
         let n = forward.len();
         debug_assert!(n <= self.layout.max_extents());
+        *self.committed.lock() = forward.to_vec();
+        if self.publication == Publication::RELAXED && cfg!(not(loom)) {
+            // Without barriers a weakly ordered CPU may make the count
+            // visible before the extents; the simulator has no weak
+            // memory, so it plays that order out, with a scheduling point
+            // between the count and the extents.
+            self.nr_extents.store(n as u32, Ordering::Relaxed);
+            sim::point("idmap: extents after the count", self.nr_extents.obj(), &sim::costs::STEP);
+            self.write_extents(forward, reverse);
+            return;
+        }
+        self.write_extents(forward, reverse);
+        self.nr_extents.store(n as u32, self.publication.store);
+    }
+
+    fn write_extents(&self, forward: &[Extent], reverse: &[Extent]) {
+        let n = forward.len();
         match self.layout {
             Layout::Sorted340 if n > MAX_BASE_EXTENTS => {
                 for (cell, e) in self.forward.iter().zip(forward) {
@@ -278,7 +298,26 @@ impl IdMap {
                 }
             }
         }
-        self.nr_extents.store(n as u32, self.publication.store);
+    }
+
+    /// What the last writer meant to publish (empty before any write).
+    pub fn peek_committed(&self) -> Vec<Extent> {
+        self.committed.lock().clone()
+    }
+
+    /// The published extents without a scheduling point (checkers).
+    pub fn peek_extents(&self) -> Vec<Extent> {
+        self.extents_upto(self.peek_nr_extents() as usize)
+    }
+
+    /// [`IdMap::map_id_down`] without a scheduling point (checkers).
+    pub fn peek_map_id_down(&self, id: u32) -> u32 {
+        self.down_with(self.peek_nr_extents() as usize, id, 1)
+    }
+
+    /// [`IdMap::map_id_up`] without a scheduling point (checkers).
+    pub fn peek_map_id_up(&self, kid: u32) -> u32 {
+        self.up_with(self.peek_nr_extents() as usize, kid)
     }
 
     /// Slot `i` in scan order for the inline and 2017 layouts.
@@ -323,7 +362,10 @@ impl IdMap {
     /// `map_id_range_down`: the kernel id of `[id, id+count)` if the
     /// whole range lies in one extent, else [`UNMAPPED`].
     pub fn map_id_range_down(&self, id: u32, count: u32) -> u32 {
-        let nr = self.nr_extents() as usize;
+        self.down_with(self.nr_extents() as usize, id, count)
+    }
+
+    fn down_with(&self, nr: usize, id: u32, count: u32) -> u32 {
         let last = id.wrapping_add(count).wrapping_sub(1);
         let found = if self.uses_arrays(nr) {
             bsearch(&self.forward[..nr], |e| {
@@ -342,7 +384,10 @@ impl IdMap {
 
     /// `map_id_up`: the namespace id of kernel id `kid`, or [`UNMAPPED`].
     pub fn map_id_up(&self, kid: u32) -> u32 {
-        let nr = self.nr_extents() as usize;
+        self.up_with(self.nr_extents() as usize, kid)
+    }
+
+    fn up_with(&self, nr: usize, kid: u32) -> u32 {
         let found = if self.uses_arrays(nr) {
             bsearch(&self.reverse[..nr], |e| {
                 range_cmp(kid, kid, e.lower_first, e.count)

@@ -24,6 +24,7 @@
 pub mod bench_maps;
 pub mod conformance;
 pub mod idmap;
+pub mod invariants;
 pub mod map_write;
 
 pub use idmap::{Extent, IdMap, Layout, Publication, UNMAPPED};
@@ -33,7 +34,7 @@ pub use map_write::{
 };
 
 use std::sync::atomic::{AtomicBool, AtomicU32 as StdAtomicU32, Ordering as StdOrdering};
-use sync::{Arc, Mutex};
+use sync::{schedule_work, synchronize_rcu, Arc, Mutex, Refcount, Work, Workqueue};
 use ucounts::{UcountType, Ucounts, UcountsNs, UcountsTable};
 
 /// `overflowuid` / `overflowgid`: what an unmapped id reads as.
@@ -143,6 +144,10 @@ const USERNS_SETGROUPS_ALLOWED: u32 = 1;
 
 /// `struct user_namespace`.
 pub struct UserNamespace {
+    /// The object's lifetime in the simulator.
+    pub obj: sim::ObjId,
+    /// `ns.count`: creds and child namespaces hold references.
+    pub count: Refcount,
     pub name: String,
     pub parent: Option<Arc<UserNamespace>>,
     pub level: u32,
@@ -160,6 +165,9 @@ pub struct UserNamespace {
     pub ucounts_ns: Arc<UcountsNs>,
     /// Set once the namespace has been freed (its charge released).
     freed: AtomicBool,
+    /// Made at set-up time (or the initial namespace): the simulated world
+    /// holds it for the whole run, so its references are not counted.
+    pub pinned: bool,
 }
 
 impl UserNamespace {
@@ -196,6 +204,18 @@ impl UserNamespace {
     /// The ucount charge taken in the parent at creation.
     pub fn charge(&self) -> Option<&Arc<Ucounts>> {
         self.ucounts_ns.ucounts.as_ref()
+    }
+
+    /// Whether `free_user_ns` has run for it.
+    pub fn peek_freed(&self) -> bool {
+        self.freed.load(StdOrdering::SeqCst)
+    }
+
+    /// `get_user_ns` (nothing to count for a pinned namespace).
+    pub fn get(&self) {
+        if !self.pinned {
+            self.count.inc();
+        }
     }
 }
 
@@ -270,6 +290,10 @@ pub struct Userns {
     /// `userns_state_mutex`: every map write and setgroups write.
     pub state_mutex: Mutex<()>,
     next_id: StdAtomicU32,
+    /// Where `free_user_ns` runs; without one, frees are synchronous.
+    wq: Option<Arc<Workqueue>>,
+    /// Every namespace made, for invariant checkers (creation order).
+    registry: parking_lot::Mutex<Vec<Arc<UserNamespace>>>,
 }
 
 impl Userns {
@@ -283,6 +307,8 @@ impl Userns {
     ) -> Arc<Self> {
         let layout = patches.layout;
         let init = Arc::new(UserNamespace {
+            obj: sim::new_object("user_namespace"),
+            count: Refcount::new("user_ns.count", 1),
             name: init_ucounts.name.clone(),
             parent: None,
             level: 0,
@@ -294,14 +320,57 @@ impl Userns {
             parent_could_setfcap: true,
             ucounts_ns: Arc::clone(init_ucounts),
             freed: AtomicBool::new(false),
+            pinned: true,
         });
         Arc::new(Userns {
             patches,
+            registry: parking_lot::Mutex::new(vec![Arc::clone(&init)]),
             init,
             ucounts,
             state_mutex: Mutex::new("userns_state_mutex", ()),
             next_id: StdAtomicU32::new(first_child_id),
+            wq: None,
         })
+    }
+
+    /// As [`Userns::new`], with frees deferred to a work item on `wq` (as
+    /// the kernel's `__put_user_ns` does).
+    pub fn with_workqueue(
+        patches: UsernsPatches,
+        ucounts: Arc<UcountsTable>,
+        init_ucounts: &Arc<UcountsNs>,
+        first_child_id: u32,
+        wq: &Arc<Workqueue>,
+    ) -> Arc<Self> {
+        let mut sys = Arc::into_inner(Userns::new(patches, ucounts, init_ucounts, first_child_id))
+            .expect("just made");
+        sys.wq = Some(Arc::clone(wq));
+        Arc::new(sys)
+    }
+
+    /// Every namespace made so far, the initial one first (checkers).
+    pub fn namespaces(&self) -> Vec<Arc<UserNamespace>> {
+        self.registry.lock().clone()
+    }
+
+    /// A namespace made at set-up time around an existing ucounts side
+    /// (its maps empty, as after `create_user_ns`; the owner had every
+    /// capability when it made it).
+    pub fn adopt(
+        &self,
+        parent: &Arc<UserNamespace>,
+        owner: u32,
+        group: u32,
+        ucounts_ns: Arc<UcountsNs>,
+    ) -> Arc<UserNamespace> {
+        let mut ns = self.build_ns(parent, owner, group, true, ucounts_ns);
+        Arc::get_mut(&mut ns).expect("just made").pinned = true;
+        self.register(ns)
+    }
+
+    fn register(&self, ns: Arc<UserNamespace>) -> Arc<UserNamespace> {
+        self.registry.lock().push(Arc::clone(&ns));
+        ns
     }
 
     /// A stand-alone subsystem (tests, the idmap checker).
@@ -332,9 +401,23 @@ impl Userns {
     ) -> Arc<UserNamespace> {
         let id = self.next_id.fetch_add(1, StdOrdering::Relaxed);
         let ucounts_ns = UcountsNs::child(id, name, &parent.ucounts_ns, charge);
+        let ns = self.build_ns(parent, owner, group, parent_could_setfcap, ucounts_ns);
+        self.register(ns)
+    }
+
+    fn build_ns(
+        &self,
+        parent: &Arc<UserNamespace>,
+        owner: u32,
+        group: u32,
+        parent_could_setfcap: bool,
+        ucounts_ns: Arc<UcountsNs>,
+    ) -> Arc<UserNamespace> {
         let publication = self.patches.publication();
         Arc::new(UserNamespace {
-            name: name.to_string(),
+            obj: sim::new_object("user_namespace"),
+            count: Refcount::new("user_ns.count", 1),
+            name: ucounts_ns.name.clone(),
             parent: Some(Arc::clone(parent)),
             level: parent.level + 1,
             owner,
@@ -345,6 +428,7 @@ impl Userns {
             parent_could_setfcap,
             ucounts_ns,
             freed: AtomicBool::new(false),
+            pinned: false,
         })
     }
 
@@ -392,9 +476,9 @@ impl Userns {
         }
     }
 
-    /// `free_user_ns` for one namespace whose last reference is gone:
-    /// release its `max_user_namespaces` charge. (The kernel runs this
-    /// from a work item; the caller decides when.) Freeing twice is a no-op.
+    /// Free one namespace whose last reference is gone: release its
+    /// `max_user_namespaces` charge and the object. Freeing twice is a
+    /// no-op. (Tests outside a world call it directly.)
     pub fn free_user_ns(&self, ns: &UserNamespace) {
         if ns.freed.swap(true, StdOrdering::SeqCst) {
             return;
@@ -402,6 +486,60 @@ impl Userns {
         if let Some(c) = ns.charge() {
             self.ucounts.dec_ucount(c, UcountType::UserNamespaces);
         }
+        sim::free_object(ns.obj);
+    }
+
+    /// `put_user_ns`: drop a reference; the last one hands the namespace
+    /// to `free_user_ns` on the work queue (`__put_user_ns`), or frees it
+    /// at once without one.
+    pub fn put_user_ns(self: &Arc<Self>, ns: &Arc<UserNamespace>) {
+        if ns.pinned || !ns.count.dec_and_test() {
+            return;
+        }
+        let Some(wq) = &self.wq else {
+            self.free_user_ns_work(Arc::clone(ns));
+            return;
+        };
+        let (sys, ns) = (Arc::clone(self), Arc::clone(ns));
+        let work = Work::new("free_user_ns", wq, move || {
+            sys.free_user_ns_work(Arc::clone(&ns))
+        });
+        schedule_work(&work);
+    }
+
+    /// The body of the `free_user_ns` work: free the namespace, then its
+    /// parent if that was the parent's last reference, and so on up.
+    fn free_user_ns_work(&self, ns: Arc<UserNamespace>) {
+        let mut cur = Some(ns);
+        while let Some(ns) = cur {
+            self.free_user_ns(&ns);
+            cur = ns
+                .parent
+                .clone()
+                .filter(|p| !p.pinned && p.count.dec_and_test());
+        }
+    }
+
+    /// The last put of a task's credentials: `put_cred` frees them after
+    /// an RCU grace period (`put_cred_rcu`), which then puts the user
+    /// namespace. Modelled as a work item that waits for the grace period.
+    pub fn put_cred(self: &Arc<Self>, cred: Cred) {
+        if cred.user_ns.pinned {
+            return;
+        }
+        let Some(wq) = &self.wq else {
+            self.put_user_ns(&cred.user_ns);
+            return;
+        };
+        let sys = Arc::clone(self);
+        let cred = parking_lot::Mutex::new(Some(cred));
+        let work = Work::new("put_cred_rcu", wq, move || {
+            synchronize_rcu();
+            if let Some(c) = cred.lock().take() {
+                sys.put_user_ns(&c.user_ns);
+            }
+        });
+        schedule_work(&work);
     }
 
     /// `kuid_has_mapping` for both the euid and egid of `cred` in `ns`.
