@@ -268,7 +268,9 @@ fn unknown_catalog_names() {
         Some((7, 11)),
         &[
             "unknown kernel profile `v9.9`",
-            "one of: v5.6, v5.7, v6.2, v6.3",
+            "one of: v4.8, v4.9, v4.14",
+            "v5.6, v5.7",
+            "v6.2, v6.3",
         ],
     );
     check(
