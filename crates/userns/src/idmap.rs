@@ -101,6 +101,19 @@ impl Extent {
     }
 }
 
+impl std::fmt::Display for Extent {
+    /// As a line of `/proc/PID/uid_map` reads, without the padding.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.first, self.lower_first, self.count)
+    }
+}
+
+/// The extents as map lines joined by `; `.
+pub fn show_extents(extents: &[Extent]) -> String {
+    let lines: Vec<String> = extents.iter().map(Extent::to_string).collect();
+    format!("[{}]", lines.join("; "))
+}
+
 /// One extent slot: three words written by the map writer before
 /// publication.
 struct ExtentCell {
@@ -273,7 +286,11 @@ impl IdMap {
             // memory, so it plays that order out, with a scheduling point
             // between the count and the extents.
             self.nr_extents.store(n as u32, Ordering::Relaxed);
-            sim::point("idmap: extents after the count", self.nr_extents.obj(), &sim::costs::STEP);
+            sim::point(
+                "idmap: extents after the count",
+                self.nr_extents.obj(),
+                &sim::costs::STEP,
+            );
             self.write_extents(forward, reverse);
             return;
         }

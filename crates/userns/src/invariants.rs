@@ -8,7 +8,7 @@
 //!   parent's map (in kernel ids);
 //! * `userns.depth`: levels are the parent's plus one, at most 33.
 
-use crate::idmap::Extent;
+use crate::idmap::{show_extents, Extent};
 use crate::{MapKind, UserNamespace, Userns, MAX_PARENT_LEVEL};
 use std::sync::Arc;
 
@@ -26,12 +26,12 @@ pub fn published_whole(sys: &Userns) -> Option<String> {
             let seen = map.peek_extents();
             if !seen.is_empty() && seen != map.peek_committed() {
                 return Some(format!(
-                    "{} of user namespace {} publishes {} extents but a reader sees {:?}, not the {:?} written",
+                    "{} of user namespace {} publishes {} extents but a reader sees {}, not the {} written",
                     kind.file(),
                     ns.name,
                     seen.len(),
-                    seen,
-                    map.peek_committed()
+                    show_extents(&seen),
+                    show_extents(&map.peek_committed())
                 ));
             }
         }
