@@ -148,3 +148,25 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_parent_map_confines_the_child_and_inside_writers_may_only_self_map() {
+    let dir = std::env::temp_dir().join(format!("nssim-idmap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let parent = dir.join("parent.map");
+    std::fs::write(&parent, "0 100000 65536\n").unwrap();
+    let parent = parent.to_str().unwrap();
+    // Root of the parent namespace (kernel uid 100000) maps its ids 0..999.
+    let (code, v) = json(&["--parent-map", parent], "0 0 1000\n");
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["extents"][0]["lower_first"], 100_000);
+    // Ids outside the parent's map are refused.
+    let (_, v) = json(&["--parent-map", parent], "0 65536 1\n");
+    assert_eq!(v["rule"], "translate.parent_map");
+    // The creator writing from inside may map only itself.
+    let (_, v) = json(&["--writer", "inside"], "0 0 1\n");
+    assert_eq!(v["rule"], "permitted.self_map");
+    let (_, v) = json(&["--writer", "inside"], "0 0 2\n");
+    assert_eq!(v["rule"], "permitted.cap_setid");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

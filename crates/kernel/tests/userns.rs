@@ -222,3 +222,75 @@ fn the_newest_profile_has_the_newest_userns_behaviour() {
         userns::UsernsPatches::NEWEST
     );
 }
+
+/// The running kernel, in a child user namespace with
+/// max_user_namespaces = 3: how many of 100 `unshare -U true` fail.
+fn kernel_loop_failures() -> Result<u32, String> {
+    let script = r#"
+        echo 3 > /proc/sys/user/max_user_namespaces || exit 90
+        fail=0; i=0
+        while [ $i -lt 100 ]; do
+            unshare -U true 2>/dev/null || fail=$((fail+1))
+            i=$((i+1))
+        done
+        echo "fail $fail"
+    "#;
+    let out = std::process::Command::new("timeout")
+        .args(["60", "unshare", "-U", "-r", "sh", "-c", script])
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("fail "))
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "this host cannot run the probe: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })
+}
+
+/// The profile of the running kernel answers the loop as the running
+/// kernel does: some `unshare -U true` fail with ENOSPC although at most
+/// one namespace is in use.
+#[test]
+fn the_running_kernel_also_fails_the_unshare_loop_while_frees_are_pending() {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let Some(profile) = kernel::catalog::profile_for_release(release.trim()) else {
+        println!("skip: no profile models kernel {release}");
+        return;
+    };
+    let setup = Setup {
+        user_namespaces: vec![],
+        sysctls: vec![SysctlSpec {
+            userns: "init".into(),
+            name: "user.max_user_namespaces".into(),
+            value: 3,
+        }],
+        tasks: vec![TaskSpec {
+            repeat: 100,
+            ..task(
+                "looper",
+                1,
+                "init",
+                0,
+                vec![Op::UnshareAndExit {
+                    flags: CLONE_NEWUSER,
+                }],
+            )
+        }],
+    };
+    let (_, results) = run(&setup, profile.name, StrategySpec::Fair, 1);
+    let model_failures = count(&results, "ENOSPC");
+    match kernel_loop_failures() {
+        Ok(kernel_failures) => {
+            println!(
+                "model ({}): {model_failures} of 100 fail; kernel: {kernel_failures}",
+                profile.name
+            );
+            assert!(model_failures > 0 && kernel_failures > 0);
+        }
+        Err(skip) => println!("skip: {skip}"),
+    }
+}
