@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
 use ucounts::{UcountType, UcountsNs, UcountsTable, UCOUNT_MAX_LIMIT};
+use userns::{UserNamespace, Userns};
+
+#[path = "userns_ops.rs"]
+mod userns_ops;
 
 pub static SYSCALL: CostKey = CostKey::new("syscall", 150, "entering and leaving a syscall");
 pub static SWITCH_NS: CostKey = CostKey::new(
@@ -41,8 +45,16 @@ struct Nsproxy {
 struct Process {
     name: String,
     uid: u32,
-    user_ns: Arc<UcountsNs>,
+    /// `task->cred`: ids, user namespace and capabilities.
+    cred: Mutex<userns::Cred>,
     nsproxy: Mutex<Nsproxy>,
+}
+
+impl Process {
+    /// The ucounts side of the task's current user namespace.
+    fn user_ns(&self) -> Arc<UcountsNs> {
+        Arc::clone(&self.cred.lock().user_ns.ucounts_ns)
+    }
 }
 
 /// A scenario's named lock (`lock(A)`): a plain sleeping lock that records
@@ -56,6 +68,9 @@ struct World {
     ipc: Arc<Ipc>,
     ucounts: Arc<UcountsTable>,
     user_ns: BTreeMap<String, Arc<UcountsNs>>,
+    userns: Arc<Userns>,
+    /// User namespaces made so far by tasks (for their names).
+    userns_made: std::sync::atomic::AtomicU32,
     procs: BTreeMap<String, Arc<Process>>,
     locks: BTreeMap<String, ScenarioLock>,
     results: Mutex<Results>,
@@ -112,18 +127,21 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
         apply_sysctls(spec.setup, &user_ns);
         let wq = Workqueue::new("system_wq");
         wq.start_worker("kworker");
+        let (userns, user_namespaces) = adopt_user_namespaces(spec, &ucounts, &user_ns, &wq);
         let ipc = Ipc::new(
             spec.patches.ipc(),
             Arc::clone(&ucounts),
             &user_ns[INIT_USER_NS],
             &wq,
         );
-        let procs = make_processes(spec.setup, &user_ns, &ipc);
+        let procs = make_processes(spec.setup, &user_namespaces, &ipc);
         let locks = make_locks(spec.setup);
         let world = Arc::new(World {
             ipc,
             ucounts,
             user_ns,
+            userns,
+            userns_made: std::sync::atomic::AtomicU32::new(0),
             procs,
             locks,
             results: Mutex::new(Results::new()),
@@ -148,6 +166,31 @@ fn make_user_namespaces(setup: &Setup, table: &UcountsTable) -> BTreeMap<String,
     map
 }
 
+/// The user-namespace subsystem around the set-up's namespaces.
+fn adopt_user_namespaces(
+    spec: &RunSpec<'_>,
+    ucounts: &Arc<UcountsTable>,
+    user_ns: &BTreeMap<String, Arc<UcountsNs>>,
+    wq: &Arc<Workqueue>,
+) -> (Arc<Userns>, BTreeMap<String, Arc<UserNamespace>>) {
+    let first_child_id = spec.setup.user_namespaces.len() as u32 + 1;
+    let sys = Userns::with_workqueue(
+        spec.patches.userns(),
+        Arc::clone(ucounts),
+        &user_ns[INIT_USER_NS],
+        first_child_id,
+        wq,
+    );
+    let mut all = BTreeMap::new();
+    all.insert(INIT_USER_NS.to_string(), Arc::clone(&sys.init));
+    for s in &spec.setup.user_namespaces {
+        let parent = Arc::clone(&all[&s.parent]);
+        let ns = sys.adopt(&parent, s.owner, s.owner, Arc::clone(&user_ns[&s.name]));
+        all.insert(s.name.clone(), ns);
+    }
+    (sys, all)
+}
+
 fn apply_sysctls(setup: &Setup, user_ns: &BTreeMap<String, Arc<UcountsNs>>) {
     for s in &setup.sysctls {
         if let (Some(ns), Some(t)) = (user_ns.get(&s.userns), UcountType::from_sysctl(&s.name)) {
@@ -166,7 +209,7 @@ fn instance_names(name: &str, instances: u32) -> Vec<String> {
 
 fn make_processes(
     setup: &Setup,
-    user_ns: &BTreeMap<String, Arc<UcountsNs>>,
+    user_ns: &BTreeMap<String, Arc<UserNamespace>>,
     ipc: &Arc<Ipc>,
 ) -> BTreeMap<String, Arc<Process>> {
     let mut procs = BTreeMap::new();
@@ -178,7 +221,7 @@ fn make_processes(
             let p = Process {
                 name: name.clone(),
                 uid: t.uid,
-                user_ns: Arc::clone(&user_ns[&t.userns]),
+                cred: Mutex::new(userns_ops::initial_cred(&user_ns[&t.userns], t.uid)),
                 nsproxy: Mutex::new(Nsproxy {
                     ipc_ns: Arc::clone(&ipc.init_ipc_ns),
                 }),
@@ -266,6 +309,15 @@ fn op_label(op: &Op) -> String {
         Op::Unlock { name } => format!("unlock({name})"),
         Op::Sleep { .. } => "sleep".into(),
         Op::Bug { .. } => "bug".into(),
+        Op::WriteUsernsFile { file, target, .. } => match target {
+            None => format!("write({})", file.name()),
+            Some(t) => format!("write({t}/{})", file.name()),
+        },
+        Op::SetnsUser { target } => format!("setns_user({target})"),
+        Op::UnshareAndExit { flags } => {
+            let unshare = op_label(&Op::Unshare { flags: *flags });
+            format!("{unshare}+exit")
+        }
     }
 }
 
@@ -291,6 +343,11 @@ impl World {
                 Ok(())
             }
             Op::Bug { message } => panic!("BUG: {message}"),
+            Op::WriteUsernsFile { file, target, text } => {
+                self.write_userns_file(p, *file, target.as_deref(), text)
+            }
+            Op::SetnsUser { target } => self.setns_user(p, target),
+            Op::UnshareAndExit { flags } => self.unshare_and_exit(p, *flags),
         };
         self.record(p, op, result);
     }
@@ -320,23 +377,43 @@ impl World {
     /// ones, then switch the task to them and drop the old ones.
     fn ksys_unshare(&self, p: &Process, flags: u64) -> Result<(), Errno> {
         sim::point("unshare", ObjId::NONE, &SYSCALL);
+        // The user namespace comes first; the other namespaces are made
+        // with the new credentials, which are installed last.
+        let new_cred = if flags & clone_flags::CLONE_NEWUSER != 0 {
+            Some(self.unshare_userns(p, &self.cred(p))?)
+        } else {
+            None
+        };
         if flags & clone_flags::CLONE_NEWIPC == 0 {
+            if let Some(c) = new_cred {
+                *p.cred.lock() = c;
+            }
             return Ok(());
         }
+        let user_ns = new_cred
+            .as_ref()
+            .map_or_else(|| p.user_ns(), |c| Arc::clone(&c.user_ns.ucounts_ns));
         let call = self
             .ipc
             .oracle
-            .begin_call(ucounts::charge_chain(&p.user_ns, p.uid));
-        let created = self.ipc.create_ipc_ns(&p.user_ns, p.uid);
+            .begin_call(ucounts::charge_chain(&user_ns, p.uid));
+        let created = self.ipc.create_ipc_ns(&user_ns, p.uid);
         self.ipc.oracle.end_call(call, created.is_err(), &p.name);
         let new_ns = match created {
             Ok(ns) => ns,
             Err(IpcError::NoSpace) => {
                 sim::note("unshare", ObjId::NONE, Errno::ENOSPC.as_return());
+                if let Some(c) = new_cred {
+                    // abort_creds: the new namespace's only reference goes.
+                    self.userns.put_cred(c);
+                }
                 return Err(Errno::ENOSPC);
             }
         };
         sim::note("unshare", new_ns.obj, 0);
+        if let Some(c) = new_cred {
+            *p.cred.lock() = c;
+        }
         self.switch_task_namespaces(p, new_ns);
         Ok(())
     }
@@ -356,6 +433,8 @@ impl World {
             Arc::clone(&self.ipc.init_ipc_ns),
         );
         self.ipc.put_ipc_ns(old);
+        // exit_creds: the task's credentials go after a grace period.
+        self.userns.put_cred(self.cred(p));
     }
 
     /// Write a `max_*` sysctl of the task's own user namespace.
@@ -365,7 +444,7 @@ impl World {
         if !(0..=UCOUNT_MAX_LIMIT).contains(&value) {
             return Err(Errno::EINVAL);
         }
-        p.user_ns.set_max(t, value);
+        p.user_ns().set_max(t, value);
         self.ipc.oracle.limits_changed();
         Ok(())
     }
@@ -488,5 +567,6 @@ fn install_invariants(e: &mut Execution, world: &Arc<World>, invariants: &[Strin
             })
         });
     }
+    userns_ops::install_userns_invariants(e, world, wants);
     let _ = &world.user_ns;
 }
