@@ -200,6 +200,11 @@ pub const SYSCTLS: &[(&str, &str)] = &[
     ("user.max_pid_namespaces", "limit of pid namespaces"),
     ("user.max_mnt_namespaces", "limit of mount namespaces"),
     ("user.max_cgroup_namespaces", "limit of cgroup namespaces"),
+    ("user.max_time_namespaces", "limit of time namespaces (v5.7)"),
+    ("user.max_inotify_instances", "limit of inotify instances (v4.11)"),
+    ("user.max_inotify_watches", "limit of inotify watches (v4.11)"),
+    ("user.max_fanotify_groups", "limit of fanotify groups (v5.13)"),
+    ("user.max_fanotify_marks", "limit of fanotify marks (v5.13)"),
 ];
 
 /// Look-ups used by the scenario checker.
