@@ -506,7 +506,8 @@ fn unhash(table: &mut BTreeMap<(u32, u32), Arc<Ucounts>>, u: &Arc<Ucounts>) {
 }
 
 fn free_ucounts(u: &Ucounts) {
-    u.freed.store(true, StdOrdering::SeqCst);
+    let again = u.freed.swap(true, StdOrdering::SeqCst);
+    assert!(!again, "ucounts used after free: freed twice");
     sim::free_object(u.obj);
 }
 
