@@ -21,6 +21,8 @@ pub struct Setup {
     pub sysctls: Vec<SysctlSpec>,
     /// The tasks; each instance becomes one simulated process.
     pub tasks: Vec<TaskSpec>,
+    /// Uid maps, creators' and tasks' RLIMIT_NPROC (see [`crate::process`]).
+    pub processes: crate::process::ProcessSetup,
 }
 
 /// A user namespace made at set-up time.
@@ -75,4 +77,19 @@ pub enum Op {
     Sleep { ns: u64 },
     /// A kernel `BUG()`: the task panics with this message.
     Bug { message: String },
+    /// `fork()`: a child that stays alive until the task's `exit()`.
+    Fork,
+    /// `clone(flags)`: a fork; with CLONE_NEWUSER the child is in a new
+    /// user namespace.
+    Clone { flags: u64 },
+    /// The task's newest live child exits and the task reaps it.
+    Exit,
+    /// `setuid(uid)`, `uid` as seen in the task's user namespace.
+    Setuid { uid: u32 },
+    /// `setresuid(ruid, euid, suid)`, as seen in the task's namespace.
+    Setresuid { ruid: u32, euid: u32, suid: u32 },
+    /// `execve()` of a new image.
+    Execve,
+    /// `setrlimit(RLIMIT_NPROC, limit)`: soft and hard limit.
+    SetrlimitNproc { limit: u64 },
 }

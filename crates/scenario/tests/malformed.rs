@@ -268,7 +268,7 @@ fn unknown_catalog_names() {
         Some((7, 11)),
         &[
             "unknown kernel profile `v9.9`",
-            "one of: v5.6, v5.7, v6.2, v6.3",
+            "one of: v5.6, v5.7, v5.13, v5.14, v5.16, v5.17, v6.2, v6.3",
         ],
     );
     check(
@@ -493,11 +493,11 @@ fn ops() {
         ],
     );
     check(
-        &op("unshare(CLONE_NEWIPC | CLONE_NEWUSER)"),
+        &op("unshare(CLONE_NEWIPC | CLONE_NEWNET)"),
         Some((5, 32)),
         &[
-            "CLONE_NEWUSER is not modelled yet",
-            "^^^^^^^^^^^^^ expected `CLONE_NEWIPC`",
+            "CLONE_NEWNET is not modelled yet",
+            "^^^^^^^^^^^^ expected one of: CLONE_NEWIPC, CLONE_NEWUSER",
         ],
     );
     check(
