@@ -236,7 +236,7 @@ pub enum Cap {
 pub fn ns_capable(cred: &Cred, target: &UserNs, _cap: Cap) -> bool {
     let mut ns = target;
     loop {
-        if Arc::as_ptr(&cred.user_ns) == ns as *const UserNs {
+        if std::ptr::eq(Arc::as_ptr(&cred.user_ns), ns) {
             return cred.caps;
         }
         if ns.ns.level <= cred.user_ns.ns.level {
@@ -245,7 +245,7 @@ pub fn ns_capable(cred: &Cred, target: &UserNs, _cap: Cap) -> bool {
         let Some(parent) = ns.parent.as_deref() else {
             return false;
         };
-        if Arc::as_ptr(&cred.user_ns) == parent as *const UserNs && ns.owner == cred.euid {
+        if std::ptr::eq(Arc::as_ptr(&cred.user_ns), parent) && ns.owner == cred.euid {
             return true;
         }
         ns = parent;
@@ -303,6 +303,9 @@ struct Task {
 /// One process as the checkers see it.
 #[derive(Clone)]
 struct Live {
+    /// The fork that made it has succeeded (else it is counted but may
+    /// still be refused).
+    committed: bool,
     ns: Arc<UserNs>,
     /// Its credential's ucounts (what it must be counted in).
     ucounts: Arc<Ucounts>,
@@ -393,7 +396,7 @@ impl Procs {
         let root = from_kuid(&ns, kuid) == Some(0);
         // A set-up task in a namespace without a map is its creator having
         // entered it (as `unshare -U` leaves it): all capabilities there.
-        let caps = root || (ns.map.is_none() && (ns.is_init() || ns.owner == kuid));
+        let caps = root || (!ns.is_init() && ns.map.is_none() && ns.owner == kuid);
         let ucounts = self
             .ucounts
             .alloc_ucounts(&ns.ns, kuid)
@@ -416,7 +419,7 @@ impl Procs {
             .unwrap_or(RLIM_INFINITY);
         let pid = self.next_pid.fetch_add(1, StdOrdering::SeqCst);
         self.count_process(&cred);
-        self.live.lock().insert(pid, live_of(&cred));
+        self.live.lock().insert(pid, live_of(&cred, true));
         Task {
             pid,
             cred,
@@ -476,7 +479,6 @@ impl Procs {
             }
             Err(ForkError::Nproc) => {
                 sim::note("fork: RLIMIT_NPROC", ObjId::NONE, Errno::EAGAIN.as_return());
-                self.check_isolated(parent);
                 Err(Errno::EAGAIN)
             }
             Err(ForkError::Other(e)) => {
@@ -495,21 +497,26 @@ impl Procs {
             && self.over_before_copy(&parent.cred, limit)
             && !self.exempt(&parent.cred)
         {
+            self.check_isolated(parent, 1);
             return Err(ForkError::Nproc);
         }
-        let cred = self.copy_creds(&parent.cred, flags, limit)?;
+        let pid = self.next_pid.fetch_add(1, StdOrdering::SeqCst);
+        let cred = self.copy_creds(&parent.cred, flags, limit, pid)?;
         if self.patches.enforce_limit
             && self.is_overlimit(&cred.ucounts, limit)
             && !self.exempt(&parent.cred)
         {
+            self.check_isolated(parent, 0);
             self.uncount_process(&cred);
+            self.live.lock().remove(&pid);
             self.put_cred(cred);
             return Err(ForkError::Nproc);
         }
         parent.nproc_exceeded = false;
-        let pid = self.next_pid.fetch_add(1, StdOrdering::SeqCst);
         self.check_within_limits(&cred, limit, &parent.cred);
-        self.live.lock().insert(pid, live_of(&cred));
+        if let Some(l) = self.live.lock().get_mut(&pid) {
+            l.committed = true;
+        }
         Ok(Task {
             pid,
             cred,
@@ -545,7 +552,13 @@ impl Procs {
 
     /// `copy_creds`: the child's credential (a new user namespace with
     /// CLONE_NEWUSER), counted as one more process of its user.
-    fn copy_creds(&self, old: &Cred, flags: u64, creator_nproc: u64) -> Result<Cred, Errno> {
+    fn copy_creds(
+        &self,
+        old: &Cred,
+        flags: u64,
+        creator_nproc: u64,
+        pid: u64,
+    ) -> Result<Cred, Errno> {
         sim::point("prepare_creds", ObjId::NONE, &CRED);
         let mut new = self.get_cred(old);
         if flags & CLONE_NEWUSER != 0 {
@@ -558,6 +571,9 @@ impl Procs {
                 return Err(e);
             }
         }
+        // Known to the checkers before the count starts, so they never see
+        // a charge they cannot attribute.
+        self.live.lock().insert(pid, live_of(&new, false));
         self.count_process(&new);
         Ok(new)
     }
@@ -725,7 +741,7 @@ impl Procs {
         if moved {
             self.uncount_process(&old);
         }
-        self.live.lock().insert(t.pid, live_of(&t.cred));
+        self.live.lock().insert(t.pid, live_of(&t.cred, true));
         self.put_cred(old);
     }
 
@@ -748,8 +764,13 @@ impl Procs {
         }
         sim::point("release_task", ObjId::NONE, &EXIT_AND_REAP);
         let _flight = self.flight();
-        self.live.lock().remove(&t.pid);
+        // Exiting: no longer a committed process for the limit checkers,
+        // still counted (and so still an explanation for a refusal).
+        if let Some(l) = self.live.lock().get_mut(&t.pid) {
+            l.committed = false;
+        }
         self.uncount_process(&t.cred);
+        self.live.lock().remove(&t.pid);
         self.put_cred(t.cred);
     }
 
@@ -924,21 +945,44 @@ impl Procs {
     }
 
     /// `nproc.isolated`: a refused fork must be explained by the caller's
-    /// own processes, those of its uid in its namespace and below.
-    fn check_isolated(&self, t: &Task) {
+    /// own processes: those of its uid in its namespace, its ancestors and
+    /// its descendants, never those in a sibling branch of the tree,
+    /// against the smallest limit on its chain.
+    /// `uncounted` is 1 when the refused child is not counted yet.
+    fn check_isolated(&self, t: &Task, uncounted: u64) {
         let ns = &t.cred.user_ns;
         let own = self
             .live
             .lock()
             .values()
-            .filter(|l| l.real_uid == t.cred.uid && l.ns.ns.is_same_or_descendant_of(&ns.ns))
-            .count() as u64;
-        if own < t.rlimit.0 {
+            .filter(|l| {
+                l.real_uid == t.cred.uid
+                    && (l.ns.ns.is_same_or_descendant_of(&ns.ns)
+                        || ns.ns.is_same_or_descendant_of(&l.ns.ns))
+            })
+            .count() as u64
+            + uncounted;
+        // The smallest maximum on the caller's chain: its rlimit, or a
+        // creator's recorded one above it.
+        let limit = if self.patches.in_ucounts() {
+            ucounts::rlimit::level_maxima(
+                &t.cred.ucounts,
+                RlimitType::Nproc,
+                t.rlimit.0,
+                RlimitCheck::NamespaceBelow,
+            )
+            .into_iter()
+            .min()
+            .map_or(t.rlimit.0, |m| u64::try_from(m).unwrap_or(0))
+        } else {
+            t.rlimit.0
+        };
+        if own <= limit {
             self.fail(
                 "nproc.isolated",
                 format!(
-                    "fork refused with EAGAIN in user namespace {} for kuid {}: only {own} of its processes are in that namespace or below, under RLIMIT_NPROC {}; the rest are counted in other namespaces",
-                    ns.name, t.cred.uid, t.rlimit.0
+                    "fork refused with EAGAIN in user namespace {} for kuid {}: with the new one, only {own} of its processes are in that namespace, its ancestors or descendants, within a limit of {limit}; the rest are counted in sibling namespaces",
+                    ns.name, t.cred.uid
                 ),
             );
         }
@@ -955,6 +999,7 @@ impl Procs {
         let count_at = |level: &Ucounts| {
             1 + live
                 .values()
+                .filter(|l| l.committed)
                 .filter(|l| {
                     ucounts::levels(&l.ucounts)
                         .iter()
@@ -963,7 +1008,10 @@ impl Procs {
                 .count() as i64
         };
         if !self.patches.in_ucounts() {
-            let n = 1 + live.values().filter(|l| l.real_uid == child.uid).count() as u64;
+            let n = 1 + live
+                .values()
+                .filter(|l| l.committed && l.real_uid == child.uid)
+                .count() as u64;
             if n > limit {
                 self.fail(
                     "ucounts.within_limits",
@@ -1007,14 +1055,29 @@ impl Procs {
             .lock()
             .iter()
             .filter(|(pid, l)| {
-                **pid != t.pid && l.real_uid == new.uid && l.ns.ns.id == new.user_ns.ns.id
+                **pid != t.pid
+                    && l.committed
+                    && l.real_uid == new.uid
+                    && l.ns.ns.id == new.user_ns.ns.id
             })
             .count() as u64;
         self.setuid_over.lock().insert(t.pid, others > t.rlimit.0);
     }
 
+    /// `nproc.execve_enforced` at a successful execve: the task was moved
+    /// to an over-limit user, and that user (the task included) is still
+    /// over the limit now.
     fn check_execve(&self, t: &Task) {
-        if self.setuid_over.lock().remove(&t.pid).unwrap_or(false) {
+        let armed = self.setuid_over.lock().remove(&t.pid).unwrap_or(false);
+        let now = self
+            .live
+            .lock()
+            .values()
+            .filter(|l| {
+                l.committed && l.real_uid == t.cred.uid && l.ns.ns.id == t.cred.user_ns.ns.id
+            })
+            .count() as u64;
+        if armed && now > t.rlimit.0 {
             self.fail(
                 "nproc.execve_enforced",
                 format!(
@@ -1119,8 +1182,9 @@ fn key(u: &Ucounts) -> (u32, u32) {
     (u.ns.id, u.uid)
 }
 
-fn live_of(c: &Cred) -> Live {
+fn live_of(c: &Cred, committed: bool) -> Live {
     Live {
+        committed,
         ns: Arc::clone(&c.user_ns),
         ucounts: Arc::clone(&c.ucounts),
         real_uid: c.uid,
