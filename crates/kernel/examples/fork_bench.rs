@@ -80,12 +80,15 @@ fn run(depth: usize, forks: u64, profile: &str, patches: &[(String, bool)]) -> (
     (report.virtual_ns, t.elapsed().as_secs_f64())
 }
 
+/// A column of the table: its label, profile and patch toggles.
+type Kernel = (&'static str, &'static str, Vec<(String, bool)>);
+
 fn main() {
     let forks: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(250_000);
-    let kernels: [(&str, &str, Vec<(String, bool)>); 3] = [
+    let kernels: [Kernel; 3] = [
         ("v5.13", "v5.13", vec![]),
         (
             "v5.13 + RFC",

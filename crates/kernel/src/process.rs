@@ -332,6 +332,8 @@ pub struct Procs {
     /// task to a user already over its limit.
     setuid_over: Mutex<BTreeMap<u64, bool>>,
     violation: Mutex<Option<(String, String)>>,
+    /// Which oracles the run asked for (the others cost nothing).
+    oracles: Mutex<Vec<String>>,
 }
 
 /// Why `copy_process` failed.
@@ -380,6 +382,7 @@ impl Procs {
             in_flight: AtomicU32::new(0),
             setuid_over: Mutex::new(BTreeMap::new()),
             violation: Mutex::new(None),
+            oracles: Mutex::new(Vec::new()),
         };
         for (instance, task_name) in instances {
             let spec = setup.tasks.iter().find(|t| &t.name == task_name);
@@ -937,6 +940,10 @@ impl Procs {
 
     // ---------------------------------------------------------- oracles
 
+    fn wants(&self, invariant: &str) -> bool {
+        self.oracles.lock().iter().any(|o| o == invariant)
+    }
+
     fn fail(&self, invariant: &str, detail: String) {
         let mut v = self.violation.lock();
         if v.is_none() {
@@ -950,6 +957,9 @@ impl Procs {
     /// against the smallest limit on its chain.
     /// `uncounted` is 1 when the refused child is not counted yet.
     fn check_isolated(&self, t: &Task, uncounted: u64) {
+        if !self.wants("nproc.isolated") {
+            return;
+        }
         let ns = &t.cred.user_ns;
         let own = self
             .live
@@ -992,7 +1002,7 @@ impl Procs {
     /// level holds more live processes than its maximum (the caller's
     /// rlimit at the leaf, the rlimit recorded below at each ancestor).
     fn check_within_limits(&self, child: &Cred, limit: u64, parent: &Cred) {
-        if self.exempt(parent) {
+        if !self.wants("ucounts.within_limits") || self.exempt(parent) {
             return;
         }
         let live = self.live.lock();
@@ -1047,7 +1057,7 @@ impl Procs {
     /// Remember, for `nproc.execve_enforced`, whether the set*uid moved the
     /// task to a (non-root) user already at or over its limit.
     fn note_setuid_oracle(&self, t: &mut Task, new: &Cred) {
-        if new.uid == t.cred.uid || new.uid == 0 {
+        if !self.wants("nproc.execve_enforced") || new.uid == t.cred.uid || new.uid == 0 {
             return;
         }
         let others = self
@@ -1282,6 +1292,7 @@ pub fn install_invariants(e: &mut sim::Execution, procs: &Arc<Procs>, invariants
         .filter(|o| wants(o))
         .map(|o| o.to_string())
         .collect();
+    procs.oracles.lock().clone_from(&enabled);
     if !enabled.is_empty() {
         let p = Arc::clone(procs);
         e.check_each_step(move || match p.take_violation() {
