@@ -991,7 +991,7 @@ impl Procs {
             self.fail(
                 "nproc.isolated",
                 format!(
-                    "fork refused with EAGAIN in user namespace {} for kuid {}: with the new one, only {own} of its processes are in that namespace, its ancestors or descendants, within a limit of {limit}; the rest are counted in sibling namespaces",
+                    "fork refused with EAGAIN in user namespace {} for kuid {}, although with the new process its processes in that namespace, its ancestors and descendants would number {own}, within the limit of {limit}: the rest of the count comes from sibling namespaces",
                     ns.name, t.cred.uid
                 ),
             );
