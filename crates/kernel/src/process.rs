@@ -384,6 +384,11 @@ impl Procs {
             violation: Mutex::new(None),
             oracles: Mutex::new(Vec::new()),
         };
+        if !models_processes(setup) {
+            // Nothing to account: the run stays exactly what it was
+            // without this module (no objects, no scheduling points).
+            return Arc::new(procs);
+        }
         for (instance, task_name) in instances {
             let spec = setup.tasks.iter().find(|t| &t.name == task_name);
             let Some(spec) = spec else { continue };
@@ -1186,6 +1191,27 @@ impl Procs {
     pub fn peek_live(&self) -> usize {
         self.live.lock().len()
     }
+}
+
+/// Does `setup` use processes: a process operation, a user namespace made
+/// by a task, a sysctl write (its permission depends on the credential), a
+/// uid map or an RLIMIT_NPROC?
+pub fn models_processes(setup: &Setup) -> bool {
+    let process_op = |op: &Op| {
+        matches!(
+            op,
+            Op::Fork
+                | Op::Clone { .. }
+                | Op::Exit
+                | Op::Setuid { .. }
+                | Op::Setresuid { .. }
+                | Op::Execve
+                | Op::SetrlimitNproc { .. }
+        ) || matches!(op, Op::Unshare { flags } if flags & CLONE_NEWUSER != 0)
+            || matches!(op, Op::SysctlWrite { .. })
+    };
+    setup.processes != ProcessSetup::default()
+        || setup.tasks.iter().any(|t| t.ops.iter().any(process_op))
 }
 
 fn key(u: &Ucounts) -> (u32, u32) {

@@ -409,23 +409,13 @@ impl UcountsTable {
     }
 
     /// `put_ucounts`: drop a reference. The last one unhashes and frees
-    /// the entry; the decrement to zero happens under `ucounts_lock`
-    /// (`atomic_dec_and_lock`), so no look-up can find the entry dying.
+    /// the entry; the decrement happens under `ucounts_lock` (what
+    /// `atomic_dec_and_lock` guarantees for the decrement to zero), so no
+    /// look-up can find the entry dying.
     pub fn put_ucounts(&self, u: &Arc<Ucounts>) {
         u.touch("put_ucounts");
         if self.put_race {
             return self.put_ucounts_racy(u);
-        }
-        // Fast path: not the last reference, no lock.
-        let mut cur = u.count.load(Ordering::Relaxed);
-        while cur > 1 {
-            match u
-                .count
-                .compare_exchange(cur, cur - 1, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(now) => cur = now,
-            }
         }
         let mut table = self.table.lock();
         if u.count.fetch_sub(1, Ordering::AcqRel) == 1 {
