@@ -574,7 +574,7 @@ impl Procs {
                 self.put_cred(new);
                 return Err(e);
             }
-            if let Err(e) = self.set_cred_ucounts(&mut new) {
+            if let Err(e) = self.set_cred_ucounts(&mut new, old) {
                 self.put_cred(new);
                 return Err(e);
             }
@@ -654,9 +654,13 @@ impl Procs {
         }
     }
 
-    /// `set_cred_ucounts`: point `new` at the ucounts of (its namespace,
-    /// its uid): the real uid from v5.17, the effective one before.
-    fn set_cred_ucounts(&self, new: &mut Cred) -> Result<(), Errno> {
+    /// `set_cred_ucounts`: when the real user or the namespace changed
+    /// from `old`, point `new` at the ucounts of (its namespace, its uid):
+    /// the real uid from v5.17, the effective one before.
+    fn set_cred_ucounts(&self, new: &mut Cred, old: &Cred) -> Result<(), Errno> {
+        if new.uid == old.uid && new.user_ns.ns.id == old.user_ns.ns.id {
+            return Ok(());
+        }
         let key = if self.patches.real_uid || !self.patches.ucounts {
             new.uid
         } else {
@@ -709,7 +713,7 @@ impl Procs {
             self.put_cred(new);
             return Some(Err(e));
         }
-        if let Err(e) = self.set_cred_ucounts(&mut new) {
+        if let Err(e) = self.set_cred_ucounts(&mut new, &t.cred) {
             self.put_cred(new);
             return Some(Err(e));
         }
@@ -861,7 +865,7 @@ impl Procs {
             }
         }
         if self.patches.ucounts || self.patches.rfc_2016 {
-            if let Err(err) = self.set_cred_ucounts(&mut new) {
+            if let Err(err) = self.set_cred_ucounts(&mut new, &t.cred) {
                 self.put_cred(new);
                 return Err(err);
             }
