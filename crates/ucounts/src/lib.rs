@@ -496,6 +496,9 @@ fn unhash(table: &mut BTreeMap<(u32, u32), Arc<Ucounts>>, u: &Arc<Ucounts>) {
 }
 
 fn free_ucounts(u: &Ucounts) {
+    // A second free is a use of freed memory: the simulator reports it as
+    // such; under loom the flag below does.
+    sim::touch(u.obj, "kfree");
     let again = u.freed.swap(true, StdOrdering::SeqCst);
     assert!(!again, "ucounts used after free: freed twice");
     sim::free_object(u.obj);
