@@ -218,3 +218,23 @@ fn an_unprivileged_max_sysctl_write_is_refused() {
     assert_eq!(count(&r, "user", label, "EACCES"), 1);
     assert_eq!(count(&r, "root", label, "ok"), 1);
 }
+
+#[test]
+fn each_profile_has_the_nproc_behaviours_of_its_release() {
+    let p = |v: &str| resolve_patches(v, &[]).unwrap().nproc();
+    assert!(!p("v5.13").ucounts);
+    let v514 = p("v5.14");
+    assert!(v514.ucounts && !v514.rlimit_max_check && !v514.enforce_limit);
+    let v516 = p("v5.16");
+    assert!(v516.rlimit_max_check && !v516.enforce_limit);
+    let v517 = p("v5.17");
+    assert!(
+        v517.enforce_limit
+            && v517.flag_after_set_user
+            && v517.real_uid
+            && v517.limitnproc_regression
+            && !v517.rfc_2016
+    );
+    assert!(p("v6.3").enforce_limit, "later releases keep the fixes");
+    assert!(!p("v6.3").rfc_2016, "the RFC was never merged");
+}
