@@ -162,6 +162,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
         "a process is refused a fork (EAGAIN) only when its own uid's processes in its user namespace and below reach its RLIMIT_NPROC, never because of processes counted in a sibling namespace",
     ),
     (
+        "nproc.real_uid",
+        "every process is counted in the ucounts of its real uid, the user RLIMIT_NPROC limits",
+    ),
+    (
         "nproc.execve_enforced",
         "an execve after set*uid to a user (not root) that was already over the task's RLIMIT_NPROC fails with EAGAIN",
     ),

@@ -1115,6 +1115,23 @@ impl Procs {
             .map(|(invariant, detail)| Outcome::Violation { invariant, detail })
     }
 
+    /// `nproc.real_uid`: every live process is counted for its real uid
+    /// (RLIMIT_NPROC limits a real user's processes).
+    pub fn check_real_uid(&self) -> Option<String> {
+        if !self.patches.in_ucounts() {
+            return None;
+        }
+        let live = self.live.lock();
+        live.iter().find_map(|(pid, l)| {
+            (l.committed && l.ucounts.uid != l.real_uid).then(|| {
+                format!(
+                    "process {pid} of real kuid {} is counted in the ucounts of kuid {} (user namespace {})",
+                    l.real_uid, l.ucounts.uid, l.ucounts.ns.name
+                )
+            })
+        })
+    }
+
     /// `ucounts.balanced` for NPROC: each counter equals the live
     /// processes whose credentials are counted through it.
     pub fn check_balanced(&self) -> Option<String> {
@@ -1337,6 +1354,15 @@ pub fn install_invariants(e: &mut sim::Execution, procs: &Arc<Procs>, invariants
         e.check_each_step(move || {
             p.check_balanced().map(|detail| Outcome::Violation {
                 invariant: "ucounts.balanced".into(),
+                detail,
+            })
+        });
+    }
+    if wants("nproc.real_uid") {
+        let p = Arc::clone(procs);
+        e.check_each_step(move || {
+            p.check_real_uid().map(|detail| Outcome::Violation {
+                invariant: "nproc.real_uid".into(),
                 detail,
             })
         });
