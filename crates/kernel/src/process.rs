@@ -1212,6 +1212,18 @@ impl Procs {
     pub fn peek_live(&self) -> usize {
         self.live.lock().len()
     }
+
+    /// What a task's denied operations must leave as it was: its RLIMIT_NPROC
+    /// and how many children it has (`None` for a task the model does not
+    /// track).
+    pub fn peek_task(&self, name: &str) -> Option<String> {
+        let t = self.tasks.get(name)?.lock();
+        Some(format!(
+            "rlimit {:?}, {} children",
+            t.rlimit,
+            t.children.len()
+        ))
+    }
 }
 
 /// Does `setup` use processes: a process operation, a user namespace made
