@@ -14,6 +14,7 @@ pub enum Errno {
     ENOSPC = 28,
     EUSERS = 87,
     ENOBUFS = 105,
+    ECONNREFUSED = 111,
 }
 
 impl Errno {
@@ -28,6 +29,7 @@ impl Errno {
             Errno::ENOSPC => "ENOSPC",
             Errno::EUSERS => "EUSERS",
             Errno::ENOBUFS => "ENOBUFS",
+            Errno::ECONNREFUSED => "ECONNREFUSED",
         }
     }
 
@@ -47,6 +49,7 @@ impl Errno {
             Errno::ENOSPC,
             Errno::EUSERS,
             Errno::ENOBUFS,
+            Errno::ECONNREFUSED,
         ]
         .into_iter()
         .find(|e| e.as_return() == v)

@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod errno;
+pub mod net;
 pub mod profile;
 pub mod setup;
 pub mod world;

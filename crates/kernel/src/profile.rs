@@ -4,6 +4,7 @@
 use crate::catalog;
 use ipcns::IpcPatches;
 use std::collections::BTreeSet;
+use uevent::UeventPatches;
 
 /// The patches in force for one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +24,15 @@ impl ActivePatches {
             wait_pending_free: self.has("ipc-wait-pending-free"),
             batch_free: self.has("ipc-batch-free"),
             free_no_grace_period: self.has("ipc-free-no-grace-period"),
+        }
+    }
+
+    pub fn uevent(&self) -> UeventPatches {
+        UeventPatches {
+            inject: self.has("uevent-inject"),
+            restrict: self.has("uevent-restrict"),
+            netns_seqnum: self.has("uevent-netns-seqnum"),
+            atomic_seqnum: self.has("uevent-atomic-seqnum"),
         }
     }
 }
@@ -81,8 +91,14 @@ mod tests {
     #[test]
     fn a_profile_has_every_patch_merged_by_its_release() {
         let names = |v: &str| catalog::profile(v).unwrap().patches();
-        assert!(names("v5.6").is_empty());
-        assert_eq!(names("v5.7"), ["ipc-async-free"]);
+        let ipc = |v: &str| -> Vec<&str> {
+            names(v)
+                .into_iter()
+                .filter(|p| p.starts_with("ipc-"))
+                .collect()
+        };
+        assert!(ipc("v5.6").is_empty());
+        assert_eq!(ipc("v5.7"), ["ipc-async-free"]);
         assert!(names("v6.3").contains(&"ipc-wait-pending-free"));
         assert!(!names("v6.3").contains(&"ipc-free-no-grace-period"));
         assert_eq!(
@@ -93,6 +109,19 @@ mod tests {
         );
         assert_eq!(catalog::profile_for_release("6.2.9").unwrap().name, "v6.2");
         assert!(catalog::profile_for_release("3.10.0").is_none());
+    }
+
+    #[test]
+    fn profiles_have_the_uevent_eras() {
+        let u = |v: &str| resolve_patches(v, &[]).unwrap().uevent();
+        assert!(!u("v4.16").inject && !u("v4.16").restrict);
+        assert!(u("v4.17").inject && !u("v4.17").restrict);
+        assert!(u("v4.18").restrict && !u("v4.18").atomic_seqnum);
+        assert!(!u("v6.8").atomic_seqnum && u("v6.9").atomic_seqnum);
+        assert!(!u("v6.9").netns_seqnum);
+        let mut sorted = catalog::PROFILES.to_vec();
+        sorted.sort_by_key(|p| catalog::release_number(p.name));
+        assert_eq!(sorted, catalog::PROFILES, "PROFILES are sorted by release");
     }
 
     #[test]

@@ -45,6 +45,16 @@ struct Process {
     nsproxy: Mutex<Nsproxy>,
 }
 
+impl Process {
+    /// The credentials capability checks look at.
+    fn cred(&self) -> uevent::capability::Cred {
+        uevent::capability::Cred {
+            euid: self.uid,
+            user_ns: Arc::clone(&self.user_ns),
+        }
+    }
+}
+
 /// A scenario's named lock (`lock(A)`): a plain sleeping lock that records
 /// its holder, so a deadlock report can show the wait-for cycle.
 struct ScenarioLock {
@@ -59,6 +69,7 @@ struct World {
     procs: BTreeMap<String, Arc<Process>>,
     locks: BTreeMap<String, ScenarioLock>,
     results: Mutex<Results>,
+    net: Arc<crate::net::NetWorld>,
 }
 
 /// What to run: a set-up under a kernel profile, with invariants and an
@@ -119,6 +130,13 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             &wq,
         );
         let procs = make_processes(spec.setup, &user_ns, &ipc);
+        let net = crate::net::NetWorld::new(
+            spec.patches.uevent(),
+            &ucounts,
+            &user_ns[INIT_USER_NS],
+            &wq,
+            procs.keys(),
+        );
         let locks = make_locks(spec.setup);
         let world = Arc::new(World {
             ipc,
@@ -127,11 +145,13 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             procs,
             locks,
             results: Mutex::new(Results::new()),
+            net,
         });
         spawn_tasks(spec.setup, &world);
         world
     });
     install_invariants(e, &world, spec.invariants);
+    crate::net::install_invariants(e, &world.net, spec.invariants);
     world
 }
 
@@ -251,6 +271,7 @@ fn op_label(op: &Op) -> String {
         Op::Unlock { name } => format!("unlock({name})"),
         Op::Sleep { .. } => "sleep".into(),
         Op::Bug { .. } => "bug".into(),
+        other => crate::net::NetWorld::op_label(other).unwrap_or_default(),
     }
 }
 
@@ -267,6 +288,10 @@ impl World {
                 Ok(())
             }
             Op::Bug { message } => panic!("BUG: {message}"),
+            other => match self.net.do_op(&p.name, &p.cred(), other) {
+                Some(r) => r,
+                None => Ok(()),
+            },
         };
         self.record(p, op, result);
     }
@@ -297,7 +322,7 @@ impl World {
     fn ksys_unshare(&self, p: &Process, flags: u64) -> Result<(), Errno> {
         sim::point("unshare", ObjId::NONE, &SYSCALL);
         if flags & clone_flags::CLONE_NEWIPC == 0 {
-            return Ok(());
+            return self.unshare_net(p, flags, None);
         }
         let call = self
             .ipc
@@ -313,7 +338,36 @@ impl World {
             }
         };
         sim::note("unshare", new_ns.obj, 0);
-        self.switch_task_namespaces(p, new_ns);
+        self.unshare_net(p, flags, Some(new_ns))
+    }
+
+    /// The rest of `create_new_namespaces` after the ipc namespace: the
+    /// network namespace (unwinding `new_ipc` when it fails), then switch.
+    fn unshare_net(
+        &self,
+        p: &Process,
+        flags: u64,
+        new_ipc: Option<Arc<IpcNamespace>>,
+    ) -> Result<(), Errno> {
+        let new_net = if flags & clone_flags::CLONE_NEWNET != 0 {
+            match self.net.copy_net_ns(&p.cred()) {
+                Ok(net) => Some(net),
+                Err(e) => {
+                    if let Some(ipc) = new_ipc {
+                        self.ipc.put_ipc_ns(ipc);
+                    }
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(ipc) = new_ipc {
+            self.switch_task_namespaces(p, ipc);
+        }
+        if let Some(net) = new_net {
+            self.net.install(&p.name, net);
+        }
         Ok(())
     }
 
@@ -332,6 +386,7 @@ impl World {
             Arc::clone(&self.ipc.init_ipc_ns),
         );
         self.ipc.put_ipc_ns(old);
+        self.net.exit_task(&p.name);
     }
 
     /// Write a `max_*` sysctl of the task's own user namespace.

@@ -268,7 +268,7 @@ fn unknown_catalog_names() {
         Some((7, 11)),
         &[
             "unknown kernel profile `v9.9`",
-            "one of: v5.6, v5.7, v6.2, v6.3",
+            "one of: v4.16, v4.17, v4.18, v5.6, v5.7, v6.2, v6.3, v6.8, v6.9",
         ],
     );
     check(
@@ -497,7 +497,7 @@ fn ops() {
         Some((5, 32)),
         &[
             "CLONE_NEWUSER is not modelled yet",
-            "^^^^^^^^^^^^^ expected `CLONE_NEWIPC`",
+            "^^^^^^^^^^^^^ expected one of: CLONE_NEWIPC, CLONE_NEWNET",
         ],
     );
     check(

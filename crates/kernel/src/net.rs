@@ -1,0 +1,264 @@
+//! Network namespaces in processes' nsproxy, and the uevent operations a
+//! scenario's tasks perform: listen, receive, inject, and kernel device
+//! events.
+//!
+//! Models the network-namespace half of kernel/nsproxy.c
+//! (`create_new_namespaces` → `copy_net_ns`, `switch_task_namespaces`,
+//! `exit_task_namespaces` → `put_net`), the socket calls of a uevent
+//! listener (`socket`, `bind`, `recvmsg(MSG_DONTWAIT)`, `close`) and
+//! `sendto` to the kernel uevent socket; the subsystem itself is the
+//! `uevent` crate.
+
+use crate::errno::Errno;
+use crate::setup::Op;
+use parking_lot::Mutex;
+use sim::{Execution, ObjId, Outcome};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use sync::Workqueue;
+use ucounts::{UcountsNs, UcountsTable};
+use uevent::capability::{ns_capable, Cred, CAP_SYS_ADMIN};
+use uevent::{Kobject, Listener, Net, Uevent, UeventError, UeventPatches};
+
+/// The network side of one process: its netns and its uevent socket.
+struct ProcNet {
+    net_ns: Arc<Net>,
+    sock: Option<Arc<Listener>>,
+}
+
+/// Every process's network side, and the uevent subsystem.
+pub struct NetWorld {
+    pub uevent: Arc<Uevent>,
+    procs: BTreeMap<String, Mutex<ProcNet>>,
+}
+
+/// The errno a uevent path's error is returned as.
+pub fn errno(e: UeventError) -> Errno {
+    match e {
+        UeventError::NoSpace => Errno::ENOSPC,
+        UeventError::Perm => Errno::EPERM,
+        UeventError::Inval => Errno::EINVAL,
+        UeventError::NoMem => Errno::ENOMEM,
+        UeventError::ConnRefused => Errno::ECONNREFUSED,
+        UeventError::NoBufs => Errno::ENOBUFS,
+        UeventError::Again => Errno::EAGAIN,
+    }
+}
+
+impl NetWorld {
+    /// The subsystem, and every named process in `init_net` (each holds a
+    /// reference through its nsproxy). Call while the execution is set up.
+    pub fn new<'a>(
+        patches: UeventPatches,
+        ucounts: &Arc<UcountsTable>,
+        init_user_ns: &Arc<UcountsNs>,
+        wq: &Arc<Workqueue>,
+        processes: impl IntoIterator<Item = &'a String>,
+    ) -> Arc<NetWorld> {
+        let uevent = Uevent::new(patches, Arc::clone(ucounts), init_user_ns, wq);
+        let procs = processes
+            .into_iter()
+            .map(|name| {
+                uevent.init_net.get();
+                let pn = ProcNet {
+                    net_ns: Arc::clone(&uevent.init_net),
+                    sock: None,
+                };
+                (name.clone(), Mutex::new(pn))
+            })
+            .collect();
+        Arc::new(NetWorld { uevent, procs })
+    }
+
+    fn proc_net(&self, name: &str) -> &Mutex<ProcNet> {
+        &self.procs[name]
+    }
+
+    /// `copy_net_ns` for an `unshare(CLONE_NEWNET)` by a task with `cred`.
+    pub fn copy_net_ns(&self, cred: &Cred) -> Result<Arc<Net>, Errno> {
+        let created = self.uevent.copy_net_ns(&cred.user_ns, cred.euid);
+        match &created {
+            Ok(net) => sim::note("copy_net_ns", net.obj, 0),
+            Err(_) => sim::note("copy_net_ns", ObjId::NONE, Errno::ENOSPC.as_return()),
+        }
+        created.map_err(errno)
+    }
+
+    /// `switch_task_namespaces` for the net namespace: install `new`,
+    /// drop the old one.
+    pub fn install(&self, name: &str, new: Arc<Net>) {
+        let old = std::mem::replace(&mut self.proc_net(name).lock().net_ns, new);
+        self.uevent.put_net(old);
+    }
+
+    /// Drop a namespace made for an `unshare` that failed later.
+    pub fn discard(&self, net: Arc<Net>) {
+        self.uevent.put_net(net);
+    }
+
+    /// `exit_task_namespaces` and the files closed at exit: the socket,
+    /// then the namespace.
+    pub fn exit_task(&self, name: &str) {
+        let (sock, net) = {
+            let mut pn = self.proc_net(name).lock();
+            let init = Arc::clone(&self.uevent.init_net);
+            (pn.sock.take(), std::mem::replace(&mut pn.net_ns, init))
+        };
+        if let Some(s) = sock {
+            self.uevent.uevent_close(&s);
+        }
+        self.uevent.put_net(net);
+    }
+
+    /// Perform a network operation of task `name`; `None` when `op` is
+    /// not one.
+    pub fn do_op(&self, name: &str, cred: &Cred, op: &Op) -> Option<Result<(), Errno>> {
+        Some(match op {
+            Op::UeventListen { rcvbuf } => self.listen(name, *rcvbuf),
+            Op::UeventRecv => self.recv(name),
+            Op::UeventClose => self.close(name),
+            Op::UeventInject { payload } => self.inject(name, cred, payload),
+            Op::UeventDeviceEvent { action, devpath } => self.device_event(action, devpath, None),
+            Op::UeventNetdevEvent { action, devpath } => {
+                let net = Arc::clone(&self.proc_net(name).lock().net_ns);
+                self.device_event(action, devpath, Some(net))
+            }
+            _ => return None,
+        })
+    }
+
+    /// The label an operation's results are filed under.
+    pub fn op_label(op: &Op) -> Option<String> {
+        Some(match op {
+            Op::UeventListen { .. } => "uevent_listen".into(),
+            Op::UeventRecv => "uevent_recv".into(),
+            Op::UeventClose => "uevent_close".into(),
+            Op::UeventInject { .. } => "uevent_inject".into(),
+            Op::UeventDeviceEvent { action, .. } => format!("uevent_device_event({action})"),
+            Op::UeventNetdevEvent { action, .. } => format!("uevent_netdev_event({action})"),
+            _ => return None,
+        })
+    }
+
+    /// `socket` + `bind(groups = 1)`; a second listen replaces the first
+    /// socket.
+    fn listen(&self, name: &str, rcvbuf: u64) -> Result<(), Errno> {
+        sim::point("socket", ObjId::NONE, &crate::world::SYSCALL);
+        let net = Arc::clone(&self.proc_net(name).lock().net_ns);
+        let rcvbuf = usize::try_from(rcvbuf).unwrap_or(usize::MAX);
+        let sock = self.uevent.uevent_listen(&net, name, rcvbuf);
+        let old = self.proc_net(name).lock().sock.replace(sock);
+        if let Some(old) = old {
+            self.uevent.uevent_close(&old);
+        }
+        Ok(())
+    }
+
+    fn recv(&self, name: &str) -> Result<(), Errno> {
+        sim::point("recvmsg", ObjId::NONE, &crate::world::SYSCALL);
+        let Some(sock) = self.proc_net(name).lock().sock.clone() else {
+            return Err(Errno::ENOENT);
+        };
+        let got = self.uevent.uevent_recv(&sock).map_err(errno)?;
+        sim::note("uevent_recv: SEQNUM", sock.obj, got.seqnum as i64);
+        Ok(())
+    }
+
+    fn close(&self, name: &str) -> Result<(), Errno> {
+        sim::point("close", ObjId::NONE, &crate::world::SYSCALL);
+        let sock = self.proc_net(name).lock().sock.take();
+        let sock = sock.ok_or(Errno::ENOENT)?;
+        self.uevent.uevent_close(&sock);
+        Ok(())
+    }
+
+    /// `sendto` to the kernel socket (portid 0) of the task's netns.
+    fn inject(&self, name: &str, cred: &Cred, payload: &str) -> Result<(), Errno> {
+        sim::point("sendto", ObjId::NONE, &crate::world::SYSCALL);
+        let net = Arc::clone(&self.proc_net(name).lock().net_ns);
+        let capable = ns_capable(cred, &net.user_ns, CAP_SYS_ADMIN);
+        let r = self.uevent.uevent_net_rcv_skb(&net, capable, payload);
+        match r {
+            Ok(seqnum) => sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64),
+            Err(e) => sim::note("uevent_inject", net.obj, errno(e).as_return()),
+        }
+        r.map(|_| ()).map_err(errno)
+    }
+
+    /// `kobject_uevent_env` for a device at `devpath`, tagged with `tag`.
+    fn device_event(
+        &self,
+        action: &str,
+        devpath: &str,
+        tag: Option<Arc<Net>>,
+    ) -> Result<(), Errno> {
+        let subsystem = match &tag {
+            Some(_) => "net".to_string(),
+            None => subsystem_of(devpath),
+        };
+        let kobj = Kobject {
+            devpath: devpath.to_string(),
+            subsystem,
+            tag,
+        };
+        self.uevent
+            .kobject_uevent_env(&kobj, action, &[])
+            .map_err(errno)
+    }
+}
+
+/// `/devices/virtual/mem/full` → `mem`: the directory the device is in.
+fn subsystem_of(devpath: &str) -> String {
+    let parts: Vec<&str> = devpath.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.len() {
+        0 | 1 => "unknown".to_string(),
+        n => parts[n - 2].to_string(),
+    }
+}
+
+fn violation(invariant: &str, detail: String) -> Outcome {
+    Outcome::Violation {
+        invariant: invariant.to_string(),
+        detail,
+    }
+}
+
+/// The uevent invariants a run asks for.
+pub fn install_invariants(e: &mut Execution, net: &Arc<NetWorld>, invariants: &[String]) {
+    const STEPWISE: [&str; 3] = [
+        "uevent.seqnum_in_order",
+        "uevent.no_leak_into_unprivileged",
+        "uevent.injection_permitted",
+    ];
+    for name in STEPWISE {
+        if invariants.iter().any(|i| i == name) {
+            let n = Arc::clone(net);
+            e.check_each_step(move || {
+                n.uevent
+                    .oracle
+                    .take_violation(name)
+                    .map(|d| violation(name, d))
+            });
+        }
+    }
+    if invariants.iter().any(|i| i == "uevent.no_silent_loss") {
+        let n = Arc::clone(net);
+        e.check_at_end(move || {
+            n.uevent
+                .oracle
+                .silent_loss()
+                .map(|d| violation("uevent.no_silent_loss", d))
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsystems_come_from_the_device_path() {
+        assert_eq!(subsystem_of("/devices/virtual/mem/full"), "mem");
+        assert_eq!(subsystem_of("/x"), "unknown");
+    }
+}
