@@ -91,7 +91,11 @@ fn per_namespace_locks_never_repeat_a_number_within_a_namespace() {
             let mine = all.iter().filter(|(i, _)| *i == ns).map(|(_, n)| *n);
             assert_eq!(duplicates(mine), None, "namespace {ns}: {all:?}");
         }
-        let mut a: Vec<u64> = all.iter().filter(|(i, _)| *i == 0).map(|(_, n)| *n).collect();
+        let mut a: Vec<u64> = all
+            .iter()
+            .filter(|(i, _)| *i == 0)
+            .map(|(_, n)| *n)
+            .collect();
         a.sort();
         assert_eq!(a, [1, 2], "each namespace counts from 1");
     });
