@@ -116,7 +116,7 @@ fn injection_needs_cap_sys_admin_over_the_owning_user_namespace() {
 #[test]
 fn an_overrun_is_reported_once_and_counted() {
     let mut ops = vec![
-        Op::UeventListen { rcvbuf: 100 },
+        Op::UeventListen { rcvbuf: 1500 },
         Op::Sleep { ns: 1_000_000 },
     ];
     ops.extend((0..6).map(|_| Op::UeventRecv));

@@ -50,6 +50,10 @@ pub const UEVENT_BUFFER_SIZE: usize = 2048;
 /// when its size is checked.
 pub const NLMSG_HDRLEN: usize = 16;
 
+/// What a queued skb costs a receiver beyond its data (`sk_buff` and
+/// `skb_shared_info`): receive buffers are charged by truesize.
+pub const SKB_OVERHEAD: usize = 576;
+
 pub mod costs {
     use sim::CostKey;
     pub static NET_ALLOC: CostKey = CostKey::new(
@@ -219,6 +223,12 @@ impl Message {
     pub fn len_with(&self, seqnum: u64) -> usize {
         self.text.len() + seqnum_var_len(seqnum)
     }
+
+    /// What the message costs a receive buffer (`skb->truesize`): the data
+    /// rounded up to its kmalloc size, plus [`SKB_OVERHEAD`].
+    pub fn truesize(&self, seqnum: u64) -> usize {
+        self.len_with(seqnum).next_power_of_two() + SKB_OVERHEAD
+    }
 }
 
 /// `SEQNUM=n\0`.
@@ -229,7 +239,7 @@ fn seqnum_var_len(seqnum: u64) -> usize {
 #[derive(Default)]
 struct RecvQueue {
     queue: VecDeque<Received>,
-    /// `sk_rmem_alloc`: bytes queued.
+    /// `sk_rmem_alloc`: the truesize of the queued messages.
     rmem: usize,
     /// `NETLINK_S_CONGESTED`.
     congested: bool,
@@ -509,7 +519,7 @@ impl Uevent {
         let Some(r) = st.queue.pop_front() else {
             return Err(UeventError::Again);
         };
-        st.rmem -= r.message.len_with(r.seqnum);
+        st.rmem -= r.message.truesize(r.seqnum);
         // netlink_rcv_wake: a drained queue is no longer congested.
         if st.queue.is_empty() {
             st.congested = false;
@@ -538,7 +548,7 @@ impl Uevent {
         let queued = st.rmem <= l.rcvbuf && !st.congested;
         let mut set_err = false;
         if queued {
-            st.rmem += msg.len_with(seqnum);
+            st.rmem += msg.truesize(seqnum);
             st.queue.push_back(Received {
                 message: Arc::clone(msg),
                 seqnum,

@@ -145,12 +145,13 @@ fn before_4_17_the_kernel_socket_refuses_input() {
 fn an_overrun_drops_counts_and_reports_enobufs_once() {
     let w = world(v(true, true));
     let u = &w.uevent;
-    let l = u.uevent_listen(&u.init_net, "slow", 100);
+    let l = u.uevent_listen(&u.init_net, "slow", 1500);
     for _ in 0..5 {
         u.uevent_net_rcv_skb(&u.init_net, true, "add@/devices/x\0ACTION=add")
             .unwrap();
     }
-    // 34 bytes each: the fourth finds rmem (102) above rcvbuf (100).
+    // 34 bytes each, charged 64 + 576 = 640: the fourth finds rmem (1920)
+    // above rcvbuf (1500).
     assert_eq!(l.drops(), 2);
     assert_eq!(u.uevent_recv(&l), Err(UeventError::NoBufs));
     let seqnums: Vec<u64> = (0..3).map(|_| u.uevent_recv(&l).unwrap().seqnum).collect();
