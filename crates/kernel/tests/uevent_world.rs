@@ -226,3 +226,32 @@ fn dropped_network_namespaces_hold_their_charge_until_cleanup_net() {
     assert_eq!(res.first_failure, Some(3));
     assert!(res.results["ENOSPC"] > 0);
 }
+
+#[test]
+fn the_conformance_patches_follow_the_catalogue() {
+    for (release, profile) in [
+        ((4, 16), "v4.16"),
+        ((4, 17), "v4.17"),
+        ((4, 18), "v4.18"),
+        ((6, 8), "v6.8"),
+        ((6, 9), "v6.9"),
+    ] {
+        let catalogue = resolve_patches(profile, &[]).unwrap().uevent();
+        assert_eq!(
+            uevent::conformance::patches_for_release(release),
+            catalogue,
+            "{profile}"
+        );
+    }
+}
+
+#[test]
+fn the_netns_loop_agrees_with_this_kernel() {
+    for case in kernel::net::conformance_cases() {
+        let v = case.run();
+        if let Ok(k) = &v.kernel {
+            assert_eq!(*k, v.model, "{}", v.name);
+        }
+        assert_eq!(v.model, "ENOSPC");
+    }
+}
