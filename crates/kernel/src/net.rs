@@ -46,8 +46,9 @@ pub fn errno(e: UeventError) -> Errno {
 }
 
 impl NetWorld {
-    /// The subsystem, and every named process in `init_net` (each holds a
-    /// reference through its nsproxy). Call while the execution is set up.
+    /// The subsystem, and every named process in `init_net` (whose
+    /// references are not counted: it is never freed). Call while the
+    /// execution is set up.
     pub fn new<'a>(
         patches: UeventPatches,
         ucounts: &Arc<UcountsTable>,
@@ -59,7 +60,6 @@ impl NetWorld {
         let procs = processes
             .into_iter()
             .map(|name| {
-                uevent.init_net.get();
                 let pn = ProcNet {
                     net_ns: Arc::clone(&uevent.init_net),
                     sock: None,
@@ -107,6 +107,9 @@ impl NetWorld {
         if let Some(s) = sock {
             self.uevent.uevent_close(&s);
         }
+        // A task that never left init_net has nothing to drop (and takes
+        // no step for it, so runs without network operations are as they
+        // were before network namespaces were modelled).
         self.uevent.put_net(net);
     }
 

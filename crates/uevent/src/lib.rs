@@ -191,9 +191,11 @@ impl Net {
         self.ucounts.is_none()
     }
 
-    /// `get_net`.
+    /// `get_net` (no operation on `init_net`, which is never freed).
     pub fn get(&self) {
-        self.count.inc();
+        if !self.is_init() {
+            self.count.inc();
+        }
     }
 
     /// Owned by the initial user namespace.
@@ -426,11 +428,13 @@ impl Uevent {
 
     /// `put_net`: the last reference queues the namespace on
     /// `cleanup_list` and kicks `net_cleanup_work`.
+    ///
+    /// `init_net` is never freed, so its references are not counted: a get
+    /// or put of it is no operation in the model.
     pub fn put_net(&self, net: Arc<Net>) {
-        if !net.count.dec_and_test() {
+        if net.is_init() || !net.count.dec_and_test() {
             return;
         }
-        assert!(!net.is_init(), "init_net's last reference dropped");
         self.released_freed.lock().0 += 1;
         sim::queue_object(net.obj);
         if self.cleanup_list.llist_add(net) {
