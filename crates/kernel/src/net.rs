@@ -255,17 +255,6 @@ pub fn install_invariants(e: &mut Execution, net: &Arc<NetWorld>, invariants: &[
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subsystems_come_from_the_device_path() {
-        assert_eq!(subsystem_of("/devices/virtual/mem/full"), "mem");
-        assert_eq!(subsystem_of("/x"), "unknown");
-    }
-}
-
 /// Conformance cases that need the whole simulated machine: the
 /// create-and-drop loop of network namespaces under a small limit.
 pub fn conformance_cases() -> Vec<probe::Case> {
@@ -348,5 +337,16 @@ fn create_drop_loop_kernel() -> probe::KernelAnswer {
             "the loop did not run: {line} {}",
             out.stderr.trim()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsystems_come_from_the_device_path() {
+        assert_eq!(subsystem_of("/devices/virtual/mem/full"), "mem");
+        assert_eq!(subsystem_of("/x"), "unknown");
     }
 }
