@@ -111,6 +111,27 @@ fn host_event_model(unshare: Unshare, bind_first: bool) -> String {
     }
 }
 
+/// The model: a network device's uevent, tagged with a new network
+/// namespace, with listeners in that namespace and in the host's.
+fn tagged_model() -> String {
+    let m = machine();
+    let u = &m.uevent;
+    let host = u.uevent_listen(&u.init_net, "host", 1 << 20);
+    let net = u.copy_net_ns(&m.init, 0).expect("no limit");
+    let own = u.uevent_listen(&net, "own", 1 << 20);
+    let lo = Kobject {
+        devpath: "/devices/virtual/net/lo".into(),
+        subsystem: "net".into(),
+        tag: Some(Arc::clone(&net)),
+    };
+    u.kobject_uevent_env(&lo, "add", &[]).expect("fits");
+    let seen = |l: &crate::Listener| match u.uevent_recv(l) {
+        Ok(_) => "received",
+        Err(_) => "none",
+    };
+    format!("own={} host={}", seen(&own), seen(&host))
+}
+
 /// How the injecting probe runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sender {
@@ -341,6 +362,12 @@ pub fn conformance_cases() -> Vec<Case> {
         host_event_case("listener.bind_then_unshare_netns", Unshare::Net, true),
         host_event_case("listener.bind_then_unshare_userns", Unshare::User, true),
         host_event_case("listener.bind_then_unshare_both", Unshare::UserNet, true),
+        case(
+            "listener.tagged_network_device",
+            "a network device's uevent in a new network namespace: does its listener get it, and the host's?",
+            tagged_model,
+            || run_probe("", "tagged", false),
+        ),
         inject_case(
             "inject.root_in_new_netns",
             "root injects a uevent into a new network namespace: answer and delivery",

@@ -1,6 +1,7 @@
 """The kernel half of nssim's uevent conformance cases.
 
 Usage: uevent_probe.py host_event <before|after>:<init|net|user|user+net>
+       uevent_probe.py tagged
        uevent_probe.py inject <small|empty|N> [UID]
        uevent_probe.py seqnum
        uevent_probe.py overrun <N>
@@ -62,6 +63,25 @@ def host_event(setup):
     evs = [e for e in events(s, "DEVPATH=/devices/virtual/mem/full") if e.startswith("EV:")]
     print("received" if evs else "none")
 
+def tagged():
+    """A listener in the host's network namespace, then a new network and
+    mount namespace with its own sysfs and a listener there; "add" is
+    written to the new namespace's lo, a network device (a tagged
+    kobject)."""
+    host = listener()
+    unshare(CLONE_NEWNET | 0x00020000)
+    MS_REC, MS_PRIVATE = 0x4000, 0x40000
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0 or \
+            libc.mount(b"sysfs", b"/sys", b"sysfs", 0, None) != 0:
+        print("mount:" + errno.errorcode[ctypes.get_errno()]); return
+    own = listener()
+    with open("/sys/class/net/lo/uevent", "w") as f:
+        f.write("add")
+    want = "DEVPATH=/devices/virtual/net/lo"
+    mine = [e for e in events(own, want) if e.startswith("EV:")]
+    theirs = [e for e in events(host, want) if e.startswith("EV:")]
+    print("own=%s host=%s" % ("received" if mine else "none", "received" if theirs else "none"))
+
 def drop_to(uid):
     """Become uid (and gid) without capabilities: a change of every uid
     away from 0 clears the capability sets."""
@@ -106,4 +126,4 @@ def overrun(n):
     print("first=" + ("ENOBUFS" if first == "ERR:ENOBUFS" else "event") + " enobufs=%d lost=%s" % (len(errs), "yes" if len(evs) < int(n) else "no"))
 
 cmd = sys.argv[1]
-{"host_event": lambda: host_event(sys.argv[2]), "inject": lambda: inject(*sys.argv[2:4]), "seqnum": seqnum, "overrun": lambda: overrun(sys.argv[2])}[cmd]()
+{"host_event": lambda: host_event(sys.argv[2]), "inject": lambda: inject(*sys.argv[2:4]), "seqnum": seqnum, "tagged": tagged, "overrun": lambda: overrun(sys.argv[2])}[cmd]()
