@@ -162,9 +162,16 @@ impl NetWorld {
         let Some(sock) = self.proc_net(name).lock().sock.clone() else {
             return Err(Errno::ENOENT);
         };
-        let got = self.uevent.uevent_recv(&sock).map_err(errno)?;
-        sim::note("uevent_recv: SEQNUM", sock.obj, got.seqnum as i64);
-        Ok(())
+        match self.uevent.uevent_recv(&sock) {
+            Ok(got) => {
+                sim::note("uevent_recv: SEQNUM", sock.obj, got.seqnum as i64);
+                Ok(())
+            }
+            Err(e) => {
+                sim::note("uevent_recv", sock.obj, errno(e).as_return());
+                Err(errno(e))
+            }
+        }
     }
 
     fn close(&self, name: &str) -> Result<(), Errno> {

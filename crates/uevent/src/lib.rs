@@ -43,6 +43,10 @@ use sync::{
 };
 use ucounts::{UcountType, Ucounts, UcountsNs, UcountsTable};
 
+/// Trace note carrying a listener's drop count (`sk_drops`); views draw
+/// `counter:` notes as counter tracks.
+pub const COUNTER_DROPS: &str = "counter:uevent drops (sk_drops)";
+
 /// `UEVENT_BUFFER_SIZE`: the largest uevent message, SEQNUM included.
 pub const UEVENT_BUFFER_SIZE: usize = 2048;
 
@@ -565,6 +569,7 @@ impl Uevent {
             }
             st.drops += 1;
         }
+        let drops = st.drops;
         drop(st);
         {
             let mut s = self.stats.lock();
@@ -588,6 +593,9 @@ impl Uevent {
             l.obj,
             seqnum as i64,
         );
+        if !queued {
+            sim::note(COUNTER_DROPS, l.obj, drops as i64);
+        }
         sim::wake_all(l.obj, 0);
     }
 
