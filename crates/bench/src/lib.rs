@@ -278,6 +278,7 @@ pub mod nssim {
                 userns: "init".into(),
                 uid: 0,
                 repeat: rounds,
+                sequential: false,
                 ops: vec![Op::Unshare {
                     flags: CLONE_NEWIPC,
                 }],

@@ -1,6 +1,8 @@
 //! `nssim`: run scenarios of kernel namespace races, replay one execution
 //! from its token, and list the kernel profiles and patches.
 
+mod bench;
+mod conformance;
 mod junit;
 mod output;
 mod progress;
@@ -92,6 +94,11 @@ pub struct Overrides {
     /// its end stops with outcome `limit` (stack).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub stack_size: Option<usize>,
+    /// Heap the simulator may use, e.g. `512m`, `4g`; past it the run ends with
+    /// outcome `limit` (memory) instead of the machine running out. Default: half
+    /// of the machine's memory.
+    #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
+    pub max_memory: Option<usize>,
     /// dfs: explore every interleaving, also those that only reorder operations on
     /// different objects (by default they are explored once: sleep sets).
     #[arg(long)]
@@ -109,22 +116,36 @@ pub struct Overrides {
     pub shard: Option<(u64, u64)>,
 }
 
-fn parse_size(s: &str) -> Result<usize, String> {
+/// `65536`, `64k`, `1m`, `2g` (binary units) in bytes.
+fn parse_bytes(s: &str) -> Result<usize, String> {
     let t = s.trim().to_ascii_lowercase();
     let (num, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => t.split_at(i),
         None => (t.as_str(), ""),
     };
-    let mult = match unit.trim_end_matches("ib").trim_end_matches('b') {
+    let mult: usize = match unit.trim_end_matches("ib").trim_end_matches('b') {
         "" => 1,
         "k" => 1 << 10,
         "m" => 1 << 20,
-        _ => return Err(format!("`{s}` is not a size such as 65536, 64k or 1m")),
+        "g" => 1 << 30,
+        _ => return Err(format!("`{s}` is not a size such as 65536, 64k, 1m or 2g")),
     };
     let n: usize = num
         .parse()
-        .map_err(|_| format!("`{s}` is not a size such as 65536, 64k or 1m"))?;
-    let bytes = n.saturating_mul(mult);
+        .map_err(|_| format!("`{s}` is not a size such as 65536, 64k, 1m or 2g"))?;
+    Ok(n.saturating_mul(mult))
+}
+
+fn parse_memory(s: &str) -> Result<usize, String> {
+    let bytes = parse_bytes(s)?;
+    if bytes < 16 << 20 {
+        return Err(format!("--max-memory {s} is too small (at least 16m)"));
+    }
+    Ok(bytes)
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let bytes = parse_bytes(s)?;
     if !(16 << 10..=1 << 30).contains(&bytes) {
         return Err(format!("stack size {s} is out of range (16k to 1g)"));
     }
@@ -190,6 +211,42 @@ enum Command {
     },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels,
+    /// Measure nssim's scheduler on the benchmark workloads and print tables:
+    /// lock operations per second, time to the first failure, executions to
+    /// exhaust a small model, the speed-up of --jobs, and many tasks at once.
+    ///
+    /// The same workloads against shuttle and loom, side by side, are
+    /// `cargo bench -p nssim-bench --bench compare`. Run on a quiet machine
+    /// and read the ratios, not the absolute figures.
+    Bench {
+        /// A small run (seconds) instead of the full one (about a minute).
+        #[arg(long)]
+        quick: bool,
+        /// Threads for the parallel-exploration row (default: the number of cores).
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+    },
+    /// Ask the model and the running kernel the same questions (namespace
+    /// limits, idmap writes, RLIMIT_NPROC, uevents) and print whether they agree.
+    ///
+    /// The model runs under the kernel profile matching the running kernel's
+    /// release. Kernel probes run in child user namespaces (`unshare -U -r`), so
+    /// limits are lowered only there; cases this host cannot run are listed as
+    /// skipped with the reason. Exit status 1 when any case disagrees.
+    Conformance {
+        /// Only cases of this subsystem (repeatable): ipc, idmap, nproc, uevent...
+        #[arg(long, value_name = "NAME")]
+        subsystem: Vec<String>,
+        /// Only cases whose name contains this text (repeatable).
+        #[arg(long, value_name = "TEXT")]
+        case: Vec<String>,
+        /// List the cases and their questions without running them.
+        #[arg(long)]
+        list: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
 }
 
 /// Like other command-line tools, end quietly when the reader of our
@@ -202,6 +259,10 @@ fn restore_sigpipe() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
+
+/// Counts the heap in use, so that `--max-memory` can end a run cleanly.
+#[global_allocator]
+static ALLOC: sim::mem::CountingAlloc = sim::mem::CountingAlloc;
 
 fn main() -> ExitCode {
     restore_sigpipe();
@@ -251,6 +312,27 @@ fn main() -> ExitCode {
             output::print_kernels();
             Ok(true)
         }
+        Command::Bench { quick, jobs } => {
+            let jobs = jobs
+                .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                .unwrap_or(1)
+                .max(1);
+            bench::bench(&bench::BenchPlan::new(quick, jobs));
+            Ok(true)
+        }
+        Command::Conformance {
+            subsystem,
+            case,
+            list,
+            format,
+        } => conformance::conformance(
+            &conformance::Filter {
+                subsystems: subsystem,
+                names: case,
+            },
+            format,
+            list,
+        ),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@ use kernel::{catalog, ActivePatches, Errno, Results};
 use scenario::{Expect, Scenario};
 use serde_json::{json, Map, Value};
 use sim::{Event, ExecReport, ShrinkReport};
+use std::collections::BTreeMap;
 
 /// The outcome of one (scenario, kernel) run, ready to print.
 pub struct RunRecord {
@@ -70,12 +71,14 @@ impl RunRecord {
         results: &Results,
     ) -> RunRecord {
         let outcome = &report.outcome;
-        let as_expected = expect.is_none_or(|e| {
-            e.outcome.as_str() == outcome.kind()
-                && e.invariant
-                    .as_deref()
-                    .is_none_or(|i| Some(i) == outcome.invariant())
-        });
+        let mismatches = expect.map_or_else(Vec::new, |e| result_mismatches(&e.results, results));
+        let as_expected = mismatches.is_empty()
+            && expect.is_none_or(|e| {
+                e.outcome.as_str() == outcome.kind()
+                    && e.invariant
+                        .as_deref()
+                        .is_none_or(|i| Some(i) == outcome.invariant())
+            });
         let expected = expect.map(|e| e.outcome.as_str());
         let json = json!({
             "scenario": sc.name,
@@ -105,6 +108,7 @@ impl RunRecord {
             "token": token,
             "trace_hash": format!("{:016x}", report.trace_hash),
             "results": results_json(results),
+            "result_mismatches": mismatches,
         });
         let mark = if as_expected { "ok  " } else { "FAIL" };
         let expectation = match expect {
@@ -124,6 +128,9 @@ impl RunRecord {
         );
         if outcome.is_failure() {
             text.push_str(&format!("\n    {outcome}"));
+        }
+        for m in &mismatches {
+            text.push_str(&format!("\n    not as expected: {m}"));
         }
         if let Some(s) = shrink {
             text.push_str(&format!(
@@ -162,6 +169,46 @@ impl RunRecord {
     pub fn junit_case(self) -> junit::Case {
         self.case
     }
+}
+
+/// How the reported execution's syscall results differ from the
+/// scenario's `results` expectations, one line each.
+fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    for want in expected {
+        let mut got: BTreeMap<&str, u64> = BTreeMap::new();
+        for ops in results
+            .iter()
+            .filter(|(t, _)| want.matches_task(t))
+            .map(|(_, ops)| ops)
+        {
+            for stats in ops
+                .iter()
+                .filter(|(l, _)| want.matches_label(l))
+                .map(|(_, s)| s)
+            {
+                for (result, n) in &stats.results {
+                    *got.entry(result.as_str()).or_default() += n;
+                }
+            }
+        }
+        let all_as_wanted = !got.is_empty() && got.keys().all(|r| *r == want.result);
+        if !all_as_wanted {
+            let seen = if got.is_empty() {
+                "no call".to_string()
+            } else {
+                got.iter()
+                    .map(|(r, n)| format!("{r} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            out.push(format!(
+                "{} {}: expected {}, got {seen}",
+                want.task, want.op, want.result
+            ));
+        }
+    }
+    out
 }
 
 /// A run this shard leaves to another (dfs and fair runs belong to shard 1).

@@ -176,6 +176,35 @@ fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
     Ok(std::time::Duration::from_nanos(ns))
 }
 
+/// A run stopped by a resource of this process (wall-clock time, memory)
+/// rather than by the model: its token carries the step it stopped at as
+/// the step limit, so that a replay stops at the same point, on any
+/// machine, with the same trace hash.
+fn pin_resource_limit(exec: &mut sim::ExecConfig, report: &sim::ExecReport) {
+    if let sim::Outcome::Limit { which, .. } = &report.outcome {
+        if which == "wall-time" || which == "memory" {
+            exec.max_steps = report.steps;
+        }
+    }
+}
+
+/// `--max-memory`, half of the machine's memory by default.
+pub fn memory_limit(ov: &Overrides) -> Option<usize> {
+    ov.max_memory.or_else(default_memory_limit)
+}
+
+fn default_memory_limit() -> Option<usize> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: usize = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib * 1024 / 2)
+}
+
 /// `--jobs` by default: every core.
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -241,6 +270,7 @@ pub fn run(
     let toggles = parse_toggles(&ov.patches)?;
     apply_overrides(Explore::default(), ov)?;
     timeout(ov)?;
+    sim::mem::set_limit(memory_limit(ov));
     let files = scenario::discover(paths)?;
     if files.is_empty() {
         return Err(CliError(
@@ -382,9 +412,10 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
     if let Some(bar) = &bar {
         spec.explore.progress = bar.reporter();
     }
-    let exec = spec.explore.exec.clone();
     let out = explore_run(&spec);
     drop(bar);
+    pin_resource_limit(&mut spec.explore.exec, &out.explore.report);
+    let exec = spec.explore.exec.clone();
     let token = Token {
         scenario: scenario_hash(sc),
         kernel: plan.label.clone(),
@@ -437,6 +468,7 @@ pub fn replay(
     continue_after_divergence: bool,
     outputs: &Outputs<'_>,
 ) -> Result<bool, CliError> {
+    sim::mem::set_limit(default_memory_limit());
     let sc = scenario::load(path)?;
     let (token_text, expected_hash) = resolve_token(token_arg)?;
     let token_text = token_text.as_str();

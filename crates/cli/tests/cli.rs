@@ -322,6 +322,11 @@ fn bad_tokens_and_arguments_are_errors_not_panics() {
             "bogus",
         ],
         &["frobnicate"],
+        &["bench", "--jobs", "many"],
+        &["bench", "--quick", "extra"],
+        &["conformance", "--format", "xml"],
+        &["conformance", "--subsystem", "no-such-subsystem"],
+        &["kernels", "--verbose"],
     ];
     for args in cases {
         let o = nssim(args);
@@ -670,27 +675,124 @@ fn every_limit_ends_with_outcome_limit_and_a_token() {
         assert!(line["detail"].as_str().unwrap().contains(which), "{line}");
         assert!(line["token"].as_str().unwrap().starts_with("nss1_"));
     }
-    // The step limit replays to the same point.
-    let o = nssim(&[
+    // Every limit's token replays to the same point: the step limit by
+    // itself, the resource limits (wall time, memory) because their token
+    // carries the step they stopped at.
+    for args in [
+        ["--max-steps", "5000"],
+        ["--timeout", "1ns"],
+        ["--max-memory", "16m"],
+    ] {
+        let mut a = vec!["run", file, "--kernel", "v6.3", "--format", "json"];
+        a.extend(args);
+        let line = &json_lines(&nssim(&a))[0];
+        let r = nssim(&[
+            "replay",
+            file,
+            line["token"].as_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        let replayed = &json_lines(&r)[0];
+        assert_eq!(replayed["outcome"], "limit", "{args:?}");
+        assert_eq!(replayed["steps"], line["steps"], "{args:?}");
+        assert_eq!(replayed["trace_hash"], line["trace_hash"], "{args:?}");
+    }
+}
+
+/// `nssim bench --quick` measures every workload; parallel exploration
+/// gives the same result as one thread, and the race is found every time.
+#[test]
+fn nssim_bench_prints_every_table() {
+    let out = nssim(&["bench", "--quick", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for heading in [
+        "## (a)",
+        "## (b)",
+        "## (c)",
+        "## Parallel exploration",
+        "## Scale",
+    ] {
+        assert!(text.contains(heading), "{heading} missing:\n{text}");
+    }
+    let row = |prefix: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(String::from)
+            .collect()
+    };
+    let parallel = row("| 2 | ");
+    assert!(parallel.iter().any(|l| l.ends_with("| yes |")), "{text}");
+    assert!(!text.contains("| NO |"), "{text}");
+    for line in row("| 3 | ").iter().chain(row("| 6 | ").iter()) {
+        assert!(line.contains("| 5/5 |"), "{line}");
+    }
+    assert!(
+        text.contains("| 9 |"),
+        "(c) finds the nine final states:\n{text}"
+    );
+}
+
+/// A run whose model outgrows `--max-memory` ends with outcome `limit`
+/// (memory), with its token, rather than exhausting the machine.
+#[test]
+fn a_run_past_max_memory_ends_with_a_memory_limit() {
+    let lines = json_lines(&nssim(&[
         "run",
-        file,
+        "sim-scenarios/ipc-unshare-100k.toml",
         "--kernel",
         "v6.3",
+        "--max-memory",
+        "16m",
         "--format",
         "json",
-        "--max-steps",
-        "5000",
+    ]));
+    let line = &lines[0];
+    assert_eq!(line["outcome"], "limit", "{line}");
+    assert!(
+        line["detail"]
+            .as_str()
+            .unwrap()
+            .contains("past --max-memory"),
+        "{line}"
+    );
+    assert!(line["token"].as_str().unwrap().starts_with("nss1_"));
+    let bad = nssim(&[
+        "run",
+        "sim-scenarios/ipc-unshare-100k.toml",
+        "--max-memory",
+        "1k",
     ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("too small"), "{}", stderr(&bad));
+}
+
+/// A scenario's `results` expectation is checked: the library's scenario
+/// meets it, and the same file expecting another result fails, saying why.
+#[test]
+fn expected_syscall_results_are_checked() {
+    let file = "sim-scenarios/ipc-limit-conformance.toml";
+    let ok = nssim(&["run", file]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    let dir = std::env::temp_dir().join(format!("nssim-results-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let wrong = dir.join("wrong.toml");
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let edited = text.replace(
+        r#"late = { unshare = "ENOSPC" }"#,
+        r#"late = { unshare = "ok" }"#,
+    );
+    assert_ne!(text, edited, "the scenario expects late's ENOSPC");
+    std::fs::write(&wrong, edited).unwrap();
+    let o = nssim(&["run", wrong.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
     let line = &json_lines(&o)[0];
-    let r = nssim(&[
-        "replay",
-        file,
-        line["token"].as_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    let replayed = &json_lines(&r)[0];
-    assert_eq!(replayed["outcome"], "limit");
-    assert_eq!(replayed["steps"], line["steps"]);
-    assert_eq!(replayed["trace_hash"], line["trace_hash"]);
+    assert_eq!(line["outcome"], "pass");
+    assert_eq!(line["as_expected"], false);
+    assert_eq!(
+        line["result_mismatches"][0],
+        "late unshare: expected ok, got ENOSPC 1"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

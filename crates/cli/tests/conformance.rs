@@ -110,3 +110,48 @@ fn the_ipc_limit_answers_like_the_running_kernel() {
         "the model's ENOSPC is a justified one"
     );
 }
+
+/// `nssim conformance` runs every case; each either agrees with the running
+/// kernel or is skipped with a printed reason.
+#[test]
+fn nssim_conformance_agrees_with_the_running_kernel() {
+    let out = Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(["conformance", "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 18, "{} cases", cases.len());
+    let mut ran = 0;
+    for c in cases {
+        match c["agree"].as_bool() {
+            Some(agree) => {
+                assert!(agree, "model and kernel disagree: {c}");
+                ran += 1;
+            }
+            None => {
+                let reason = c["skipped"].as_str().expect("a skipped case says why");
+                eprintln!("skipped {}: {reason}", c["case"]);
+            }
+        }
+    }
+    assert_eq!(out.status.code(), Some(0));
+    eprintln!("{ran} of {} cases ran against the kernel", cases.len());
+}
+
+#[test]
+fn nssim_conformance_lists_and_filters_cases() {
+    let out = Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(["conformance", "--list", "--subsystem", "ipc"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().all(|l| l.starts_with("ipc ")), "{text}");
+    assert!(text.contains("ipc.one_loop.limit_10"));
+    let bad = Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(["conformance", "--subsystem", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no conformance case matches"));
+}

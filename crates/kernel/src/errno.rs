@@ -38,21 +38,27 @@ impl Errno {
         -(self as i64)
     }
 
+    /// Every error number the model returns.
+    pub const ALL: &[Errno] = &[
+        Errno::EPERM,
+        Errno::ENOENT,
+        Errno::EAGAIN,
+        Errno::ENOMEM,
+        Errno::EACCES,
+        Errno::EINVAL,
+        Errno::ENOSPC,
+        Errno::EUSERS,
+        Errno::ENOBUFS,
+        Errno::ECONNREFUSED,
+    ];
+
     pub fn from_return(v: i64) -> Option<Errno> {
-        [
-            Errno::EPERM,
-            Errno::ENOENT,
-            Errno::EAGAIN,
-            Errno::ENOMEM,
-            Errno::EACCES,
-            Errno::EINVAL,
-            Errno::ENOSPC,
-            Errno::EUSERS,
-            Errno::ENOBUFS,
-            Errno::ECONNREFUSED,
-        ]
-        .into_iter()
-        .find(|e| e.as_return() == v)
+        Self::ALL.iter().copied().find(|e| e.as_return() == v)
+    }
+
+    /// `"EPERM"` → `Errno::EPERM`.
+    pub fn from_name(name: &str) -> Option<Errno> {
+        Self::ALL.iter().copied().find(|e| e.name() == name)
     }
 }
 

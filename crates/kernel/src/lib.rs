@@ -6,6 +6,7 @@
 //! (`ksys_unshare`) and kernel/ucount.c's sysctl table (`max_*` writes).
 
 pub mod catalog;
+pub mod conformance_ipc;
 pub mod errno;
 pub mod net;
 pub mod profile;

@@ -262,25 +262,25 @@ pub fn install_invariants(e: &mut Execution, net: &Arc<NetWorld>, invariants: &[
     }
 }
 
-/// Conformance cases that need the whole simulated machine: the
-/// create-and-drop loop of network namespaces under a small limit.
+/// The uevent subsystem's conformance cases, then those that need the
+/// whole simulated machine: the create-and-drop loop of network namespaces
+/// under a small limit.
 pub fn conformance_cases() -> Vec<probe::Case> {
-    vec![probe::Case {
+    let mut cases = uevent::conformance::conformance_cases();
+    cases.push(probe::Case {
         subsystem: "netns",
         name: "netns.create_drop_loop_enospc".into(),
         question: "20 x unshare(CLONE_NEWNET), each dropping the last, under max_net_namespaces = 3 in a new user namespace: does any fail with ENOSPC?".into(),
         model: Box::new(create_drop_loop_model),
         kernel: Box::new(create_drop_loop_kernel),
-    }]
+    });
+    cases
 }
 
 /// The loop in the model of this host's kernel, in discrete-event order.
 fn create_drop_loop_model() -> String {
     use crate::setup::{clone_flags::CLONE_NEWNET, Setup, SysctlSpec, TaskSpec, UserNsSpec};
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let profile = crate::catalog::profile_for_release(release.trim())
-        .or(crate::catalog::PROFILES.last())
-        .map_or("v6.9", |p| p.name);
+    let profile = crate::conformance_ipc::host_profile();
     let setup = Setup {
         user_namespaces: vec![UserNsSpec {
             name: "probe".into(),
@@ -295,6 +295,7 @@ fn create_drop_loop_model() -> String {
         tasks: vec![TaskSpec {
             name: "looper".into(),
             instances: 1,
+            sequential: false,
             userns: "probe".into(),
             uid: 0,
             repeat: 20,

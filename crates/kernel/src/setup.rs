@@ -53,6 +53,10 @@ pub struct TaskSpec {
     pub uid: u32,
     /// How many times `ops` run, one after another.
     pub repeat: u64,
+    /// Instances run one after another rather than concurrently: instance
+    /// `i + 1` starts once instance `i` has exited, like a shell loop that
+    /// waits for each child (`for i in ...; do unshare --ipc true; done`).
+    pub sequential: bool,
     pub ops: Vec<Op>,
 }
 

@@ -4,7 +4,7 @@
 
 use crate::errno::Errno;
 use crate::profile::ActivePatches;
-use crate::setup::{clone_flags, Op, Setup, INIT_USER_NS};
+use crate::setup::{clone_flags, Op, Setup, TaskSpec, INIT_USER_NS};
 use ipcns::{mq_path_walk, Ipc, IpcError, IpcNamespace};
 use parking_lot::Mutex;
 use sim::{CostKey, ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Outcome, Schedule};
@@ -238,20 +238,35 @@ fn intern(name: &str) -> &'static str {
 
 fn spawn_tasks(setup: &Setup, world: &Arc<World>) {
     for t in &setup.tasks {
-        for name in instance_names(&t.name, t.instances) {
-            let w = Arc::clone(world);
-            let proc_ = Arc::clone(&world.procs[&name]);
-            let (ops, repeat) = (t.ops.clone(), t.repeat);
-            sim::spawn(name, false, move || {
-                for _ in 0..repeat {
-                    for op in &ops {
-                        w.do_op(&proc_, op);
-                    }
-                }
-                w.exit_task_namespaces(&proc_);
-            });
+        let names = instance_names(&t.name, t.instances);
+        if t.sequential {
+            spawn_instance(world, Arc::new(t.clone()), Arc::new(names), 0);
+        } else {
+            for name in &names {
+                spawn_one(world, &t.ops, t.repeat, name);
+            }
         }
     }
+}
+
+fn spawn_one(world: &Arc<World>, ops: &[Op], repeat: u64, name: &str) {
+    let w = Arc::clone(world);
+    let proc_ = Arc::clone(&world.procs[name]);
+    let ops = ops.to_vec();
+    sim::spawn(name, false, move || w.run_task(&proc_, &ops, repeat));
+}
+
+/// Instance `i` of a sequential task; when it exits it starts `i + 1`, as
+/// a shell loop forks the next child once `wait` returns.
+fn spawn_instance(world: &Arc<World>, t: Arc<TaskSpec>, names: Arc<Vec<String>>, i: usize) {
+    let w = Arc::clone(world);
+    let proc_ = Arc::clone(&world.procs[&names[i]]);
+    sim::spawn(names[i].clone(), false, move || {
+        w.run_task(&proc_, &t.ops, t.repeat);
+        if i + 1 < names.len() {
+            spawn_instance(&w, t, names, i + 1);
+        }
+    });
 }
 
 /// The label an operation's results are filed under.
@@ -276,6 +291,15 @@ fn op_label(op: &Op) -> String {
 }
 
 impl World {
+    fn run_task(&self, p: &Process, ops: &[Op], repeat: u64) {
+        for _ in 0..repeat {
+            for op in ops {
+                self.do_op(p, op);
+            }
+        }
+        self.exit_task_namespaces(p);
+    }
+
     fn do_op(&self, p: &Process, op: &Op) {
         let result = match op {
             Op::Unshare { flags } => self.ksys_unshare(p, *flags),

@@ -18,6 +18,7 @@ fn looper_setup(max: i64, repeat: u64, instances: u32) -> Setup {
             userns: "init".into(),
             uid: 0,
             repeat,
+            sequential: false,
             ops: vec![Op::Unshare {
                 flags: CLONE_NEWIPC,
             }],
@@ -162,6 +163,7 @@ fn freeing_without_a_grace_period_is_a_use_after_free() {
         userns: "init".into(),
         uid: 0,
         repeat: 5,
+        sequential: false,
         ops: vec![Op::MqPathWalk {
             target: "looper".into(),
         }],

@@ -9,6 +9,7 @@ fn task(name: &str, userns: &str, uid: u32, ops: Vec<Op>) -> TaskSpec {
     TaskSpec {
         name: name.into(),
         instances: 1,
+        sequential: false,
         userns: userns.into(),
         uid,
         repeat: 1,
@@ -247,7 +248,8 @@ fn the_conformance_patches_follow_the_catalogue() {
 
 #[test]
 fn the_netns_loop_agrees_with_this_kernel() {
-    for case in kernel::net::conformance_cases() {
+    let cases = kernel::net::conformance_cases();
+    for case in cases.iter().filter(|c| c.subsystem == "netns") {
         let v = case.run();
         if let Ok(k) = &v.kernel {
             assert_eq!(*k, v.model, "{}", v.name);

@@ -15,7 +15,10 @@ use crate::error::ScenarioError;
 use crate::ops::{parse_op, INT_MAX};
 use crate::strings::StringMap;
 use crate::suggest::{did_you_mean, one_of};
-use crate::{Expect, ExpectedOutcome, Explore, KernelRun, PatchToggle, Scenario, StrategyName};
+use crate::{
+    Expect, ExpectedOutcome, ExpectedResult, Explore, KernelRun, PatchToggle, Scenario,
+    StrategyName,
+};
 
 type Val<'i> = Spanned<DeValue<'i>>;
 type Res<T> = Result<T, ScenarioError>;
@@ -42,9 +45,17 @@ const EXPLORE_KEYS: &[&str] = &[
     "max_virtual_time",
 ];
 const USERNS_KEYS: &[&str] = &["name", "parent", "owner", "sysctl"];
-const TASK_KEYS: &[&str] = &["name", "instances", "userns", "uid", "repeat", "ops"];
+const TASK_KEYS: &[&str] = &[
+    "name",
+    "instances",
+    "sequential",
+    "userns",
+    "uid",
+    "repeat",
+    "ops",
+];
 const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
-const EXPECT_KEYS: &[&str] = &["outcome", "invariant"];
+const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results"];
 
 struct Ctx<'s> {
     file: &'s str,
@@ -223,6 +234,13 @@ fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128>
 fn int_u64(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u64, max: u64) -> Res<u64> {
     let n = int(ctx, key, v, min.into(), max.into())?;
     u64::try_from(n).map_err(|_| ctx.err(v.span(), format!("`{key}` is out of range")))
+}
+
+fn boolean(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<bool> {
+    match v.get_ref() {
+        DeValue::Boolean(b) => Ok(*b),
+        _ => Err(ctx.wrong_type(key, v, "a boolean (true or false)")),
+    }
 }
 
 fn int_u32(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u32, max: u32) -> Res<u32> {
@@ -598,6 +616,10 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             None => 1,
             Some(rv) => int_u64(ctx, "repeat", rv, 1, 1_000_000_000)?,
         };
+        let sequential = match t.get("sequential") {
+            None => false,
+            Some(sv) => boolean(ctx, "sequential", sv)?,
+        };
         let ops_v = t.require(ctx, "ops", &place)?;
         let DeValue::Array(items) = ops_v.get_ref() else {
             return Err(ctx.wrong_type("ops", ops_v, "an array of operation strings"));
@@ -626,13 +648,14 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             userns: task_userns,
             uid,
             repeat,
+            sequential,
             ops,
         });
     }
     Ok(())
 }
 
-fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String]) -> Res<Expect> {
+fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -> Res<Expect> {
     let outcomes = || ExpectedOutcome::ALL.iter().map(|o| o.as_str());
     let outcome_of = |ov: &Val<'_>| -> Res<ExpectedOutcome> {
         let s = string(ctx, "outcome", ov)?;
@@ -653,6 +676,7 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String]) -> Res<Expect> {
             Ok(Expect {
                 outcome,
                 invariant: None,
+                results: Vec::new(),
             })
         }
         DeValue::Table(t) => {
@@ -696,7 +720,15 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String]) -> Res<Expect> {
                 }
                 (_, None) => None,
             };
-            Ok(Expect { outcome, invariant })
+            let results = match t.get("results") {
+                Some(rv) => expected_results(ctx, rv, tasks)?,
+                None => Vec::new(),
+            };
+            Ok(Expect {
+                outcome,
+                invariant,
+                results,
+            })
         }
         _ => Err(ctx.wrong_type(
             "expect",
@@ -706,11 +738,63 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String]) -> Res<Expect> {
     }
 }
 
+/// `results = { task = { op = "EPERM", other_op = "ok" } }`.
+fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<ExpectedResult>> {
+    let by_task = table(ctx, "results", v)?;
+    let mut out = Vec::new();
+    for (task_key, ops_v) in by_task.t.iter() {
+        let task: &str = task_key.get_ref();
+        if !tasks.iter().any(|t| t == task) {
+            return Err(ctx
+                .err(
+                    task_key.span(),
+                    format!("no task named `{}`", task.escape_debug()),
+                )
+                .with_expected(one_of(tasks.iter().map(String::as_str)))
+                .with_help_opt(did_you_mean(task, tasks.iter().map(String::as_str))));
+        }
+        let ops = table(ctx, task, ops_v)?;
+        for (op_key, result_v) in ops.t.iter() {
+            let op: &str = op_key.get_ref();
+            let op_name = op.split('(').next().unwrap_or(op);
+            if catalog::op(op_name).is_none() {
+                let names = || catalog::OPS.iter().map(|o| o.name);
+                return Err(ctx
+                    .err(
+                        op_key.span(),
+                        format!("unknown operation `{}`", op.escape_debug()),
+                    )
+                    .with_expected(one_of(names()))
+                    .with_help_opt(did_you_mean(op_name, names())));
+            }
+            let result = string(ctx, op, result_v)?;
+            let errnos =
+                || std::iter::once("ok").chain(kernel::Errno::ALL.iter().map(|e| e.name()));
+            if !errnos().any(|e| e == result) {
+                return Err(ctx
+                    .err(
+                        result_v.span(),
+                        format!("unknown result `{}`", result.escape_debug()),
+                    )
+                    .with_expected(one_of(errnos()))
+                    .with_help_opt(did_you_mean(result, errnos())));
+            }
+            out.push(ExpectedResult {
+                task: task.to_string(),
+                op: op.to_string(),
+                result: result.to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
 fn kernels(
     ctx: &Ctx<'_>,
     v: &Val<'_>,
     base: &ExplorePatch,
     invariants: &[String],
+    tasks: &[String],
 ) -> Res<Vec<KernelRun>> {
     let entries = tables(ctx, "kernel", v)?;
     if entries.is_empty() {
@@ -807,7 +891,7 @@ fn kernels(
                 .with_help(format!("{first}; set `label` to tell the runs apart")));
         }
         let ev = t.require(ctx, "expect", place)?;
-        let expect = expect(ctx, ev, invariants)?;
+        let expect = expect(ctx, ev, invariants, tasks)?;
         let over = match t.get("explore") {
             Some(xv) => explore(ctx, table(ctx, "explore", xv)?, "`explore` of [[kernel]]")?,
             None => ExplorePatch::default(),
@@ -893,8 +977,9 @@ pub(crate) fn scenario(file: &str, text: &str) -> Res<Scenario> {
         }
     }
     // `kernel` is present (required above).
+    let task_names: Vec<String> = setup.tasks.iter().map(|t| t.name.clone()).collect();
     let runs = match root.get("kernel") {
-        Some(v) => kernels(&ctx, v, &base, &invariant_names)?,
+        Some(v) => kernels(&ctx, v, &base, &invariant_names, &task_names)?,
         None => Vec::new(),
     };
     Ok(Scenario {

@@ -97,6 +97,39 @@ pub struct Expect {
     /// The violated invariant; `Some` exactly when `outcome` is
     /// [`ExpectedOutcome::Violation`].
     pub invariant: Option<String>,
+    /// Syscall results the reported execution must show, from
+    /// `results = { task = { op = "EPERM" } }`.
+    pub results: Vec<ExpectedResult>,
+}
+
+/// Every call of operation `op` by (every instance of) task `task`
+/// returned `result` (`ok` or an errno name), and there was at least one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedResult {
+    pub task: String,
+    /// An operation name (`write_uid_map`) or a full result label
+    /// (`unshare(CLONE_NEWIPC)`).
+    pub op: String,
+    pub result: String,
+}
+
+impl ExpectedResult {
+    /// Whether a result label (`unshare(CLONE_NEWIPC)`) is one of `op`'s.
+    pub fn matches_label(&self, label: &str) -> bool {
+        label == self.op
+            || label
+                .strip_prefix(self.op.as_str())
+                .is_some_and(|rest| rest.starts_with('('))
+    }
+
+    /// Whether a task instance name (`looper`, `looper.3`) is `task`'s.
+    pub fn matches_task(&self, name: &str) -> bool {
+        name == self.task
+            || name
+                .strip_prefix(self.task.as_str())
+                .and_then(|rest| rest.strip_prefix('.'))
+                .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+    }
 }
 
 /// Outcome of exploring a scenario on one kernel.

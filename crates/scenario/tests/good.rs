@@ -56,6 +56,7 @@ fn example_parses_into_every_field() {
             userns: "init".into(),
             uid: 0,
             repeat: 1000,
+            sequential: false,
             ops: vec![
                 Op::Unshare {
                     flags: clone_flags::CLONE_NEWIPC
@@ -82,6 +83,7 @@ fn example_parses_into_every_field() {
             expect: Expect {
                 outcome: ExpectedOutcome::Violation,
                 invariant: Some("ipc.no_false_enospc".into()),
+                results: vec![],
             },
             explore: Explore {
                 strategy: StrategyName::Fair,
@@ -131,7 +133,8 @@ fn defaults_are_filled_in() {
         run.expect,
         Expect {
             outcome: ExpectedOutcome::Pass,
-            invariant: None
+            invariant: None,
+            results: vec![],
         }
     );
     let d = Explore::default();
@@ -529,4 +532,51 @@ fn multi_line_op_strings() {
             }
         ]
     );
+}
+
+#[test]
+fn expected_results_name_tasks_operations_and_errnos() {
+    let text = r#"name = "x"
+summary = "s"
+[[task]]
+name = "looper"
+ops = ["unshare(CLONE_NEWIPC)", "sysctl_write(user.max_ipc_namespaces, 1)"]
+[[kernel]]
+profile = "v6.3"
+expect = { outcome = "pass", results = { looper = { "unshare(CLONE_NEWIPC)" = "ok", sysctl_write = "EPERM" } } }
+"#;
+    let s = scenario::parse("t.toml", text).unwrap();
+    let results = &s.runs[0].expect.results;
+    assert_eq!(results.len(), 2);
+    let sysctl = results.iter().find(|r| r.op == "sysctl_write").unwrap();
+    assert_eq!(
+        (sysctl.task.as_str(), sysctl.result.as_str()),
+        ("looper", "EPERM")
+    );
+    assert!(sysctl.matches_label("sysctl_write(user.max_ipc_namespaces)"));
+    assert!(!sysctl.matches_label("sysctl_writer"));
+    assert!(sysctl.matches_task("looper.3"));
+    assert!(!sysctl.matches_task("looper2"));
+    for (bad, message) in [
+        (
+            "results = { nobody = { unshare = \"ok\" } }",
+            "no task named `nobody`",
+        ),
+        (
+            "results = { looper = { frob = \"ok\" } }",
+            "unknown operation `frob`",
+        ),
+        (
+            "results = { looper = { unshare = \"EWHAT\" } }",
+            "unknown result `EWHAT`",
+        ),
+    ] {
+        let t = text.replace(
+            r#"results = { looper = { "unshare(CLONE_NEWIPC)" = "ok", sysctl_write = "EPERM" } }"#,
+            bad,
+        );
+        let e = scenario::parse("t.toml", &t).unwrap_err();
+        assert!(e.to_string().contains(message), "{e}");
+        assert_eq!(e.line, Some(8), "{e}");
+    }
 }

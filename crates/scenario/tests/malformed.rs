@@ -393,6 +393,11 @@ fn numbers() {
         &["`instances` is out of range", "1..=100_000"],
     );
     check(
+        &edit("name = \"a\"", "name = \"a\"\nsequential = 1"),
+        Some((5, 14)),
+        &["`sequential`", "a boolean (true or false)"],
+    );
+    check(
         &edit("name = \"a\"", "name = \"a\"\nuid = -1"),
         Some((5, 7)),
         &["`uid` must not be negative", "0..=4_294_967_295"],

@@ -272,13 +272,7 @@ impl Execution {
         let s = &mut *s;
         s.current = t;
         s.step += 1;
-        let (cpu, free_at) = s
-            .cpus
-            .iter()
-            .copied()
-            .enumerate()
-            .min_by_key(|(i, f)| (*f, *i))
-            .expect("at least one cpu");
+        let (cpu, free_at) = earliest_free_cpu(&s.cpus);
         let task = &mut s.tasks[t];
         let start = task.clock.max(free_at);
         task.clock = start + task.pending.cost;
@@ -425,54 +419,16 @@ impl Execution {
     fn run_loop(&mut self) -> Outcome {
         let mut last: Option<TaskId> = None;
         loop {
-            self.start_spawned();
-            if let Some(o) = self.shared.borrow_mut().abort.take() {
-                return o;
-            }
-            if self.shared.borrow().runnable.is_empty() {
-                if let Some(deadlock) = self.quiescent() {
-                    return deadlock;
+            let (t, still_runnable) = match self.next_task(last) {
+                Ok(next) => next,
+                Err(Some(outcome)) => return outcome,
+                Err(None) => {
+                    if let Some(deadlock) = self.quiescent() {
+                        return deadlock;
+                    }
+                    return self.run_checks(true).unwrap_or(Outcome::Pass);
                 }
-                return self.run_checks(true).unwrap_or(Outcome::Pass);
-            }
-            let step = self.shared.borrow().step;
-            if step >= self.config.max_steps {
-                return Outcome::Limit {
-                    which: "steps".into(),
-                    value: self.config.max_steps,
-                };
-            }
-            if step - self.shared.borrow().last_progress > self.config.livelock_steps {
-                return Outcome::Limit {
-                    which: "livelock".into(),
-                    value: step,
-                };
-            }
-            if step.is_multiple_of(4096) && self.past_deadline() {
-                return Outcome::Limit {
-                    which: "wall-time".into(),
-                    value: step,
-                };
-            }
-            let (t, still_runnable) = {
-                let s = self.shared.borrow();
-                let still_runnable = last.filter(|l| s.runnable.binary_search(l).is_ok());
-                let ctx = PickCtx {
-                    runnable: &s.runnable,
-                    last: still_runnable,
-                    tasks: &s.tasks,
-                    step: s.step,
-                };
-                (self.chooser.pick(&ctx), still_runnable)
             };
-            if self.config.stop_on_divergence {
-                if let Some(step) = self.chooser.diverged_step() {
-                    return Outcome::Limit {
-                        which: "divergence".into(),
-                        value: step,
-                    };
-                }
-            }
             if self.config.log_steps {
                 let label = self.shared.borrow().tasks[t].pending.label;
                 self.step_log.push(StepRec {
@@ -497,6 +453,68 @@ impl Execution {
         }
     }
 
+    /// Start tasks spawned by the last step, then pick the next task to
+    /// run (and whether the last one could have gone on), or end the run:
+    /// `Err(Some(_))` for an abort or a limit, `Err(None)` when nothing is
+    /// runnable. One borrow of the state in the common case.
+    fn next_task(
+        &mut self,
+        last: Option<TaskId>,
+    ) -> Result<(TaskId, Option<TaskId>), Option<Outcome>> {
+        if !self.shared.borrow().spawned.is_empty() {
+            self.start_spawned();
+        }
+        let s = &mut *self.shared.borrow_mut();
+        if let Some(o) = s.abort.take() {
+            return Err(Some(o));
+        }
+        if s.runnable.is_empty() {
+            return Err(None);
+        }
+        let step = s.step;
+        if step >= self.config.max_steps {
+            return Err(Some(Outcome::Limit {
+                which: "steps".into(),
+                value: self.config.max_steps,
+            }));
+        }
+        if step - s.last_progress > self.config.livelock_steps {
+            return Err(Some(Outcome::Limit {
+                which: "livelock".into(),
+                value: step,
+            }));
+        }
+        if let Some(bytes) = crate::mem::over_limit() {
+            return Err(Some(Outcome::Limit {
+                which: "memory".into(),
+                value: bytes as u64,
+            }));
+        }
+        if step.is_multiple_of(4096) && self.past_deadline() {
+            return Err(Some(Outcome::Limit {
+                which: "wall-time".into(),
+                value: step,
+            }));
+        }
+        let still_runnable = last.filter(|l| s.runnable.binary_search(l).is_ok());
+        let ctx = PickCtx {
+            runnable: &s.runnable,
+            last: still_runnable,
+            tasks: &s.tasks,
+            step,
+        };
+        let t = self.chooser.pick(&ctx);
+        if self.config.stop_on_divergence {
+            if let Some(step) = self.chooser.diverged_step() {
+                return Err(Some(Outcome::Limit {
+                    which: "divergence".into(),
+                    value: step,
+                }));
+            }
+        }
+        Ok((t, still_runnable))
+    }
+
     fn past_deadline(&self) -> bool {
         self.config
             .deadline
@@ -516,6 +534,18 @@ impl Execution {
             }
         }
     }
+}
+
+/// The CPU that frees up first (the lowest-numbered on a tie), and when.
+#[inline]
+fn earliest_free_cpu(cpus: &[u64]) -> (usize, u64) {
+    let mut best = (0, cpus[0]);
+    for (i, &free_at) in cpus.iter().enumerate().skip(1) {
+        if free_at < best.1 {
+            best = (i, free_at);
+        }
+    }
+    best
 }
 
 /// Follow task → awaited object → its owner until a task repeats.

@@ -33,10 +33,10 @@ pub use explore::{
 };
 pub use outcome::{Outcome, WaitLink};
 pub use rt::{
-    active, block, cost, current_task, fail, free_object, new_object, note, now, object_name,
-    object_state, point, queue_object, rcu_read_enter, rcu_read_exit, rcu_readers_snapshot,
-    rcu_snapshot_done, set_owner, sleep, spawn, task_name, touch, wait_until, wake_all, ObjId,
-    ObjState,
+    active, block, cost, current_task, fail, free_object, lock_acquired, lock_point, lock_released,
+    new_object, note, now, object_name, object_state, point, queue_object, rcu_read_enter,
+    rcu_read_exit, rcu_readers_snapshot, rcu_snapshot_done, set_owner, sleep, spawn, task_name,
+    touch, wait_until, wake_all, ObjId, ObjState,
 };
 pub use strategy::ChoicePoint;
 pub use token::{Schedule, Segment, Token, TokenError};
@@ -46,6 +46,8 @@ pub use trace::{Event, EventKind};
 pub type TaskId = usize;
 
 /// The scheduler's own cost-table entries.
+pub mod mem;
+
 pub mod costs {
     use crate::CostKey;
     /// A scheduling point whose caller names no cost.

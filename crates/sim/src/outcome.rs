@@ -32,7 +32,8 @@ pub enum Outcome {
         touched_by: String,
         at: String,
     },
-    /// The run passed a limit: `which` is `steps` or `virtual-time`.
+    /// The run passed a limit: `which` is `steps`, `virtual-time`,
+    /// `wall-time`, `divergence`, `livelock`, `stack` or `memory`.
     Limit { which: String, value: u64 },
 }
 
@@ -106,6 +107,11 @@ impl fmt::Display for Outcome {
                 "stack" => write!(
                     f,
                     "limit: task {value} nearly overflowed its stack (raise --stack-size)"
+                ),
+                "memory" => write!(
+                    f,
+                    "limit: the simulator's heap reached {:.1} MiB, past --max-memory",
+                    *value as f64 / (1u64 << 20) as f64
                 ),
                 _ => write!(f, "limit: {which} ({value})"),
             },

@@ -137,35 +137,53 @@ pub fn active() -> bool {
     with_running(|_| ()).is_some()
 }
 
-/// Stop the current task when its stack is nearly used up: overflowing
-/// the guard page would end the whole process.
-fn check_stack(s: &mut Shared) -> bool {
-    let here = 0u8;
-    let sp = std::ptr::addr_of!(here) as usize;
-    let t = &s.tasks[s.current];
-    if sp >= t.stack_limit {
-        return true;
-    }
-    s.abort = Some(Outcome::Limit {
-        which: "stack".into(),
-        value: s.current as u64,
-    });
-    false
+/// What a task does after preparing a switch: suspend through its
+/// yielder, or stop because the execution is being aborted.
+enum Switch {
+    Suspend(*const Yielder<(), ()>),
+    Abort,
 }
 
-fn suspend_current() {
-    if with_running(check_stack) == Some(false) {
-        abort_current();
+impl Shared {
+    /// Check the current task's stack and hand back its yielder: the one
+    /// borrow of the execution's state that every scheduling point makes
+    /// before switching. A task whose stack is nearly used up is stopped:
+    /// overflowing the guard page would end the whole process.
+    fn prepare_switch(&mut self) -> Switch {
+        let here = 0u8;
+        let sp = std::ptr::addr_of!(here) as usize;
+        let t = &self.tasks[self.current];
+        if sp >= t.stack_limit {
+            return Switch::Suspend(t.yielder);
+        }
+        self.abort = Some(Outcome::Limit {
+            which: "stack".into(),
+            value: self.current as u64,
+        });
+        Switch::Abort
     }
-    switch_out();
+}
+
+/// Switch out as `prepared` says (nothing outside an execution).
+#[inline]
+fn switch(prepared: Option<Switch>) {
+    match prepared {
+        Some(Switch::Suspend(y)) => {
+            // SAFETY: the yielder lives on the task's coroutine stack for as
+            // long as the coroutine runs, and only the running task
+            // suspends itself.
+            unsafe { (*y).suspend(()) }
+        }
+        Some(Switch::Abort) => abort_current(),
+        None => {}
+    }
 }
 
 /// Give the OS thread back to the scheduler.
 fn switch_out() {
     let y = with_running(|s| s.tasks[s.current].yielder);
     if let Some(y) = y {
-        // SAFETY: the yielder lives on the task's coroutine stack for as long
-        // as the coroutine runs, and only the running task suspends itself.
+        // SAFETY: as in `switch`.
         unsafe { (*y).suspend(()) };
     }
 }
@@ -245,6 +263,28 @@ impl Shared {
         self.waiters[Self::waiter_slot(obj)] = ws;
     }
 
+    /// Make the longest-waiting task blocked on `obj` runnable, as a
+    /// released lock hands over to the first task in its wait queue.
+    pub(crate) fn wake_one(&mut self, obj: ObjId) {
+        let slot = Self::waiter_slot(obj);
+        let Some(list) = self.waiters.get_mut(slot) else {
+            return;
+        };
+        let first_blocked = list
+            .iter()
+            .position(|&w| matches!(self.tasks[w].run, RunState::Blocked { on, .. } if on == obj));
+        let Some(i) = first_blocked else {
+            list.clear();
+            return;
+        };
+        let w = list[i];
+        list.drain(..=i);
+        let at = self.tasks[self.current].clock;
+        self.set_run(w, RunState::Runnable);
+        let t = &mut self.tasks[w];
+        t.clock = t.clock.max(at);
+    }
+
     fn add_waiter(&mut self, obj: ObjId, t: TaskId) {
         let i = Self::waiter_slot(obj);
         if self.waiters.len() <= i {
@@ -279,14 +319,11 @@ impl Shared {
 /// `obj`, costing `cost`. Other tasks may run before it continues.
 #[inline]
 pub fn point(label: &'static str, obj: ObjId, cost: &CostKey) {
-    if with_running(|s| {
+    switch(with_running(|s| {
         let c = s.costs.get(cost);
         s.set_pending(label, obj, c);
-    })
-    .is_some()
-    {
-        suspend_current();
-    }
+        s.prepare_switch()
+    }));
 }
 
 /// The virtual-time cost of `key` in the current execution (its default
@@ -305,16 +342,13 @@ pub fn note(label: &'static str, obj: ObjId, value: i64) {
 /// daemon's wait for work (not a deadlock when nothing else can run).
 /// Callers re-check their condition after waking.
 pub fn block(label: &'static str, obj: ObjId, idle: bool) {
-    if with_running(|s| {
+    switch(with_running(|s| {
         let t = s.current;
         s.set_run(t, RunState::Blocked { on: obj, idle });
         s.add_waiter(obj, t);
         s.set_pending(label, obj, 0);
-    })
-    .is_some()
-    {
-        suspend_current();
-    }
+        s.prepare_switch()
+    }));
 }
 
 /// Block on `obj` until `ready()` holds.
@@ -337,15 +371,12 @@ pub fn wake_all(obj: ObjId, latency_ns: u64) {
 /// Advance the current task's clock by `ns` without holding a CPU (a
 /// sleep, a timed wait), then let others run.
 pub fn sleep(label: &'static str, ns: u64) {
-    if with_running(|s| {
+    switch(with_running(|s| {
         let t = s.current;
         s.tasks[t].clock += ns;
         s.set_pending(label, ObjId::NONE, 0);
-    })
-    .is_some()
-    {
-        suspend_current();
-    }
+        s.prepare_switch()
+    }));
 }
 
 /// The current task's virtual clock (0 outside an execution).
@@ -465,6 +496,49 @@ fn abort_current() {
     // during tear-down.
     switch_out();
     unreachable!("an aborted task was resumed");
+}
+
+/// A scheduling point before taking a lock; `false` outside an execution
+/// (the caller then takes its real lock). One call where `active` and
+/// `point` would be two.
+#[inline]
+pub fn lock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> bool {
+    let prepared = with_running(|s| {
+        let c = s.costs.get(cost);
+        s.set_pending(label, obj, c);
+        s.prepare_switch()
+    });
+    let active = prepared.is_some();
+    switch(prepared);
+    active
+}
+
+/// The current task took lock `obj`: it becomes the owner (for wait-for
+/// cycles) and the trace notes `acquired`.
+#[inline]
+pub fn lock_acquired(obj: ObjId) {
+    with_running(|s| {
+        let t = s.current;
+        if let Some(o) = s.objects.get_mut(obj.0 as usize) {
+            o.owner = Some(t);
+        }
+        s.note("acquired", obj, 0);
+    });
+}
+
+/// The current task released lock `obj`: the trace notes `released`, it
+/// has no owner, and the task that has waited longest for it becomes
+/// runnable (a mutex's unlock wakes the first task on its wait list; a
+/// queued spinlock passes to the next in its queue).
+#[inline]
+pub fn lock_released(obj: ObjId) {
+    with_running(|s| {
+        s.note("released", obj, 0);
+        if let Some(o) = s.objects.get_mut(obj.0 as usize) {
+            o.owner = None;
+        }
+        s.wake_one(obj);
+    });
 }
 
 /// Record that `owner` holds `obj` (for wait-for cycles in deadlock reports).

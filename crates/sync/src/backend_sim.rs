@@ -60,20 +60,20 @@ impl<T> RawLock<T> {
     }
 
     fn lock(&self) -> LockGuard<'_, T> {
-        if !sim::active() {
+        if !sim::lock_point(self.kind.lock, self.obj, self.kind.cost) {
             return LockGuard {
                 guard: Some(self.inner.lock()),
                 lock: self,
+                simulated: false,
             };
         }
-        op(self.kind.lock, self.obj, self.kind.cost);
         loop {
             if let Some(g) = self.inner.try_lock() {
-                sim::set_owner(self.obj, sim::current_task());
-                sim::note("acquired", self.obj, 0);
+                sim::lock_acquired(self.obj);
                 return LockGuard {
                     guard: Some(g),
                     lock: self,
+                    simulated: true,
                 };
             }
             sim::block(self.kind.lock, self.obj, false);
@@ -85,6 +85,8 @@ impl<T> RawLock<T> {
 pub struct LockGuard<'a, T> {
     guard: Option<pl::MutexGuard<'a, T>>,
     lock: &'a RawLock<T>,
+    /// Taken inside an execution (the release is a scheduling point).
+    simulated: bool,
 }
 
 pub type MutexGuard<'a, T> = LockGuard<'a, T>;
@@ -106,14 +108,12 @@ impl<T> DerefMut for LockGuard<'_, T> {
 impl<T> Drop for LockGuard<'_, T> {
     fn drop(&mut self) {
         let l = self.lock;
-        if sim::active() {
+        if self.simulated {
             op(l.kind.unlock, l.obj, l.kind.cost);
         }
         drop(self.guard.take());
-        if sim::active() {
-            sim::note("released", l.obj, 0);
-            sim::set_owner(l.obj, None);
-            sim::wake_all(l.obj, 0);
+        if self.simulated {
+            sim::lock_released(l.obj);
         }
     }
 }

@@ -334,3 +334,59 @@ fn sleep_sets_cover_the_same_final_states_with_fewer_executions() {
         "{reduced} executions with sleep sets, {full} without"
     );
 }
+
+/// Releasing a mutex hands it to the task that has waited longest, as
+/// `mutex_unlock` wakes the first task on the wait list: one waiter wakes
+/// per release, so no waiter retries and blocks again.
+#[test]
+fn a_released_mutex_wakes_only_its_longest_waiter() {
+    let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let mut e = Execution::new(
+        ExecConfig {
+            record: true,
+            ..ExecConfig::default()
+        },
+        &Schedule::Fair,
+    );
+    let got = Arc::clone(&order);
+    e.setup(move || {
+        let m = Arc::new(Mutex::new("m", ()));
+        let holder = Arc::clone(&m);
+        sim::spawn("holder", false, move || {
+            let g = holder.lock();
+            sim::sleep("hold", 1_000_000);
+            drop(g);
+        });
+        for name in ["w1", "w2", "w3"] {
+            let (m, got) = (Arc::clone(&m), Arc::clone(&got));
+            sim::spawn(name, false, move || {
+                let _g = m.lock();
+                got.lock().push(name);
+            });
+        }
+    });
+    let r = e.run();
+    assert_eq!(r.outcome, Outcome::Pass);
+    let events = r.events.expect("recorded");
+    // The waiters get the lock in the order they blocked on it.
+    let mut blocked: Vec<&str> = Vec::new();
+    for ev in &events {
+        let name = r.task_names[ev.task].as_str();
+        if ev.kind == sim::EventKind::Step && ev.label == "mutex_lock" && !blocked.contains(&name) {
+            blocked.push(name);
+        }
+    }
+    blocked.retain(|n| *n != "holder");
+    assert_eq!(*order.lock(), blocked);
+    // Each waiter takes two steps at the lock: the attempt that blocks and
+    // the retry after its wake-up, which succeeds.
+    for (i, name) in r.task_names.iter().enumerate().skip(1) {
+        let lock_steps = events
+            .iter()
+            .filter(|ev| {
+                ev.task == i && ev.kind == sim::EventKind::Step && ev.label == "mutex_lock"
+            })
+            .count();
+        assert_eq!(lock_steps, 2, "{name}");
+    }
+}

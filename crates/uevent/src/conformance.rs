@@ -311,7 +311,7 @@ fn case(
 ) -> Case {
     Case {
         subsystem: "uevent",
-        name: name.to_string(),
+        name: format!("uevent.{name}"),
         question: question.to_string(),
         model: Box::new(model),
         kernel: Box::new(kernel),

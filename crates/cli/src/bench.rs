@@ -1,0 +1,232 @@
+//! `nssim bench`: nssim's own side of the benchmark workloads, printed as
+//! markdown tables. The side-by-side comparison with shuttle and loom
+//! (which are dev-dependencies of `crates/bench` only) is
+//! `cargo bench -p nssim-bench --bench compare`.
+
+use bench::nssim::{count_steps, executions_run, ipc, mutex_build, small};
+use bench::{dur, median, ratio, secs, si, timed, Table};
+use sim::{ExecConfig, Execution, ExploreConfig, ObjId, Outcome, Schedule, StrategySpec};
+
+/// How much work each workload does.
+pub struct BenchPlan {
+    /// Executions of workload (a) per strategy.
+    pub executions: u64,
+    /// Seeds of workload (b), 1..=seeds.
+    pub seeds: u64,
+    /// Threads for the parallel row.
+    pub jobs: usize,
+    /// Tasks of the scale row.
+    pub tasks: usize,
+}
+
+impl BenchPlan {
+    pub fn new(quick: bool, jobs: usize) -> Self {
+        if quick {
+            BenchPlan {
+                executions: 20,
+                seeds: 5,
+                jobs,
+                tasks: 1000,
+            }
+        } else {
+            BenchPlan {
+                executions: 500,
+                seeds: 20,
+                jobs,
+                tasks: 10_000,
+            }
+        }
+    }
+}
+
+const TASKS: usize = 4;
+const OPS: usize = 1000;
+
+pub fn bench(plan: &BenchPlan) {
+    println!("# nssim bench\n");
+    println!(
+        "plan: (a) {TASKS}x{OPS} lock ops, {} executions per strategy; (b) seeds 1..={}; (c) exhausted once; parallel rows with --jobs 1 and --jobs {}; scale: {} tasks in one execution\n",
+        plan.executions, plan.seeds, plan.jobs, plan.tasks
+    );
+    mutex_table(plan);
+    ipc_table(plan);
+    exhaustive_table();
+    jobs_table(plan);
+    scale_table(plan);
+    println!(
+        "The same workloads against shuttle and loom, side by side: `cargo bench -p nssim-bench --bench compare`."
+    );
+}
+
+fn explore_cfg(strategy: StrategySpec, seed: u64, n: u64, jobs: usize) -> ExploreConfig {
+    let mut cfg = bench::nssim::config(strategy, seed, n);
+    cfg.jobs = jobs;
+    cfg
+}
+
+fn mutex_table(plan: &BenchPlan) {
+    println!("## (a) {TASKS} tasks x {OPS} lock/increment/unlock on one mutex\n");
+    let mut t = Table::new(&[
+        "strategy",
+        "executions",
+        "wall time",
+        "executions/s",
+        "sched. points/execution",
+        "sched. points/s",
+        "lock ops/s",
+    ]);
+    for (name, strategy) in strategies() {
+        let build = mutex_build(TASKS, OPS);
+        // Steps are counted in an untimed pass: runs are deterministic, so
+        // the timed pass has the same steps per execution.
+        let (counted, steps) = count_steps(strategy, 1, 5, &build);
+        let per_exec = steps as f64 / executions_run(strategy, &counted) as f64;
+        let (r, d) = timed(|| sim::explore(&explore_cfg(strategy, 1, plan.executions, 1), &build));
+        let n = executions_run(strategy, &r) as f64;
+        let s = d.as_secs_f64();
+        t.row(vec![
+            name.into(),
+            format!("{n}"),
+            dur(d),
+            si(n / s),
+            format!("{per_exec:.0}"),
+            si(n * per_exec / s),
+            si(n * (TASKS * OPS) as f64 / s),
+        ]);
+    }
+    println!("{}", t.render());
+}
+
+fn strategies() -> [(&'static str, StrategySpec); 2] {
+    [
+        ("random", StrategySpec::Random),
+        ("pct", StrategySpec::Pct { depth: 3 }),
+    ]
+}
+
+fn ipc_table(plan: &BenchPlan) {
+    const BUDGET: u64 = 10_000;
+    println!(
+        "## (b) the ipc free-queue race: time to the first false ENOSPC (seeds 1..={}, at most {BUDGET} executions each)\n",
+        plan.seeds
+    );
+    let mut t = Table::new(&[
+        "limit",
+        "strategy",
+        "seeds that found it",
+        "median executions to failure",
+        "median time to failure",
+    ]);
+    for limit in [3, 6] {
+        for (name, strategy) in strategies() {
+            let (mut execs, mut times, mut found) = (Vec::new(), Vec::new(), 0);
+            for seed in 1..=plan.seeds {
+                let (r, d) = timed(|| ipc(strategy, seed, BUDGET, limit));
+                found += u64::from(r.report.outcome.is_failure());
+                execs.push(r.executions as f64);
+                times.push(d.as_secs_f64());
+            }
+            t.row(vec![
+                limit.to_string(),
+                name.into(),
+                format!("{found}/{}", plan.seeds),
+                format!("{:.0}", median(&execs)),
+                secs(median(&times)),
+            ]);
+        }
+    }
+    println!("{}", t.render());
+}
+
+fn exhaustive_table() {
+    println!("## (c) exhaustive: a: lock; push 1; unlock; flag=1 | b: lock; push 2; unlock | c: read flag; lock; read; unlock\n");
+    let mut t = Table::new(&[
+        "search",
+        "executions to exhaust",
+        "wall time",
+        "distinct final states",
+    ]);
+    let ((r, states), d) = timed(|| small(1000));
+    t.row(vec![
+        "dfs with sleep sets, unbounded".into(),
+        r.executions.to_string(),
+        dur(d),
+        states.len().to_string(),
+    ]);
+    println!("{}", t.render());
+}
+
+fn jobs_table(plan: &BenchPlan) {
+    println!(
+        "## Parallel exploration: workload (a), random, the same executions on 1 and {} threads\n",
+        plan.jobs
+    );
+    let mut t = Table::new(&[
+        "jobs",
+        "executions",
+        "wall time",
+        "executions/s",
+        "speed-up",
+        "same result",
+    ]);
+    let build = mutex_build(TASKS, OPS);
+    let n = plan.executions.max(2 * plan.jobs as u64);
+    let (one, d1) = timed(|| sim::explore(&explore_cfg(StrategySpec::Random, 7, n, 1), &build));
+    let (many, dn) =
+        timed(|| sim::explore(&explore_cfg(StrategySpec::Random, 7, n, plan.jobs), &build));
+    let same = one.report.trace_hash == many.report.trace_hash && one.executions == many.executions;
+    for (jobs, r, d) in [(1, &one, d1), (plan.jobs, &many, dn)] {
+        t.row(vec![
+            jobs.to_string(),
+            r.executions.to_string(),
+            dur(d),
+            si(r.executions as f64 / d.as_secs_f64()),
+            ratio(d1.as_secs_f64(), d.as_secs_f64()),
+            if same { "yes" } else { "NO" }.into(),
+        ]);
+    }
+    println!("{}", t.render());
+}
+
+fn scale_table(plan: &BenchPlan) {
+    println!(
+        "## Scale: {} tasks of three steps each in one execution\n",
+        plan.tasks
+    );
+    let mut t = Table::new(&["tasks", "steps", "wall time", "outcome"]);
+    let tasks = plan.tasks;
+    let (r, d) = timed(|| {
+        let cfg = ExecConfig {
+            stack_size: 32 * 1024,
+            ..ExecConfig::default()
+        };
+        let mut e = Execution::new(
+            cfg,
+            &Schedule::Random {
+                seed: 1,
+                iteration: 0,
+            },
+        );
+        e.setup(|| {
+            for i in 0..tasks {
+                sim::spawn(format!("t{i}"), false, || {
+                    for _ in 0..3 {
+                        sim::point("work", ObjId::NONE, &sim::costs::STEP);
+                    }
+                });
+            }
+        });
+        e.run()
+    });
+    t.row(vec![
+        tasks.to_string(),
+        r.steps.to_string(),
+        dur(d),
+        if r.outcome == Outcome::Pass {
+            "pass".into()
+        } else {
+            r.outcome.to_string()
+        },
+    ]);
+    println!("{}", t.render());
+}
