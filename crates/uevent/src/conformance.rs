@@ -375,13 +375,13 @@ pub fn conformance_cases() -> Vec<Case> {
             "small",
         ),
         inject_case(
-            "inject.root_of_new_userns_in_its_netns",
+            "inject.userns_root_in_own_netns",
             "root of a new user namespace injects into a network namespace that namespace owns",
             Sender::RootNewUserNet,
             "small",
         ),
         inject_case(
-            "inject.root_of_new_userns_into_host_netns",
+            "inject.userns_root_in_host_netns",
             "root of a new user namespace injects into the host's network namespace (no CAP_SYS_ADMIN over its owner)",
             Sender::RootNewUserOnly,
             "small",
