@@ -75,7 +75,16 @@ impl NetWorld {
     }
 
     /// `copy_net_ns` for an `unshare(CLONE_NEWNET)` by a task with `cred`.
+    ///
+    /// `unshare_nsproxy_namespaces` first asks for CAP_SYS_ADMIN in the
+    /// caller's user namespace (EPERM). The model asks it for
+    /// CLONE_NEWNET only, so that ipc runs are as they were; the
+    /// user-namespace work is the place to ask it for every flag.
     pub fn copy_net_ns(&self, cred: &Cred) -> Result<Arc<Net>, Errno> {
+        if !ns_capable(cred, &cred.user_ns, CAP_SYS_ADMIN) {
+            sim::note("copy_net_ns", ObjId::NONE, Errno::EPERM.as_return());
+            return Err(Errno::EPERM);
+        }
         let created = self.uevent.copy_net_ns(&cred.user_ns, cred.euid);
         match &created {
             Ok(net) => sim::note("copy_net_ns", net.obj, 0),

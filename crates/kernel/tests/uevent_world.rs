@@ -89,7 +89,17 @@ fn injection_needs_cap_sys_admin_over_the_owning_user_namespace() {
                     inject("add@/a"),
                 ],
             ),
-            task("host-user", "init", 1000, vec![inject("add@/b")]),
+            task(
+                "host-user",
+                "init",
+                1000,
+                vec![
+                    inject("add@/b"),
+                    Op::Unshare {
+                        flags: CLONE_NEWNET,
+                    },
+                ],
+            ),
             task("host-root", "init", 0, vec![inject("add@/c"), inject("")]),
         ],
     };
