@@ -12,6 +12,7 @@ pub fn all_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     cases.extend(kernel::conformance_ipc::conformance_cases());
     cases.extend(kernel::net::conformance_cases());
+    cases.extend(userns::conformance::conformance_cases());
     cases
 }
 
@@ -75,25 +76,64 @@ fn agree_text(v: &Verdict) -> &'static str {
     }
 }
 
+/// The case's name, prefixed with its subsystem unless it already is.
+fn qualified(v: &Verdict) -> String {
+    if v.name.starts_with(v.subsystem) {
+        v.name.clone()
+    } else {
+        format!("{}.{}", v.subsystem, v.name)
+    }
+}
+
+/// Longest answer shown in the table; `--format json` has them whole.
+const SHOWN: usize = 40;
+
+/// `text` cut to [`SHOWN`] characters, with `…` when cut.
+fn shown(text: &str) -> String {
+    if text.chars().count() <= SHOWN {
+        text.to_string()
+    } else {
+        let mut cut: String = text.chars().take(SHOWN - 1).collect();
+        cut.push('…');
+        cut
+    }
+}
+
 fn print_table(verdicts: &[Verdict], profile: &str, release: &str) {
     println!("model: kernel profile {profile}; kernel: the running Linux {release}");
-    let width = |f: &dyn Fn(&Verdict) -> usize, min: usize| {
-        verdicts.iter().map(f).max().unwrap_or(0).max(min)
+    let rows: Vec<[String; 4]> = verdicts
+        .iter()
+        .map(|v| {
+            [
+                qualified(v),
+                shown(&v.model),
+                shown(&kernel_text(v)),
+                agree_text(v).to_string(),
+            ]
+        })
+        .collect();
+    let width = |i: usize, title: &str| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(title.len())
     };
-    let wc = width(&|v| v.name.len(), 4);
-    let wm = width(&|v| v.model.len(), 5);
-    let wk = width(&|v| kernel_text(v).len().min(40), 6);
+    let (wc, wm, wk) = (width(0, "case"), width(1, "model"), width(2, "kernel"));
+    let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w - s.chars().count()));
     println!(
-        "{:<wc$}  {:<wm$}  {:<wk$}  agree",
-        "case", "model", "kernel"
+        "{}  {}  {}  agree",
+        pad("case", wc),
+        pad("model", wm),
+        pad("kernel", wk)
     );
-    for v in verdicts {
+    for r in &rows {
         println!(
-            "{:<wc$}  {:<wm$}  {:<wk$}  {}",
-            v.name,
-            v.model,
-            kernel_text(v),
-            agree_text(v)
+            "{}  {}  {}  {}",
+            pad(&r[0], wc),
+            pad(&r[1], wm),
+            pad(&r[2], wk),
+            r[3]
         );
     }
     let count = |want: Option<bool>| verdicts.iter().filter(|v| v.agree() == want).count();

@@ -3,6 +3,7 @@
 
 mod bench;
 mod conformance;
+mod idmap;
 mod junit;
 mod output;
 mod progress;
@@ -22,8 +23,9 @@ use std::process::ExitCode;
     long_about = "Deterministic simulator of Linux kernel namespace subsystems. It explores the \
 interleavings of a scenario's tasks under a kernel profile, checks invariants at every step, and \
 replays any execution exactly from its schedule token. Modelled so far: the ipc-namespace free \
-queue and the ucounts it is charged to, and network namespaces' uevent sockets (`nssim kernels` \
-lists profiles and patches).\n\nExit \
+queue and the ucounts it is charged to, user namespaces and their uid/gid maps \
+(`nssim idmap check` judges a map write), and network namespaces' uevent sockets (`nssim \
+kernels` lists profiles and patches).\n\nExit \
 status: 0 when every run's outcome is what its scenario expects, 1 when one is not, 2 for bad \
 input or usage."
 )]
@@ -247,6 +249,9 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// uid/gid maps: check a map write against a kernel profile's rules.
+    #[command(subcommand)]
+    Idmap(idmap::IdmapCommand),
 }
 
 /// Like other command-line tools, end quietly when the reader of our
@@ -333,6 +338,7 @@ fn main() -> ExitCode {
             format,
             list,
         ),
+        Command::Idmap(command) => idmap::run(&command).map_err(run::CliError),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

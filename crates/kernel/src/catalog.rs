@@ -64,6 +64,36 @@ pub const PATCHES: &[PatchInfo] = &[
         summary: "deliberately broken: free_ipc frees the queued namespaces without waiting for an RCU grace period (use-after-free with RCU readers)",
     },
     PatchInfo {
+        name: "userns-ucounts-limits",
+        merged_in: Some("v4.9"),
+        summary: "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS",
+    },
+    PatchInfo {
+        name: "idmap-340-extents",
+        merged_in: Some("v4.15"),
+        summary: "uid/gid maps hold up to 340 extents: 5 inline, else forward and reverse arrays sorted for binary search (5 extents before)",
+    },
+    PatchInfo {
+        name: "idmap-2017-proposal",
+        merged_in: None,
+        summary: "never merged: 3 inline extents plus direct, indirect and double-indirect blocks (368 extents), linear scan; overrides idmap-340-extents",
+    },
+    PatchInfo {
+        name: "idmap-sort-after-translate",
+        merged_in: Some("v4.20"),
+        summary: "CVE-2018-18955 fix (also v4.19.2): map_write sorts and copies the reverse array after translating lower ids to kernel ids; without it, maps of more than 5 extents in nested namespaces answer from_kuid wrongly",
+    },
+    PatchInfo {
+        name: "idmap-setfcap-root",
+        merged_in: Some("v5.12"),
+        summary: "mapping parent uid 0 in a uid_map needs CAP_SETFCAP (the creator's at creation, or the opener's over the parent)",
+    },
+    PatchInfo {
+        name: "idmap-relaxed-publication",
+        merged_in: None,
+        summary: "deliberately broken: nr_extents published without smp_wmb/smp_rmb, so a lockless reader may see the count before the extents",
+    },
+    PatchInfo {
         name: "uevent-inject",
         merged_in: Some("v4.17"),
         summary: "uevent_net_rcv_skb: a task with CAP_SYS_ADMIN over a network namespace's owning user namespace may send uevents into that namespace; before, the kernel uevent socket refused input",
@@ -87,6 +117,22 @@ pub const PATCHES: &[PatchInfo] = &[
 
 pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
+        name: "v4.8",
+        summary: "user namespaces without ucount limits; nesting deeper than 33 levels is EUSERS; 5-extent idmaps",
+    },
+    ProfileInfo {
+        name: "v4.9",
+        summary: "max_user_namespaces through ucounts; nesting limit ENOSPC",
+    },
+    ProfileInfo {
+        name: "v4.14",
+        summary: "last release with 5-extent idmaps",
+    },
+    ProfileInfo {
+        name: "v4.15",
+        summary: "340-extent idmaps with binary search; has CVE-2018-18955",
+    },
+    ProfileInfo {
         name: "v4.16",
         summary: "every untagged uevent goes to every network namespace; userspace cannot inject uevents",
     },
@@ -99,12 +145,28 @@ pub const PROFILES: &[ProfileInfo] = &[
         summary: "untagged uevents only reach network namespaces owned by the initial user namespace",
     },
     ProfileInfo {
+        name: "v4.19",
+        summary: "last mainline release with CVE-2018-18955 (fixed in v4.19.2)",
+    },
+    ProfileInfo {
+        name: "v4.20",
+        summary: "CVE-2018-18955 fixed: reverse idmap arrays hold kernel ids",
+    },
+    ProfileInfo {
         name: "v5.6",
         summary: "the last put_ipc_ns frees the namespace synchronously (kern_unmount waits a grace period)",
     },
     ProfileInfo {
         name: "v5.7",
         summary: "ipc namespaces freed asynchronously by free_ipc_work, one grace period each",
+    },
+    ProfileInfo {
+        name: "v5.11",
+        summary: "last release where mapping parent uid 0 needs no CAP_SETFCAP",
+    },
+    ProfileInfo {
+        name: "v5.12",
+        summary: "mapping parent uid 0 in a uid_map needs CAP_SETFCAP",
     },
     ProfileInfo {
         name: "v6.2",
@@ -137,6 +199,22 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         "ipc.freed_eventually",
         "once every task has exited, every released ipc namespace has been freed",
+    ),
+    (
+        "idmap.published_whole",
+        "a uid/gid map a reader can see is empty or exactly the map its writer installed (never nr_extents ahead of the extents)",
+    ),
+    (
+        "idmap.roundtrip",
+        "for every id a published map maps, map_id_up(map_id_down(id)) == id",
+    ),
+    (
+        "idmap.confined",
+        "every extent of a map lies inside one extent of the parent namespace's map (kernel ids)",
+    ),
+    (
+        "userns.depth",
+        "every user namespace's level is its parent's plus one, and at most 33",
     ),
     (
         "uevent.seqnum_in_order",
@@ -191,7 +269,7 @@ pub const OPS: &[OpInfo] = &[
     OpInfo {
         name: "unshare",
         args: &[ArgKind::CloneFlags],
-        summary: "unshare(2); CLONE_NEWIPC and CLONE_NEWNET are modelled",
+        summary: "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled",
     },
     OpInfo {
         name: "sysctl_write",
@@ -253,6 +331,46 @@ pub const OPS: &[OpInfo] = &[
         args: &[ArgKind::Str],
         summary: "BUG(): the task panics with the message",
     },
+    OpInfo {
+        name: "write_uid_map",
+        args: &[ArgKind::Str],
+        summary: "one write(2) of the text to /proc/self/uid_map (map_write)",
+    },
+    OpInfo {
+        name: "write_gid_map",
+        args: &[ArgKind::Str],
+        summary: "one write(2) of the text to /proc/self/gid_map (map_write)",
+    },
+    OpInfo {
+        name: "write_setgroups",
+        args: &[ArgKind::Str],
+        summary: "one write(2) of the text (\"allow\"/\"deny\") to /proc/self/setgroups",
+    },
+    OpInfo {
+        name: "write_uid_map_of",
+        args: &[ArgKind::Task, ArgKind::Str],
+        summary: "write the uid_map of the named task's user namespace, opened by this task",
+    },
+    OpInfo {
+        name: "write_gid_map_of",
+        args: &[ArgKind::Task, ArgKind::Str],
+        summary: "write the gid_map of the named task's user namespace, opened by this task",
+    },
+    OpInfo {
+        name: "write_setgroups_of",
+        args: &[ArgKind::Task, ArgKind::Str],
+        summary: "write /proc/PID/setgroups of the named task, opened by this task",
+    },
+    OpInfo {
+        name: "setns_user",
+        args: &[ArgKind::Task],
+        summary: "setns(2) into the user namespace of the named task (userns_install)",
+    },
+    OpInfo {
+        name: "unshare_and_exit",
+        args: &[ArgKind::CloneFlags],
+        summary: "a child process calls unshare(flags) and exits (`unshare -U true`); CLONE_NEWUSER is modelled",
+    },
 ];
 
 /// Clone flags a scenario may name, and whether `unshare` models them yet.
@@ -265,7 +383,7 @@ pub const CLONE_FLAGS: &[(&str, u64, bool)] = &[
     (
         "CLONE_NEWUSER",
         crate::setup::clone_flags::CLONE_NEWUSER,
-        false,
+        true,
     ),
     (
         "CLONE_NEWNET",

@@ -16,9 +16,10 @@ use sim::{Execution, ObjId, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
-use ucounts::{UcountsNs, UcountsTable};
-use uevent::capability::{ns_capable, Cred, CAP_SYS_ADMIN};
+use ucounts::UcountsTable;
 use uevent::{Kobject, Listener, Net, Uevent, UeventError, UeventPatches};
+use userns::caps::CAP_SYS_ADMIN;
+use userns::{ns_capable, Cred, UserNamespace, Userns};
 
 /// The network side of one process: its netns and its uevent socket.
 struct ProcNet {
@@ -30,6 +31,11 @@ struct ProcNet {
 pub struct NetWorld {
     pub uevent: Arc<Uevent>,
     procs: BTreeMap<String, Mutex<ProcNet>>,
+    /// `net->user_ns` as a user namespace of the `userns` crate (the
+    /// `uevent` crate knows only its ucounts side), by network namespace
+    /// id; each holds a reference until `cleanup_net` frees the namespace.
+    owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>>,
+    init_user_ns: Arc<UserNamespace>,
 }
 
 /// The errno a uevent path's error is returned as.
@@ -52,11 +58,20 @@ impl NetWorld {
     pub fn new<'a>(
         patches: UeventPatches,
         ucounts: &Arc<UcountsTable>,
-        init_user_ns: &Arc<UcountsNs>,
+        userns: &Arc<Userns>,
+        init_user_ns: &Arc<UserNamespace>,
         wq: &Arc<Workqueue>,
         processes: impl IntoIterator<Item = &'a String>,
     ) -> Arc<NetWorld> {
-        let uevent = Uevent::new(patches, Arc::clone(ucounts), init_user_ns, wq);
+        let uevent = Uevent::new(patches, Arc::clone(ucounts), &init_user_ns.ucounts_ns, wq);
+        let owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>> = Arc::default();
+        // cleanup_net: net_free is followed by put_user_ns(net->user_ns).
+        let (o, sys) = (Arc::clone(&owners), Arc::clone(userns));
+        uevent.on_net_free(move |net| {
+            if let Some(owner) = o.lock().remove(&net.id) {
+                sys.put_user_ns(&owner);
+            }
+        });
         let procs = processes
             .into_iter()
             .map(|name| {
@@ -67,7 +82,21 @@ impl NetWorld {
                 (name.clone(), Mutex::new(pn))
             })
             .collect();
-        Arc::new(NetWorld { uevent, procs })
+        Arc::new(NetWorld {
+            uevent,
+            procs,
+            owners,
+            init_user_ns: Arc::clone(init_user_ns),
+        })
+    }
+
+    /// The user namespace that owns `net`.
+    fn owner(&self, net: &Net) -> Arc<UserNamespace> {
+        self.owners
+            .lock()
+            .get(&net.id)
+            .cloned()
+            .unwrap_or_else(|| Arc::clone(&self.init_user_ns))
     }
 
     fn proc_net(&self, name: &str) -> &Mutex<ProcNet> {
@@ -78,16 +107,20 @@ impl NetWorld {
     ///
     /// `unshare_nsproxy_namespaces` first asks for CAP_SYS_ADMIN in the
     /// caller's user namespace (EPERM). The model asks it for
-    /// CLONE_NEWNET only, so that ipc runs are as they were; the
-    /// user-namespace work is the place to ask it for every flag.
+    /// CLONE_NEWNET only, so that ipc runs are as they were. The new
+    /// namespace takes a reference on its owner (`get_user_ns`).
     pub fn copy_net_ns(&self, cred: &Cred) -> Result<Arc<Net>, Errno> {
         if !ns_capable(cred, &cred.user_ns, CAP_SYS_ADMIN) {
             sim::note("copy_net_ns", ObjId::NONE, Errno::EPERM.as_return());
             return Err(Errno::EPERM);
         }
-        let created = self.uevent.copy_net_ns(&cred.user_ns, cred.euid);
+        let created = self.uevent.copy_net_ns(&cred.user_ns.ucounts_ns, cred.euid);
         match &created {
-            Ok(net) => sim::note("copy_net_ns", net.obj, 0),
+            Ok(net) => {
+                cred.user_ns.get();
+                self.owners.lock().insert(net.id, Arc::clone(&cred.user_ns));
+                sim::note("copy_net_ns", net.obj, 0);
+            }
             Err(_) => sim::note("copy_net_ns", ObjId::NONE, Errno::ENOSPC.as_return()),
         }
         created.map_err(errno)
@@ -98,11 +131,6 @@ impl NetWorld {
     pub fn install(&self, name: &str, new: Arc<Net>) {
         let old = std::mem::replace(&mut self.proc_net(name).lock().net_ns, new);
         self.uevent.put_net(old);
-    }
-
-    /// Drop a namespace made for an `unshare` that failed later.
-    pub fn discard(&self, net: Arc<Net>) {
-        self.uevent.put_net(net);
     }
 
     /// `exit_task_namespaces` and the files closed at exit: the socket,
@@ -195,7 +223,7 @@ impl NetWorld {
     fn inject(&self, name: &str, cred: &Cred, payload: &str) -> Result<(), Errno> {
         sim::point("sendto", ObjId::NONE, &crate::world::SYSCALL);
         let net = Arc::clone(&self.proc_net(name).lock().net_ns);
-        let capable = ns_capable(cred, &net.user_ns, CAP_SYS_ADMIN);
+        let capable = ns_capable(cred, &self.owner(&net), CAP_SYS_ADMIN);
         let r = self.uevent.uevent_net_rcv_skb(&net, capable, payload);
         match r {
             Ok(seqnum) => sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64),

@@ -35,6 +35,23 @@ impl ActivePatches {
             atomic_seqnum: self.has("uevent-atomic-seqnum"),
         }
     }
+
+    pub fn userns(&self) -> userns::UsernsPatches {
+        let layout = if self.has("idmap-2017-proposal") {
+            userns::Layout::Proposal2017
+        } else if self.has("idmap-340-extents") {
+            userns::Layout::Sorted340
+        } else {
+            userns::Layout::Inline5
+        };
+        userns::UsernsPatches {
+            ucounts_limits: self.has("userns-ucounts-limits"),
+            layout,
+            sort_after_translate: self.has("idmap-sort-after-translate"),
+            setfcap_root: self.has("idmap-setfcap-root"),
+            relaxed_publication: self.has("idmap-relaxed-publication"),
+        }
+    }
 }
 
 /// Start from `profile`'s patches and apply `toggles` in order (`true`
@@ -91,14 +108,8 @@ mod tests {
     #[test]
     fn a_profile_has_every_patch_merged_by_its_release() {
         let names = |v: &str| catalog::profile(v).unwrap().patches();
-        let ipc = |v: &str| -> Vec<&str> {
-            names(v)
-                .into_iter()
-                .filter(|p| p.starts_with("ipc-"))
-                .collect()
-        };
-        assert!(ipc("v5.6").is_empty());
-        assert_eq!(ipc("v5.7"), ["ipc-async-free"]);
+        assert!(!names("v5.6").contains(&"ipc-async-free"));
+        assert!(names("v5.7").contains(&"ipc-async-free"));
         assert!(names("v6.3").contains(&"ipc-wait-pending-free"));
         assert!(!names("v6.3").contains(&"ipc-free-no-grace-period"));
         assert_eq!(
@@ -119,9 +130,27 @@ mod tests {
         assert!(u("v4.18").restrict && !u("v4.18").atomic_seqnum);
         assert!(!u("v6.8").atomic_seqnum && u("v6.9").atomic_seqnum);
         assert!(!u("v6.9").netns_seqnum);
-        let mut sorted = catalog::PROFILES.to_vec();
-        sorted.sort_by_key(|p| catalog::release_number(p.name));
-        assert_eq!(sorted, catalog::PROFILES, "PROFILES are sorted by release");
+    }
+
+    #[test]
+    fn profiles_have_the_userns_eras() {
+        let u = |v: &str| resolve_patches(v, &[]).unwrap().userns();
+        assert!(!u("v4.8").ucounts_limits && u("v4.9").ucounts_limits);
+        assert_eq!(u("v4.14").layout, userns::Layout::Inline5);
+        assert_eq!(u("v4.15").layout, userns::Layout::Sorted340);
+        assert!(!u("v4.19").sort_after_translate && u("v4.20").sort_after_translate);
+        assert!(!u("v5.11").setfcap_root && u("v5.12").setfcap_root);
+        let proposal = resolve_patches("v4.14", &[("idmap-2017-proposal".into(), true)]).unwrap();
+        assert_eq!(proposal.userns().layout, userns::Layout::Proposal2017);
+    }
+
+    #[test]
+    fn profiles_are_sorted_by_release() {
+        let releases: Vec<_> = catalog::PROFILES
+            .iter()
+            .map(|p| catalog::release_number(p.name))
+            .collect();
+        assert!(releases.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

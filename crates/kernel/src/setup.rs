@@ -93,4 +93,35 @@ pub enum Op {
     /// The kernel sends a tagged uevent for a network device of the
     /// task's network namespace.
     UeventNetdevEvent { action: String, devpath: String },
+    /// One write(2) of `text` to `/proc/PID/{uid_map,gid_map,setgroups}`
+    /// of task `target` (the writer itself when `None`), opened by the
+    /// writer.
+    WriteUsernsFile {
+        file: UsernsFile,
+        target: Option<String>,
+        text: String,
+    },
+    /// `setns(fd, CLONE_NEWUSER)` into the user namespace task `target` is in.
+    SetnsUser { target: String },
+    /// A child process with the task's credentials calls `unshare(flags)`
+    /// and exits (the shell's `unshare -U true`).
+    UnshareAndExit { flags: u64 },
+}
+
+/// The per-namespace files of `/proc/PID` a scenario may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsernsFile {
+    UidMap,
+    GidMap,
+    Setgroups,
+}
+
+impl UsernsFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            UsernsFile::UidMap => "uid_map",
+            UsernsFile::GidMap => "gid_map",
+            UsernsFile::Setgroups => "setgroups",
+        }
+    }
 }

@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
 use ucounts::{UcountType, UcountsNs, UcountsTable, UCOUNT_MAX_LIMIT};
+use userns::{UserNamespace, Userns};
+
+#[path = "userns_ops.rs"]
+mod userns_ops;
 
 pub static SYSCALL: CostKey = CostKey::new("syscall", 150, "entering and leaving a syscall");
 pub static SWITCH_NS: CostKey = CostKey::new(
@@ -41,17 +45,15 @@ struct Nsproxy {
 struct Process {
     name: String,
     uid: u32,
-    user_ns: Arc<UcountsNs>,
+    /// `task->cred`: ids, user namespace and capabilities.
+    cred: Mutex<userns::Cred>,
     nsproxy: Mutex<Nsproxy>,
 }
 
 impl Process {
-    /// The credentials capability checks look at.
-    fn cred(&self) -> uevent::capability::Cred {
-        uevent::capability::Cred {
-            euid: self.uid,
-            user_ns: Arc::clone(&self.user_ns),
-        }
+    /// The ucounts side of the task's current user namespace.
+    fn user_ns(&self) -> Arc<UcountsNs> {
+        Arc::clone(&self.cred.lock().user_ns.ucounts_ns)
     }
 }
 
@@ -66,6 +68,9 @@ struct World {
     ipc: Arc<Ipc>,
     ucounts: Arc<UcountsTable>,
     user_ns: BTreeMap<String, Arc<UcountsNs>>,
+    userns: Arc<Userns>,
+    /// User namespaces made so far by tasks (for their names).
+    userns_made: std::sync::atomic::AtomicU32,
     procs: BTreeMap<String, Arc<Process>>,
     locks: BTreeMap<String, ScenarioLock>,
     results: Mutex<Results>,
@@ -123,17 +128,19 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
         apply_sysctls(spec.setup, &user_ns);
         let wq = Workqueue::new("system_wq");
         wq.start_worker("kworker");
+        let (userns, user_namespaces) = adopt_user_namespaces(spec, &ucounts, &user_ns, &wq);
         let ipc = Ipc::new(
             spec.patches.ipc(),
             Arc::clone(&ucounts),
             &user_ns[INIT_USER_NS],
             &wq,
         );
-        let procs = make_processes(spec.setup, &user_ns, &ipc);
+        let procs = make_processes(spec.setup, &user_namespaces, &ipc);
         let net = crate::net::NetWorld::new(
             spec.patches.uevent(),
             &ucounts,
-            &user_ns[INIT_USER_NS],
+            &userns,
+            &user_namespaces[INIT_USER_NS],
             &wq,
             procs.keys(),
         );
@@ -142,6 +149,8 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             ipc,
             ucounts,
             user_ns,
+            userns,
+            userns_made: std::sync::atomic::AtomicU32::new(0),
             procs,
             locks,
             results: Mutex::new(Results::new()),
@@ -168,6 +177,31 @@ fn make_user_namespaces(setup: &Setup, table: &UcountsTable) -> BTreeMap<String,
     map
 }
 
+/// The user-namespace subsystem around the set-up's namespaces.
+fn adopt_user_namespaces(
+    spec: &RunSpec<'_>,
+    ucounts: &Arc<UcountsTable>,
+    user_ns: &BTreeMap<String, Arc<UcountsNs>>,
+    wq: &Arc<Workqueue>,
+) -> (Arc<Userns>, BTreeMap<String, Arc<UserNamespace>>) {
+    let first_child_id = spec.setup.user_namespaces.len() as u32 + 1;
+    let sys = Userns::with_workqueue(
+        spec.patches.userns(),
+        Arc::clone(ucounts),
+        &user_ns[INIT_USER_NS],
+        first_child_id,
+        wq,
+    );
+    let mut all = BTreeMap::new();
+    all.insert(INIT_USER_NS.to_string(), Arc::clone(&sys.init));
+    for s in &spec.setup.user_namespaces {
+        let parent = Arc::clone(&all[&s.parent]);
+        let ns = sys.adopt(&parent, s.owner, s.owner, Arc::clone(&user_ns[&s.name]));
+        all.insert(s.name.clone(), ns);
+    }
+    (sys, all)
+}
+
 fn apply_sysctls(setup: &Setup, user_ns: &BTreeMap<String, Arc<UcountsNs>>) {
     for s in &setup.sysctls {
         if let (Some(ns), Some(t)) = (user_ns.get(&s.userns), UcountType::from_sysctl(&s.name)) {
@@ -186,7 +220,7 @@ fn instance_names(name: &str, instances: u32) -> Vec<String> {
 
 fn make_processes(
     setup: &Setup,
-    user_ns: &BTreeMap<String, Arc<UcountsNs>>,
+    user_ns: &BTreeMap<String, Arc<UserNamespace>>,
     ipc: &Arc<Ipc>,
 ) -> BTreeMap<String, Arc<Process>> {
     let mut procs = BTreeMap::new();
@@ -198,7 +232,7 @@ fn make_processes(
             let p = Process {
                 name: name.clone(),
                 uid: t.uid,
-                user_ns: Arc::clone(&user_ns[&t.userns]),
+                cred: Mutex::new(userns_ops::initial_cred(&user_ns[&t.userns], t.uid)),
                 nsproxy: Mutex::new(Nsproxy {
                     ipc_ns: Arc::clone(&ipc.init_ipc_ns),
                 }),
@@ -286,6 +320,15 @@ fn op_label(op: &Op) -> String {
         Op::Unlock { name } => format!("unlock({name})"),
         Op::Sleep { .. } => "sleep".into(),
         Op::Bug { .. } => "bug".into(),
+        Op::WriteUsernsFile { file, target, .. } => match target {
+            None => format!("write({})", file.name()),
+            Some(t) => format!("write({t}/{})", file.name()),
+        },
+        Op::SetnsUser { target } => format!("setns_user({target})"),
+        Op::UnshareAndExit { flags } => {
+            let unshare = op_label(&Op::Unshare { flags: *flags });
+            format!("{unshare}+exit")
+        }
         other => crate::net::NetWorld::op_label(other).unwrap_or_default(),
     }
 }
@@ -312,7 +355,12 @@ impl World {
                 Ok(())
             }
             Op::Bug { message } => panic!("BUG: {message}"),
-            other => match self.net.do_op(&p.name, &p.cred(), other) {
+            Op::WriteUsernsFile { file, target, text } => {
+                self.write_userns_file(p, *file, target.as_deref(), text)
+            }
+            Op::SetnsUser { target } => self.setns_user(p, target),
+            Op::UnshareAndExit { flags } => self.unshare_and_exit(p, *flags),
+            other => match self.net.do_op(&p.name, &self.cred(p), other) {
                 Some(r) => r,
                 None => Ok(()),
             },
@@ -345,36 +393,72 @@ impl World {
     /// ones, then switch the task to them and drop the old ones.
     fn ksys_unshare(&self, p: &Process, flags: u64) -> Result<(), Errno> {
         sim::point("unshare", ObjId::NONE, &SYSCALL);
+        // The user namespace comes first; the other namespaces are made
+        // with the new credentials, which are installed last.
+        let new_cred = if flags & clone_flags::CLONE_NEWUSER != 0 {
+            Some(self.unshare_userns(p, &self.cred(p))?)
+        } else {
+            None
+        };
         if flags & clone_flags::CLONE_NEWIPC == 0 {
-            return self.unshare_net(p, flags, None);
+            let cred = new_cred.clone().unwrap_or_else(|| self.cred(p));
+            if let Err(e) = self.unshare_net(p, flags, &cred, None) {
+                if let Some(c) = new_cred {
+                    self.userns.put_cred(c);
+                }
+                return Err(e);
+            }
+            if let Some(c) = new_cred {
+                *p.cred.lock() = c;
+            }
+            return Ok(());
         }
+        let user_ns = new_cred
+            .as_ref()
+            .map_or_else(|| p.user_ns(), |c| Arc::clone(&c.user_ns.ucounts_ns));
         let call = self
             .ipc
             .oracle
-            .begin_call(ucounts::charge_chain(&p.user_ns, p.uid));
-        let created = self.ipc.create_ipc_ns(&p.user_ns, p.uid);
+            .begin_call(ucounts::charge_chain(&user_ns, p.uid));
+        let created = self.ipc.create_ipc_ns(&user_ns, p.uid);
         self.ipc.oracle.end_call(call, created.is_err(), &p.name);
         let new_ns = match created {
             Ok(ns) => ns,
             Err(IpcError::NoSpace) => {
                 sim::note("unshare", ObjId::NONE, Errno::ENOSPC.as_return());
+                if let Some(c) = new_cred {
+                    // abort_creds: the new namespace's only reference goes.
+                    self.userns.put_cred(c);
+                }
                 return Err(Errno::ENOSPC);
             }
         };
         sim::note("unshare", new_ns.obj, 0);
-        self.unshare_net(p, flags, Some(new_ns))
+        let cred = new_cred.clone().unwrap_or_else(|| self.cred(p));
+        if let Err(e) = self.unshare_net(p, flags, &cred, Some(new_ns)) {
+            if let Some(c) = new_cred {
+                self.userns.put_cred(c);
+            }
+            return Err(e);
+        }
+        if let Some(c) = new_cred {
+            *p.cred.lock() = c;
+        }
+        Ok(())
     }
 
     /// The rest of `create_new_namespaces` after the ipc namespace: the
-    /// network namespace (unwinding `new_ipc` when it fails), then switch.
+    /// network namespace, made with `cred` (the new credentials after a
+    /// CLONE_NEWUSER), unwinding `new_ipc` when it fails; then switch.
     fn unshare_net(
         &self,
         p: &Process,
         flags: u64,
+        cred: &userns::Cred,
         new_ipc: Option<Arc<IpcNamespace>>,
     ) -> Result<(), Errno> {
         let new_net = if flags & clone_flags::CLONE_NEWNET != 0 {
-            match self.net.copy_net_ns(&p.cred()) {
+            match self.net.copy_net_ns(cred) {
                 Ok(net) => Some(net),
                 Err(e) => {
                     if let Some(ipc) = new_ipc {
@@ -411,6 +495,8 @@ impl World {
         );
         self.ipc.put_ipc_ns(old);
         self.net.exit_task(&p.name);
+        // exit_creds: the task's credentials go after a grace period.
+        self.userns.put_cred(self.cred(p));
     }
 
     /// Write a `max_*` sysctl of the task's own user namespace.
@@ -420,7 +506,7 @@ impl World {
         if !(0..=UCOUNT_MAX_LIMIT).contains(&value) {
             return Err(Errno::EINVAL);
         }
-        p.user_ns.set_max(t, value);
+        p.user_ns().set_max(t, value);
         self.ipc.oracle.limits_changed();
         Ok(())
     }
@@ -543,5 +629,6 @@ fn install_invariants(e: &mut Execution, world: &Arc<World>, invariants: &[Strin
             })
         });
     }
+    userns_ops::install_userns_invariants(e, world, wants);
     let _ = &world.user_ns;
 }

@@ -267,3 +267,74 @@ fn the_netns_loop_agrees_with_this_kernel() {
         assert_eq!(v.model, "ENOSPC");
     }
 }
+
+#[test]
+fn a_new_user_namespace_owns_the_network_namespace_made_with_it() {
+    use kernel::setup::clone_flags::CLONE_NEWUSER;
+    let setup = Setup {
+        user_namespaces: vec![],
+        sysctls: vec![],
+        tasks: vec![
+            task(
+                "rootless",
+                "init",
+                1000,
+                vec![
+                    Op::Unshare {
+                        flags: CLONE_NEWUSER | CLONE_NEWNET,
+                    },
+                    Op::UeventListen { rcvbuf: 4096 },
+                    inject("add@/devices/x"),
+                    Op::UeventRecv,
+                ],
+            ),
+            task(
+                "kernel",
+                "init",
+                0,
+                vec![
+                    Op::Sleep { ns: 1_000_000 },
+                    Op::UeventDeviceEvent {
+                        action: "add".into(),
+                        devpath: "/devices/virtual/mem/full".into(),
+                    },
+                ],
+            ),
+        ],
+    };
+    let (outcome, r) = run(&setup, "v6.9", StrategySpec::Fair, 1);
+    assert_eq!(outcome, Outcome::Pass, "{r:?}");
+    assert_eq!(
+        results_of(&r, "rootless", "unshare(CLONE_NEWUSER|CLONE_NEWNET)"),
+        pairs(&[("ok", 1)])
+    );
+    assert_eq!(
+        results_of(&r, "rootless", "uevent_inject"),
+        pairs(&[("ok", 1)])
+    );
+    assert_eq!(
+        results_of(&r, "rootless", "uevent_recv"),
+        pairs(&[("ok", 1)])
+    );
+    // The same without a new user namespace: no CAP_SYS_ADMIN for uid 1000.
+    let (_, r) = run(
+        &Setup {
+            tasks: vec![task(
+                "plain",
+                "init",
+                1000,
+                vec![Op::Unshare {
+                    flags: CLONE_NEWNET,
+                }],
+            )],
+            ..setup.clone()
+        },
+        "v6.9",
+        StrategySpec::Fair,
+        1,
+    );
+    assert_eq!(
+        results_of(&r, "plain", "unshare(CLONE_NEWNET)"),
+        pairs(&[("EPERM", 1)])
+    );
+}

@@ -416,6 +416,18 @@ fn clone_flags(bare: &str, base: usize) -> Result<u64, OpError> {
     Ok(flags)
 }
 
+/// The file a `write_*` op names.
+fn userns_file(op: &str) -> kernel::setup::UsernsFile {
+    use kernel::setup::UsernsFile;
+    if op.starts_with("write_uid_map") {
+        UsernsFile::UidMap
+    } else if op.starts_with("write_gid_map") {
+        UsernsFile::GidMap
+    } else {
+        UsernsFile::Setgroups
+    }
+}
+
 fn build(op: &OpInfo, args: Vec<Value>) -> Option<Op> {
     let mut flags = 0;
     let mut ns = 0;
@@ -459,6 +471,21 @@ fn build(op: &OpInfo, args: Vec<Value>) -> Option<Op> {
             action: first(),
             devpath: first(),
         },
+        "write_uid_map" | "write_gid_map" | "write_setgroups" => Op::WriteUsernsFile {
+            file: userns_file(op.name),
+            target: None,
+            text: first(),
+        },
+        "write_uid_map_of" | "write_gid_map_of" | "write_setgroups_of" => {
+            let target = Some(first());
+            Op::WriteUsernsFile {
+                file: userns_file(op.name),
+                target,
+                text: first(),
+            }
+        }
+        "setns_user" => Op::SetnsUser { target: first() },
+        "unshare_and_exit" => Op::UnshareAndExit { flags },
         _ => return None,
     })
 }

@@ -2,10 +2,12 @@
 //! CAP_SYS_ADMIN over a user namespace (`ns_capable`, security/commoncap.c
 //! `cap_capable`)?
 //!
-//! SEAM: until the user-namespace crate (idmaps, credentials) answers it,
-//! this module answers with the rule below, which needs only the ucounts
-//! side of user namespaces. Route [`ns_capable`] through `userns` when it
-//! lands; nothing else in this crate asks.
+//! In a simulated machine the kernel crate asks the user-namespace model
+//! (`userns::ns_capable` with the task's real credentials) and passes the
+//! answer to [`crate::Uevent::uevent_net_rcv_skb`]. This module is the
+//! stand-in the crate's own models use (its tests and the model half of
+//! its conformance cases), with the rule below, which needs only the
+//! ucounts side of user namespaces.
 //!
 //! The rule, walking from `target` up to the root like `cap_capable`:
 //! * at the task's own user namespace: capable if the task is root there:
@@ -43,8 +45,8 @@ fn root_in_own_ns(cred: &Cred) -> bool {
     }
 }
 
-/// `ns_capable(target, cap)` for a task with `cred`. SEAM (see the module
-/// documentation): every capability is treated alike.
+/// `ns_capable(target, cap)` for a task with `cred`, by the stand-in rule
+/// (see the module documentation): every capability is treated alike.
 pub fn ns_capable(cred: &Cred, target: &Arc<UcountsNs>, _cap: u32) -> bool {
     let mut ns = Some(Arc::clone(target));
     while let Some(n) = ns {

@@ -323,7 +323,12 @@ pub struct Uevent {
     pub oracle: Oracle,
     stats: parking_lot::Mutex<Stats>,
     released_freed: parking_lot::Mutex<(u64, u64)>,
+    /// Run by `cleanup_net` for each namespace it frees (the owner's
+    /// `put_user_ns`, which the user-namespace side does).
+    on_free: parking_lot::Mutex<Option<NetFreeHook>>,
 }
+
+type NetFreeHook = Box<dyn Fn(&Net) + Send + Sync>;
 
 impl Uevent {
     /// Set up the subsystem and `init_net`; `wq` runs `net_cleanup_work`.
@@ -367,6 +372,7 @@ impl Uevent {
                 oracle: Oracle::default(),
                 stats: parking_lot::Mutex::new(Stats::default()),
                 released_freed: parking_lot::Mutex::new((0, 0)),
+                on_free: parking_lot::Mutex::new(None),
             }
         });
         // init_net's socket is on the list from boot; nothing runs yet.
@@ -461,9 +467,18 @@ impl Uevent {
             if let Some(u) = &net.ucounts {
                 self.ucounts.dec_ucount(u, UcountType::NetNamespaces);
             }
+            if let Some(hook) = self.on_free.lock().as_ref() {
+                hook(&net);
+            }
             sim::free_object(net.obj);
             self.released_freed.lock().1 += 1;
         }
+    }
+
+    /// Run `f` for each namespace `cleanup_net` frees, after its
+    /// uncharge (the owner's `put_user_ns`).
+    pub fn on_net_free(&self, f: impl Fn(&Net) + Send + Sync + 'static) {
+        *self.on_free.lock() = Some(Box::new(f));
     }
 
     /// (released, freed) network namespaces so far.

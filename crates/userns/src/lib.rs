@@ -1,1 +1,620 @@
-//! User namespaces and uid/gid idmaps (kernel/user_namespace.c).
+//! User namespaces and uid/gid idmaps (kernel/user_namespace.c,
+//! include/linux/user_namespace.h, kernel/capability.c, security/commoncap.c).
+//!
+//! * [`create_user_ns`]: the depth limit, the `max_user_namespaces` charge
+//!   through ucounts, the mapping check, full capabilities in the new
+//!   namespace.
+//! * [`ns_capable`]: `cap_capable`'s walk up the tree (the owner of a
+//!   child namespace has every capability in it).
+//! * [`idmap`]: the three map layouts and the lock-free lookups.
+//! * [`map_write`](mod@map_write): `map_write`, `new_idmap_permitted`,
+//!   `/proc/PID/setgroups`, and reading a map back (`uid_m_show`).
+//!
+//! Patches (see [`UsernsPatches`]):
+//! * `userns-ucounts-limits` (v4.9): `max_user_namespaces` through
+//!   ucounts; the depth limit answers ENOSPC (EUSERS before).
+//! * `idmap-340-extents` (v4.15): the 340-extent layout.
+//! * `idmap-2017-proposal` (never merged): the 368-extent block layout.
+//! * `idmap-sort-after-translate` (v4.20, v4.19.2): the CVE-2018-18955 fix;
+//!   without it a v4.15 layout's reverse array keeps parent ids.
+//! * `idmap-setfcap-root` (v5.12): mapping parent uid 0 needs CAP_SETFCAP.
+//! * `idmap-relaxed-publication` (deliberately broken): `nr_extents`
+//!   published without barriers.
+
+pub mod bench_maps;
+pub mod conformance;
+pub mod idmap;
+pub mod invariants;
+pub mod map_write;
+
+pub use idmap::{Extent, IdMap, Layout, Publication, UNMAPPED};
+pub use map_write::{
+    from_kgid, from_kuid, from_kuid_munged, make_kgid, make_kuid, map_write, map_write_extents,
+    proc_setgroups_write, uid_m_show, MapKind, Rule, WriteOutcome,
+};
+
+use std::sync::atomic::{AtomicBool, AtomicU32 as StdAtomicU32, Ordering as StdOrdering};
+use sync::{schedule_work, synchronize_rcu, Arc, Mutex, Refcount, Work, Workqueue};
+use ucounts::{UcountType, Ucounts, UcountsNs, UcountsTable};
+
+/// `overflowuid` / `overflowgid`: what an unmapped id reads as.
+pub const OVERFLOW_ID: u32 = 65534;
+/// The deepest level a namespace may have: creation fails when the
+/// parent's level is above 32.
+pub const MAX_PARENT_LEVEL: u32 = 32;
+
+/// The user-namespace behaviours that changed over kernel history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsernsPatches {
+    /// v4.9: ucount limits; depth and count failures are ENOSPC.
+    pub ucounts_limits: bool,
+    /// The map layout in force.
+    pub layout: Layout,
+    /// v4.20/v4.19.2: sort (and build `reverse`) after translating.
+    pub sort_after_translate: bool,
+    /// v5.12: mapping parent uid 0 needs CAP_SETFCAP.
+    pub setfcap_root: bool,
+    /// Deliberately broken: relaxed publication of `nr_extents`.
+    pub relaxed_publication: bool,
+}
+
+impl UsernsPatches {
+    /// The behaviour of the newest kernels.
+    pub const NEWEST: UsernsPatches = UsernsPatches {
+        ucounts_limits: true,
+        layout: Layout::Sorted340,
+        sort_after_translate: true,
+        setfcap_root: true,
+        relaxed_publication: false,
+    };
+
+    pub fn publication(&self) -> Publication {
+        if self.relaxed_publication {
+            Publication::RELAXED
+        } else {
+            Publication::KERNEL
+        }
+    }
+}
+
+/// Errors of the user-namespace paths, named like the kernel's errnos.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, thiserror::Error)]
+#[allow(clippy::upper_case_acronyms)]
+pub enum Error {
+    #[error("EPERM")]
+    EPERM,
+    #[error("EINVAL")]
+    EINVAL,
+    #[error("ENOSPC")]
+    ENOSPC,
+    #[error("EUSERS")]
+    EUSERS,
+    #[error("ENOMEM")]
+    ENOMEM,
+    #[error("EACCES")]
+    EACCES,
+}
+
+impl Error {
+    pub fn name(self) -> &'static str {
+        match self {
+            Error::EPERM => "EPERM",
+            Error::EINVAL => "EINVAL",
+            Error::ENOSPC => "ENOSPC",
+            Error::EUSERS => "EUSERS",
+            Error::ENOMEM => "ENOMEM",
+            Error::EACCES => "EACCES",
+        }
+    }
+}
+
+/// Capability numbers (include/uapi/linux/capability.h).
+pub mod caps {
+    pub const CAP_SETGID: u32 = 6;
+    pub const CAP_SETUID: u32 = 7;
+    pub const CAP_SYS_ADMIN: u32 = 21;
+    pub const CAP_SETFCAP: u32 = 31;
+    /// `CAP_LAST_CAP` of recent kernels.
+    pub const CAP_LAST_CAP: u32 = 40;
+}
+
+/// A capability set (`kernel_cap_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct CapSet(pub u64);
+
+impl CapSet {
+    pub const EMPTY: CapSet = CapSet(0);
+    pub const FULL: CapSet = CapSet((1u64 << (caps::CAP_LAST_CAP + 1)) - 1);
+
+    pub fn has(self, cap: u32) -> bool {
+        self.0 & (1u64 << cap) != 0
+    }
+
+    pub fn with(self, cap: u32) -> CapSet {
+        CapSet(self.0 | (1u64 << cap))
+    }
+
+    pub fn without(self, cap: u32) -> CapSet {
+        CapSet(self.0 & !(1u64 << cap))
+    }
+}
+
+/// `USERNS_SETGROUPS_ALLOWED`.
+const USERNS_SETGROUPS_ALLOWED: u32 = 1;
+
+/// `struct user_namespace`.
+pub struct UserNamespace {
+    /// The object's lifetime in the simulator.
+    pub obj: sim::ObjId,
+    /// `ns.count`: creds and child namespaces hold references.
+    pub count: Refcount,
+    pub name: String,
+    pub parent: Option<Arc<UserNamespace>>,
+    pub level: u32,
+    /// Kernel uid of the creator's euid.
+    pub owner: u32,
+    /// Kernel gid of the creator's egid.
+    pub group: u32,
+    pub uid_map: IdMap,
+    pub gid_map: IdMap,
+    /// `ns->flags`, changed under `userns_state_mutex` only.
+    flags: StdAtomicU32,
+    /// v5.12: the creator had CAP_SETFCAP when it made the namespace.
+    pub parent_could_setfcap: bool,
+    /// The ucounts side: limits, and the entry charged in the parent.
+    pub ucounts_ns: Arc<UcountsNs>,
+    /// Set once the namespace has been freed (its charge released).
+    freed: AtomicBool,
+    /// Made at set-up time (or the initial namespace): the simulated world
+    /// holds it for the whole run, so its references are not counted.
+    pub pinned: bool,
+}
+
+impl UserNamespace {
+    /// Whether `ns->flags` has `USERNS_SETGROUPS_ALLOWED`.
+    pub fn setgroups_allowed(&self) -> bool {
+        self.flags.load(StdOrdering::SeqCst) & USERNS_SETGROUPS_ALLOWED != 0
+    }
+
+    fn deny_setgroups(&self) {
+        self.flags
+            .fetch_and(!USERNS_SETGROUPS_ALLOWED, StdOrdering::SeqCst);
+    }
+
+    /// `ns` is this namespace or one of its ancestors.
+    pub fn is_descendant_of(self: &Arc<Self>, ns: &Arc<UserNamespace>) -> bool {
+        let mut cur = Some(Arc::clone(self));
+        while let Some(c) = cur {
+            if Arc::ptr_eq(&c, ns) {
+                return true;
+            }
+            cur = c.parent.clone();
+        }
+        false
+    }
+
+    /// The map of one kind.
+    pub fn map(&self, kind: MapKind) -> &IdMap {
+        match kind {
+            MapKind::Uid => &self.uid_map,
+            MapKind::Gid => &self.gid_map,
+        }
+    }
+
+    /// The ucount charge taken in the parent at creation.
+    pub fn charge(&self) -> Option<&Arc<Ucounts>> {
+        self.ucounts_ns.ucounts.as_ref()
+    }
+
+    /// Whether `free_user_ns` has run for it.
+    pub fn peek_freed(&self) -> bool {
+        self.freed.load(StdOrdering::SeqCst)
+    }
+
+    /// `get_user_ns` (nothing to count for a pinned namespace).
+    pub fn get(&self) {
+        if !self.pinned {
+            self.count.inc();
+        }
+    }
+}
+
+/// Credentials (`struct cred`), ids as kernel ids.
+#[derive(Clone)]
+pub struct Cred {
+    pub uid: u32,
+    pub euid: u32,
+    pub fsuid: u32,
+    pub gid: u32,
+    pub egid: u32,
+    pub user_ns: Arc<UserNamespace>,
+    pub cap_effective: CapSet,
+}
+
+impl Cred {
+    /// A process of kernel uid/gid `uid`/`gid` in `ns` with `caps`.
+    pub fn new(ns: &Arc<UserNamespace>, uid: u32, gid: u32, caps: CapSet) -> Cred {
+        Cred {
+            uid,
+            euid: uid,
+            fsuid: uid,
+            gid,
+            egid: gid,
+            user_ns: Arc::clone(ns),
+            cap_effective: caps,
+        }
+    }
+}
+
+impl std::fmt::Debug for Cred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Cred(euid {}, egid {}, in {}, caps {:#x})",
+            self.euid, self.egid, self.user_ns.name, self.cap_effective.0
+        )
+    }
+}
+
+/// `cap_capable`/`ns_capable`: does `cred` have `cap` in `target`? Walk
+/// up from `target`: in the caller's own namespace the effective set
+/// decides; the owner of a namespace whose parent is the caller's has
+/// every capability in it; a namespace at or above the caller's level
+/// that is not the caller's gives nothing.
+pub fn ns_capable(cred: &Cred, target: &Arc<UserNamespace>, cap: u32) -> bool {
+    let mut ns = Arc::clone(target);
+    loop {
+        if Arc::ptr_eq(&ns, &cred.user_ns) {
+            return cred.cap_effective.has(cap);
+        }
+        if ns.level <= cred.user_ns.level {
+            return false;
+        }
+        let parent = ns
+            .parent
+            .clone()
+            .expect("a namespace above level 0 has a parent");
+        if Arc::ptr_eq(&parent, &cred.user_ns) && ns.owner == cred.euid {
+            return true;
+        }
+        ns = parent;
+    }
+}
+
+/// The user-namespace subsystem of one simulated machine: the initial
+/// namespace, `userns_state_mutex`, the ucounts table, the patches.
+pub struct Userns {
+    pub patches: UsernsPatches,
+    pub init: Arc<UserNamespace>,
+    pub ucounts: Arc<UcountsTable>,
+    /// `userns_state_mutex`: every map write and setgroups write.
+    pub state_mutex: Mutex<()>,
+    next_id: StdAtomicU32,
+    /// Where `free_user_ns` runs; without one, frees are synchronous.
+    wq: Option<Arc<Workqueue>>,
+    /// Every namespace made, for invariant checkers (creation order).
+    registry: parking_lot::Mutex<Vec<Arc<UserNamespace>>>,
+}
+
+impl Userns {
+    /// A subsystem whose initial namespace is `init_ucounts` (whose
+    /// `id` is 0); children get ids from `first_child_id` on.
+    pub fn new(
+        patches: UsernsPatches,
+        ucounts: Arc<UcountsTable>,
+        init_ucounts: &Arc<UcountsNs>,
+        first_child_id: u32,
+    ) -> Arc<Self> {
+        let layout = patches.layout;
+        let init = Arc::new(UserNamespace {
+            obj: sim::new_object("user_namespace"),
+            count: Refcount::new("user_ns.count", 1),
+            name: init_ucounts.name.clone(),
+            parent: None,
+            level: 0,
+            owner: 0,
+            group: 0,
+            uid_map: IdMap::identity(layout),
+            gid_map: IdMap::identity(layout),
+            flags: StdAtomicU32::new(USERNS_SETGROUPS_ALLOWED),
+            parent_could_setfcap: true,
+            ucounts_ns: Arc::clone(init_ucounts),
+            freed: AtomicBool::new(false),
+            pinned: true,
+        });
+        Arc::new(Userns {
+            patches,
+            registry: parking_lot::Mutex::new(vec![Arc::clone(&init)]),
+            init,
+            ucounts,
+            state_mutex: Mutex::new("userns_state_mutex", ()),
+            next_id: StdAtomicU32::new(first_child_id),
+            wq: None,
+        })
+    }
+
+    /// As [`Userns::new`], with frees deferred to a work item on `wq` (as
+    /// the kernel's `__put_user_ns` does).
+    pub fn with_workqueue(
+        patches: UsernsPatches,
+        ucounts: Arc<UcountsTable>,
+        init_ucounts: &Arc<UcountsNs>,
+        first_child_id: u32,
+        wq: &Arc<Workqueue>,
+    ) -> Arc<Self> {
+        let mut sys = Arc::into_inner(Userns::new(patches, ucounts, init_ucounts, first_child_id))
+            .expect("just made");
+        sys.wq = Some(Arc::clone(wq));
+        Arc::new(sys)
+    }
+
+    /// Every namespace made so far, the initial one first (checkers).
+    pub fn namespaces(&self) -> Vec<Arc<UserNamespace>> {
+        self.registry.lock().clone()
+    }
+
+    /// A namespace made at set-up time around an existing ucounts side
+    /// (its maps empty, as after `create_user_ns`; the owner had every
+    /// capability when it made it).
+    pub fn adopt(
+        &self,
+        parent: &Arc<UserNamespace>,
+        owner: u32,
+        group: u32,
+        ucounts_ns: Arc<UcountsNs>,
+    ) -> Arc<UserNamespace> {
+        let mut ns = self.build_ns(parent, owner, group, true, ucounts_ns);
+        Arc::get_mut(&mut ns).expect("just made").pinned = true;
+        self.register(ns)
+    }
+
+    fn register(&self, ns: Arc<UserNamespace>) -> Arc<UserNamespace> {
+        self.registry.lock().push(Arc::clone(&ns));
+        ns
+    }
+
+    /// A stand-alone subsystem (tests, the idmap checker).
+    pub fn standalone(patches: UsernsPatches) -> Arc<Self> {
+        Userns::new(
+            patches,
+            Arc::new(UcountsTable::new()),
+            &UcountsNs::init(0),
+            1,
+        )
+    }
+
+    /// Root of the initial namespace with every capability.
+    pub fn init_root(&self) -> Cred {
+        Cred::new(&self.init, 0, 0, CapSet::FULL)
+    }
+
+    /// A namespace object with empty maps (used by [`create_user_ns`]
+    /// and by set-ups that build a tree directly).
+    fn alloc_ns(
+        &self,
+        name: &str,
+        parent: &Arc<UserNamespace>,
+        owner: u32,
+        group: u32,
+        parent_could_setfcap: bool,
+        charge: Option<Arc<Ucounts>>,
+    ) -> Arc<UserNamespace> {
+        let id = self.next_id.fetch_add(1, StdOrdering::Relaxed);
+        let ucounts_ns = UcountsNs::child(id, name, &parent.ucounts_ns, charge);
+        let ns = self.build_ns(parent, owner, group, parent_could_setfcap, ucounts_ns);
+        self.register(ns)
+    }
+
+    fn build_ns(
+        &self,
+        parent: &Arc<UserNamespace>,
+        owner: u32,
+        group: u32,
+        parent_could_setfcap: bool,
+        ucounts_ns: Arc<UcountsNs>,
+    ) -> Arc<UserNamespace> {
+        let publication = self.patches.publication();
+        Arc::new(UserNamespace {
+            obj: sim::new_object("user_namespace"),
+            count: Refcount::new("user_ns.count", 1),
+            name: ucounts_ns.name.clone(),
+            parent: Some(Arc::clone(parent)),
+            level: parent.level + 1,
+            owner,
+            group,
+            uid_map: IdMap::new(self.patches.layout, publication),
+            gid_map: IdMap::new(self.patches.layout, publication),
+            flags: StdAtomicU32::new(parent.flags.load(StdOrdering::SeqCst)),
+            parent_could_setfcap,
+            ucounts_ns,
+            freed: AtomicBool::new(false),
+            pinned: false,
+        })
+    }
+
+    /// `create_user_ns`: make a child of `cred.user_ns` owned by the
+    /// caller, and return the caller's new credentials (full capabilities
+    /// in the new namespace, ids unchanged).
+    pub fn create_user_ns(&self, cred: &Cred, name: &str) -> Result<Cred, Error> {
+        let parent = &cred.user_ns;
+        if parent.level > MAX_PARENT_LEVEL {
+            return Err(self.limit_errno());
+        }
+        let charge = if self.patches.ucounts_limits {
+            let c = self
+                .ucounts
+                .inc_ucount(&parent.ucounts_ns, cred.euid, UcountType::UserNamespaces)
+                .ok_or(Error::ENOSPC)?;
+            Some(c)
+        } else {
+            None
+        };
+        let mapped = |m: &IdMap, id: u32| m.map_id_up(id) != UNMAPPED;
+        if !mapped(&parent.uid_map, cred.euid) || !mapped(&parent.gid_map, cred.egid) {
+            if let Some(c) = &charge {
+                self.ucounts.dec_ucount(c, UcountType::UserNamespaces);
+            }
+            return Err(Error::EPERM);
+        }
+        let could_setfcap = cred.cap_effective.has(caps::CAP_SETFCAP);
+        let ns = {
+            // The parent's flags are copied under userns_state_mutex.
+            let _g = self.state_mutex.lock();
+            self.alloc_ns(name, parent, cred.euid, cred.egid, could_setfcap, charge)
+        };
+        let mut new = cred.clone();
+        new.user_ns = ns;
+        new.cap_effective = CapSet::FULL;
+        Ok(new)
+    }
+
+    fn limit_errno(&self) -> Error {
+        if self.patches.ucounts_limits {
+            Error::ENOSPC
+        } else {
+            Error::EUSERS
+        }
+    }
+
+    /// Free one namespace whose last reference is gone: release its
+    /// `max_user_namespaces` charge and the object. Freeing twice is a
+    /// no-op. (Tests outside a world call it directly.)
+    pub fn free_user_ns(&self, ns: &UserNamespace) {
+        if ns.freed.swap(true, StdOrdering::SeqCst) {
+            return;
+        }
+        if let Some(c) = ns.charge() {
+            self.ucounts.dec_ucount(c, UcountType::UserNamespaces);
+        }
+        sim::free_object(ns.obj);
+        // Checkers look at live namespaces only; long loops must not
+        // keep every freed one.
+        self.registry
+            .lock()
+            .retain(|n| !std::ptr::eq(Arc::as_ptr(n), ns));
+    }
+
+    /// `put_user_ns`: drop a reference; the last one hands the namespace
+    /// to `free_user_ns` on the work queue (`__put_user_ns`), or frees it
+    /// at once without one.
+    pub fn put_user_ns(self: &Arc<Self>, ns: &Arc<UserNamespace>) {
+        if ns.pinned || !ns.count.dec_and_test() {
+            return;
+        }
+        let Some(wq) = &self.wq else {
+            self.free_user_ns_work(Arc::clone(ns));
+            return;
+        };
+        let (sys, ns) = (Arc::clone(self), Arc::clone(ns));
+        let work = Work::new("free_user_ns", wq, move || {
+            sys.free_user_ns_work(Arc::clone(&ns))
+        });
+        schedule_work(&work);
+    }
+
+    /// The body of the `free_user_ns` work: free the namespace, then its
+    /// parent if that was the parent's last reference, and so on up.
+    fn free_user_ns_work(&self, ns: Arc<UserNamespace>) {
+        let mut cur = Some(ns);
+        while let Some(ns) = cur {
+            self.free_user_ns(&ns);
+            cur = ns
+                .parent
+                .clone()
+                .filter(|p| !p.pinned && p.count.dec_and_test());
+        }
+    }
+
+    /// The last put of a task's credentials: `put_cred` frees them after
+    /// an RCU grace period (`put_cred_rcu`), which then puts the user
+    /// namespace. Modelled as a work item that waits for the grace period.
+    pub fn put_cred(self: &Arc<Self>, cred: Cred) {
+        if cred.user_ns.pinned {
+            return;
+        }
+        let Some(wq) = &self.wq else {
+            self.put_user_ns(&cred.user_ns);
+            return;
+        };
+        let sys = Arc::clone(self);
+        let cred = parking_lot::Mutex::new(Some(cred));
+        let work = Work::new("put_cred_rcu", wq, move || {
+            synchronize_rcu();
+            if let Some(c) = cred.lock().take() {
+                sys.put_user_ns(&c.user_ns);
+            }
+        });
+        schedule_work(&work);
+    }
+
+    /// `kuid_has_mapping` for both the euid and egid of `cred` in `ns`.
+    pub fn ids_mapped_in(cred: &Cred, ns: &UserNamespace) -> bool {
+        ns.uid_map.map_id_up(cred.euid) != UNMAPPED && ns.gid_map.map_id_up(cred.egid) != UNMAPPED
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_depth_limit_is_33_levels_with_the_errno_of_the_era() {
+        for (ucounts_limits, errno) in [(true, Error::ENOSPC), (false, Error::EUSERS)] {
+            let sys = Userns::standalone(UsernsPatches {
+                ucounts_limits,
+                ..UsernsPatches::NEWEST
+            });
+            let mut cred = sys.init_root();
+            for level in 1..=33 {
+                cred = sys.create_user_ns(&cred, &format!("l{level}")).unwrap();
+                // Map root onto the parent's root so the next level may be made.
+                cred.user_ns
+                    .uid_map
+                    .install(&[Extent::new(0, 0, 1)], &[Extent::new(0, 0, 1)]);
+                cred.user_ns
+                    .gid_map
+                    .install(&[Extent::new(0, 0, 1)], &[Extent::new(0, 0, 1)]);
+            }
+            assert_eq!(cred.user_ns.level, 33);
+            assert_eq!(sys.create_user_ns(&cred, "l34").unwrap_err(), errno);
+        }
+    }
+
+    #[test]
+    fn max_user_namespaces_is_charged_to_the_creator() {
+        let sys = Userns::standalone(UsernsPatches::NEWEST);
+        sys.init.ucounts_ns.set_max(UcountType::UserNamespaces, 1);
+        let root = sys.init_root();
+        let child = sys.create_user_ns(&root, "a").unwrap();
+        assert_eq!(sys.create_user_ns(&root, "b").unwrap_err(), Error::ENOSPC);
+        sys.free_user_ns(&child.user_ns);
+        assert!(sys.create_user_ns(&root, "c").is_ok());
+    }
+
+    #[test]
+    fn an_unmapped_creator_gets_eperm() {
+        let sys = Userns::standalone(UsernsPatches::NEWEST);
+        let root = sys.init_root();
+        let child = sys.create_user_ns(&root, "a").unwrap();
+        // Maps are still empty: the creator's ids are unmapped in `a`.
+        assert_eq!(sys.create_user_ns(&child, "b").unwrap_err(), Error::EPERM);
+    }
+
+    #[test]
+    fn the_owner_of_a_child_namespace_has_every_capability_in_it() {
+        let sys = Userns::standalone(UsernsPatches::NEWEST);
+        let user = Cred::new(&sys.init, 1000, 1000, CapSet::EMPTY);
+        let child = sys.create_user_ns(&user, "a").unwrap();
+        assert!(ns_capable(&user, &child.user_ns, caps::CAP_SYS_ADMIN));
+        assert!(!ns_capable(&user, &sys.init, caps::CAP_SYS_ADMIN));
+        let other = Cred::new(&sys.init, 1001, 1001, CapSet::EMPTY);
+        assert!(!ns_capable(&other, &child.user_ns, caps::CAP_SYS_ADMIN));
+        assert!(ns_capable(&child, &child.user_ns, caps::CAP_SETUID));
+        assert!(!ns_capable(&child, &sys.init, caps::CAP_SETUID));
+        assert!(ns_capable(
+            &sys.init_root(),
+            &child.user_ns,
+            caps::CAP_SETUID
+        ));
+    }
+}

@@ -1,0 +1,297 @@
+//! User namespaces in the simulated world: concurrent map writers, the
+//! create-and-drop loop under max_user_namespaces, setns.
+
+use kernel::setup::{
+    clone_flags::CLONE_NEWUSER, Op, Setup, SysctlSpec, TaskSpec, UserNsSpec, UsernsFile,
+};
+use kernel::{explore_run, resolve_patches, Results, RunSpec};
+use sim::{ExecConfig, ExploreConfig, Outcome, StrategySpec};
+
+fn task(name: &str, instances: u32, userns: &str, uid: u32, ops: Vec<Op>) -> TaskSpec {
+    TaskSpec {
+        name: name.into(),
+        instances,
+        userns: userns.into(),
+        uid,
+        repeat: 1,
+        sequential: false,
+        ops,
+    }
+}
+
+fn write_of(target: &str, file: UsernsFile, text: &str) -> Op {
+    Op::WriteUsernsFile {
+        file,
+        target: Some(target.into()),
+        text: text.into(),
+    }
+}
+
+fn run(setup: &Setup, profile: &str, strategy: StrategySpec, seed: u64) -> (Outcome, Results) {
+    let patches = resolve_patches(profile, &[]).unwrap();
+    let invariants: Vec<String> = kernel::catalog::INVARIANTS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let spec = RunSpec {
+        setup,
+        patches: &patches,
+        invariants: &invariants,
+        explore: ExploreConfig {
+            shrink: false,
+            ..ExploreConfig::new(strategy, seed, 1, ExecConfig::default())
+        },
+    };
+    let out = explore_run(&spec);
+    (out.explore.report.outcome, out.results)
+}
+
+fn count(results: &Results, result: &str) -> u64 {
+    results
+        .values()
+        .flat_map(|ops| ops.values())
+        .map(|s| s.results.get(result).copied().unwrap_or(0))
+        .sum()
+}
+
+fn container() -> UserNsSpec {
+    UserNsSpec {
+        name: "container".into(),
+        parent: "init".into(),
+        owner: 1000,
+    }
+}
+
+#[test]
+fn of_concurrent_map_writers_exactly_one_succeeds_in_every_interleaving() {
+    let setup = Setup {
+        user_namespaces: vec![container()],
+        sysctls: vec![],
+        tasks: vec![
+            task("inside", 1, "container", 1000, vec![Op::Sleep { ns: 1000 }]),
+            task(
+                "writer",
+                4,
+                "init",
+                0,
+                vec![write_of("inside", UsernsFile::UidMap, "0 100000 65536\n")],
+            ),
+        ],
+    };
+    for seed in 0..40 {
+        let (outcome, results) = run(&setup, "v6.3", StrategySpec::Random, seed);
+        assert_eq!(outcome, Outcome::Pass, "seed {seed}");
+        assert_eq!(count(&results, "ok"), 1, "seed {seed}: {results:?}");
+        assert_eq!(count(&results, "EPERM"), 3, "seed {seed}: {results:?}");
+    }
+}
+
+#[test]
+fn an_unshare_loop_gets_enospc_while_frees_are_pending() {
+    let setup = |max: i64| Setup {
+        user_namespaces: vec![],
+        sysctls: vec![SysctlSpec {
+            userns: "init".into(),
+            name: "user.max_user_namespaces".into(),
+            value: max,
+        }],
+        tasks: vec![TaskSpec {
+            repeat: 20,
+            ..task(
+                "looper",
+                1,
+                "init",
+                0,
+                vec![Op::UnshareAndExit {
+                    flags: CLONE_NEWUSER,
+                }],
+            )
+        }],
+    };
+    let (outcome, results) = run(&setup(3), "v6.3", StrategySpec::Fair, 1);
+    assert_eq!(outcome, Outcome::Pass);
+    assert!(count(&results, "ENOSPC") > 0, "{results:?}");
+    assert!(count(&results, "ok") >= 3, "{results:?}");
+    // No limit before v4.9; a large limit is never reached.
+    let (_, results) = run(&setup(3), "v4.8", StrategySpec::Fair, 1);
+    assert_eq!(count(&results, "ok"), 20);
+    let (_, results) = run(&setup(1000), "v6.3", StrategySpec::Fair, 1);
+    assert_eq!(count(&results, "ok"), 20);
+}
+
+#[test]
+fn nesting_stops_at_level_33_with_the_errno_of_the_era() {
+    // Each level maps root onto the parent's root so the next may be made.
+    let mut ops = Vec::new();
+    for _ in 0..34 {
+        ops.push(Op::Unshare {
+            flags: CLONE_NEWUSER,
+        });
+        for file in [
+            UsernsFile::Setgroups,
+            UsernsFile::UidMap,
+            UsernsFile::GidMap,
+        ] {
+            let text = if file == UsernsFile::Setgroups {
+                "deny"
+            } else {
+                "0 0 1"
+            };
+            ops.push(Op::WriteUsernsFile {
+                file,
+                target: None,
+                text: text.into(),
+            });
+        }
+    }
+    let setup = Setup {
+        user_namespaces: vec![],
+        sysctls: vec![],
+        tasks: vec![task("nester", 1, "init", 0, ops)],
+    };
+    for (profile, errno) in [("v6.3", "ENOSPC"), ("v4.8", "EUSERS")] {
+        let (outcome, results) = run(&setup, profile, StrategySpec::Fair, 1);
+        assert_eq!(outcome, Outcome::Pass, "{profile}");
+        let unshare = &results["nester"]["unshare(CLONE_NEWUSER)"];
+        assert_eq!(
+            unshare.results.get("ok"),
+            Some(&33),
+            "{profile}: {unshare:?}"
+        );
+        assert_eq!(
+            unshare.results.get(errno),
+            Some(&1),
+            "{profile}: {unshare:?}"
+        );
+    }
+}
+
+#[test]
+fn setns_into_a_user_namespace_needs_cap_sys_admin_there() {
+    let setup = Setup {
+        user_namespaces: vec![container()],
+        sysctls: vec![],
+        tasks: vec![
+            task("inside", 1, "container", 1000, vec![Op::Sleep { ns: 1000 }]),
+            task(
+                "root",
+                1,
+                "init",
+                0,
+                vec![Op::SetnsUser {
+                    target: "inside".into(),
+                }],
+            ),
+            task(
+                "stranger",
+                1,
+                "init",
+                2000,
+                vec![Op::SetnsUser {
+                    target: "inside".into(),
+                }],
+            ),
+            task(
+                "self",
+                1,
+                "container",
+                1000,
+                vec![Op::SetnsUser {
+                    target: "inside".into(),
+                }],
+            ),
+        ],
+    };
+    let (_, results) = run(&setup, "v6.3", StrategySpec::Fair, 1);
+    let got = |t: &str| {
+        results[t]["setns_user(inside)"]
+            .results
+            .keys()
+            .next()
+            .cloned()
+    };
+    assert_eq!(got("root").as_deref(), Some("ok"));
+    assert_eq!(got("stranger").as_deref(), Some("EPERM"));
+    assert_eq!(got("self").as_deref(), Some("EINVAL"));
+}
+
+#[test]
+fn the_newest_profile_has_the_newest_userns_behaviour() {
+    let newest = kernel::catalog::PROFILES.last().unwrap().name;
+    assert_eq!(
+        resolve_patches(newest, &[]).unwrap().userns(),
+        userns::UsernsPatches::NEWEST
+    );
+}
+
+/// The running kernel, in a child user namespace with
+/// max_user_namespaces = 3: how many of 100 `unshare -U true` fail.
+fn kernel_loop_failures() -> Result<u32, String> {
+    let script = r#"
+        echo 3 > /proc/sys/user/max_user_namespaces || exit 90
+        fail=0; i=0
+        while [ $i -lt 100 ]; do
+            unshare -U true 2>/dev/null || fail=$((fail+1))
+            i=$((i+1))
+        done
+        echo "fail $fail"
+    "#;
+    let out = std::process::Command::new("timeout")
+        .args(["60", "unshare", "-U", "-r", "sh", "-c", script])
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("fail "))
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "this host cannot run the probe: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })
+}
+
+/// The profile of the running kernel answers the loop as the running
+/// kernel does: some `unshare -U true` fail with ENOSPC although at most
+/// one namespace is in use.
+#[test]
+fn the_running_kernel_also_fails_the_unshare_loop_while_frees_are_pending() {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let Some(profile) = kernel::catalog::profile_for_release(release.trim()) else {
+        println!("skip: no profile models kernel {release}");
+        return;
+    };
+    let setup = Setup {
+        user_namespaces: vec![],
+        sysctls: vec![SysctlSpec {
+            userns: "init".into(),
+            name: "user.max_user_namespaces".into(),
+            value: 3,
+        }],
+        tasks: vec![TaskSpec {
+            repeat: 100,
+            ..task(
+                "looper",
+                1,
+                "init",
+                0,
+                vec![Op::UnshareAndExit {
+                    flags: CLONE_NEWUSER,
+                }],
+            )
+        }],
+    };
+    let (_, results) = run(&setup, profile.name, StrategySpec::Fair, 1);
+    let model_failures = count(&results, "ENOSPC");
+    match kernel_loop_failures() {
+        Ok(kernel_failures) => {
+            println!(
+                "model ({}): {model_failures} of 100 fail; kernel: {kernel_failures}",
+                profile.name
+            );
+            assert!(model_failures > 0 && kernel_failures > 0);
+        }
+        Err(skip) => println!("skip: {skip}"),
+    }
+}
