@@ -283,6 +283,7 @@ pub mod nssim {
                     flags: CLONE_NEWIPC,
                 }],
             }],
+            ..Default::default()
         };
         let patches = kernel::resolve_patches("v6.2", &[]).expect("the v6.2 profile exists");
         let invariants: Vec<String> = kernel::catalog::INVARIANTS

@@ -13,6 +13,7 @@ pub fn all_cases() -> Vec<Case> {
     cases.extend(kernel::conformance_ipc::conformance_cases());
     cases.extend(kernel::net::conformance_cases());
     cases.extend(userns::conformance::conformance_cases());
+    cases.extend(kernel::conformance_nproc::conformance_cases());
     cases
 }
 

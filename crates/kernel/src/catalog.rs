@@ -94,6 +94,41 @@ pub const PATCHES: &[PatchInfo] = &[
         summary: "deliberately broken: nr_extents published without smp_wmb/smp_rmb, so a lockless reader may see the count before the extents",
     },
     PatchInfo {
+        name: "nproc-ucounts",
+        merged_in: Some("v5.14"),
+        summary: "RLIMIT_NPROC counted in ucounts per (user namespace, kuid) and charged up the namespace tree, instead of one user_struct per kuid for the whole machine; checked before the child is counted, with `>` (one process more than the limit gets through)",
+    },
+    PatchInfo {
+        name: "ucounts-rlimit-max-check",
+        merged_in: Some("v5.16"),
+        summary: "is_rlimit_overlimit compares each ancestor level with the rlimit recorded in the namespace below it (its creator's), not with its own namespace's value",
+    },
+    PatchInfo {
+        name: "nproc-enforce-limit",
+        merged_in: Some("v5.17"),
+        summary: "copy_process checks RLIMIT_NPROC after copy_creds, on the child's ucounts: the limit, not limit+1, processes",
+    },
+    PatchInfo {
+        name: "nproc-flag-after-set-user",
+        merged_in: Some("v5.17"),
+        summary: "set*uid decides PF_NPROC_EXCEEDED (checked by the next execve) on the new ucounts after set_cred_ucounts, without capability checks; before, set_user looked at the old ucounts",
+    },
+    PatchInfo {
+        name: "nproc-ucounts-real-uid",
+        merged_in: Some("v5.17"),
+        summary: "set_cred_ucounts keys the credential's ucounts on the real uid; before, on the effective uid, while commit_creds moved the count only when the real user changed",
+    },
+    PatchInfo {
+        name: "nproc-limitnproc-regression",
+        merged_in: Some("v5.17"),
+        summary: "a user namespace created by global root in the initial namespace records no RLIMIT_NPROC (systemd LimitNPROC with private users)",
+    },
+    PatchInfo {
+        name: "nproc-per-userns-rfc-2016",
+        merged_in: None,
+        summary: "the 2016 RFC: processes counted per (user namespace, uid) up the tree, and a fork checked against the caller's own (namespace, uid) count only",
+    },
+    PatchInfo {
         name: "uevent-inject",
         merged_in: Some("v4.17"),
         summary: "uevent_net_rcv_skb: a task with CAP_SYS_ADMIN over a network namespace's owning user namespace may send uevents into that namespace; before, the kernel uevent socket refused input",
@@ -169,6 +204,22 @@ pub const PROFILES: &[ProfileInfo] = &[
         summary: "mapping parent uid 0 in a uid_map needs CAP_SETFCAP",
     },
     ProfileInfo {
+        name: "v5.13",
+        summary: "RLIMIT_NPROC counted per kuid in user_struct, shared by every namespace that maps the kuid",
+    },
+    ProfileInfo {
+        name: "v5.14",
+        summary: "RLIMIT_NPROC in ucounts per user namespace; ancestors compared with their own namespace's value; limit+1 processes",
+    },
+    ProfileInfo {
+        name: "v5.16",
+        summary: "ancestors compared with the rlimit their creator carried in",
+    },
+    ProfileInfo {
+        name: "v5.17",
+        summary: "RLIMIT_NPROC enforced exactly, PF_NPROC_EXCEEDED on the new user, ucounts keyed on the real uid, no limit recorded for root-created namespaces",
+    },
+    ProfileInfo {
         name: "v6.2",
         summary: "last release with the allocation-vs-free race: ENOSPC while frees are pending",
     },
@@ -217,6 +268,26 @@ pub const INVARIANTS: &[(&str, &str)] = &[
         "every user namespace's level is its parent's plus one, and at most 33",
     ),
     (
+        "ucounts.within_limits",
+        "after a successful, non-exempt fork no ucounts level holds more live processes than its maximum: the caller's RLIMIT_NPROC at the leaf, the rlimit recorded in the namespace below at each ancestor (the user's RLIMIT_NPROC before v5.14)",
+    ),
+    (
+        "ucounts.no_leak",
+        "once every process has exited, every ucounts entry is referenced only by the namespaces still alive, and an entry whose last reference went is unhashed and freed (and never used after)",
+    ),
+    (
+        "nproc.isolated",
+        "a process is refused a fork (EAGAIN) only when its own uid's processes in its user namespace and below reach its RLIMIT_NPROC, never because of processes counted in a sibling namespace",
+    ),
+    (
+        "nproc.real_uid",
+        "every process is counted in the ucounts of its real uid, the user RLIMIT_NPROC limits",
+    ),
+    (
+        "nproc.execve_enforced",
+        "an execve after set*uid to a user (not root) that was already over the task's RLIMIT_NPROC fails with EAGAIN",
+    ),
+    (
         "uevent.seqnum_in_order",
         "each uevent listener is offered strictly increasing sequence numbers (in its namespace's numbering)",
     ),
@@ -255,6 +326,8 @@ pub enum ArgKind {
     Duration,
     /// A double-quoted string.
     Str,
+    /// A resource limit name: `NPROC` (or `RLIMIT_NPROC`).
+    Rlimit,
 }
 
 /// One operation a task may perform, with its arguments.
@@ -371,6 +444,41 @@ pub const OPS: &[OpInfo] = &[
         args: &[ArgKind::CloneFlags],
         summary: "a child process calls unshare(flags) and exits (`unshare -U true`); CLONE_NEWUSER is modelled",
     },
+    OpInfo {
+        name: "fork",
+        args: &[],
+        summary: "fork(2): a child that stays alive until the task's exit(); EAGAIN at RLIMIT_NPROC",
+    },
+    OpInfo {
+        name: "clone",
+        args: &[ArgKind::CloneFlags],
+        summary: "clone(2) of a child process; CLONE_NEWUSER puts it in a new user namespace",
+    },
+    OpInfo {
+        name: "exit",
+        args: &[],
+        summary: "the task's newest live child exits and is reaped (ECHILD if none)",
+    },
+    OpInfo {
+        name: "setuid",
+        args: &[ArgKind::Int],
+        summary: "setuid(2), the uid as seen in the task's user namespace",
+    },
+    OpInfo {
+        name: "setresuid",
+        args: &[ArgKind::Int, ArgKind::Int, ArgKind::Int],
+        summary: "setresuid(2), the uids as seen in the task's user namespace",
+    },
+    OpInfo {
+        name: "execve",
+        args: &[],
+        summary: "execve(2) of a new image: EAGAIN if set*uid left the task over RLIMIT_NPROC",
+    },
+    OpInfo {
+        name: "setrlimit",
+        args: &[ArgKind::Rlimit, ArgKind::Int],
+        summary: "setrlimit(2) of soft and hard limit; NPROC is modelled",
+    },
 ];
 
 /// Clone flags a scenario may name, and whether `unshare` models them yet.
@@ -404,6 +512,23 @@ pub const SYSCTLS: &[(&str, &str)] = &[
     ("user.max_pid_namespaces", "limit of pid namespaces"),
     ("user.max_mnt_namespaces", "limit of mount namespaces"),
     ("user.max_cgroup_namespaces", "limit of cgroup namespaces"),
+    (
+        "user.max_time_namespaces",
+        "limit of time namespaces (v5.7)",
+    ),
+    (
+        "user.max_inotify_instances",
+        "limit of inotify instances (v4.11)",
+    ),
+    (
+        "user.max_inotify_watches",
+        "limit of inotify watches (v4.11)",
+    ),
+    (
+        "user.max_fanotify_groups",
+        "limit of fanotify groups (v5.13)",
+    ),
+    ("user.max_fanotify_marks", "limit of fanotify marks (v5.13)"),
 ];
 
 /// Look-ups used by the scenario checker.
@@ -448,6 +573,7 @@ pub fn costs() -> Vec<&'static sim::CostKey> {
     all.extend(sync::costs::ALL.iter().copied());
     all.extend(ipcns::costs::ALL.iter().copied());
     all.extend(uevent::costs::ALL.iter().copied());
+    all.extend(crate::process::COSTS.iter().copied());
     all
 }
 

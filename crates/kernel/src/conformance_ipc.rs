@@ -121,13 +121,9 @@ fn unshare_ipc() -> Op {
 
 fn task(name: &str, userns: &str, instances: u32, sequential: bool, ops: Vec<Op>) -> TaskSpec {
     TaskSpec {
-        name: name.into(),
         instances,
-        userns: userns.into(),
-        uid: 0,
-        repeat: 1,
         sequential,
-        ops,
+        ..TaskSpec::new(name, userns, 0, ops)
     }
 }
 
@@ -153,7 +149,7 @@ fn base_setup(limit: i64, nested: bool) -> Setup {
             name: "user.max_ipc_namespaces".into(),
             value: limit,
         }],
-        tasks: Vec::new(),
+        ..Setup::default()
     }
 }
 

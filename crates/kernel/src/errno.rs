@@ -7,6 +7,7 @@ use std::fmt;
 pub enum Errno {
     EPERM = 1,
     ENOENT = 2,
+    ECHILD = 10,
     EAGAIN = 11,
     ENOMEM = 12,
     EACCES = 13,
@@ -22,6 +23,7 @@ impl Errno {
         match self {
             Errno::EPERM => "EPERM",
             Errno::ENOENT => "ENOENT",
+            Errno::ECHILD => "ECHILD",
             Errno::EAGAIN => "EAGAIN",
             Errno::ENOMEM => "ENOMEM",
             Errno::EACCES => "EACCES",
@@ -42,6 +44,7 @@ impl Errno {
     pub const ALL: &[Errno] = &[
         Errno::EPERM,
         Errno::ENOENT,
+        Errno::ECHILD,
         Errno::EAGAIN,
         Errno::ENOMEM,
         Errno::EACCES,

@@ -7,8 +7,10 @@
 
 pub mod catalog;
 pub mod conformance_ipc;
+pub mod conformance_nproc;
 pub mod errno;
 pub mod net;
+pub mod process;
 pub mod profile;
 pub mod setup;
 pub mod world;

@@ -340,6 +340,7 @@ fn create_drop_loop_model() -> String {
                 flags: CLONE_NEWNET,
             }],
         }],
+        ..Setup::default()
     };
     let Ok(patches) = crate::resolve_patches(profile, &[]) else {
         return format!("unknown profile {profile}");

@@ -18,6 +18,11 @@ impl ActivePatches {
         self.enabled.contains(patch)
     }
 
+    /// The RLIMIT_NPROC behaviours in force.
+    pub fn nproc(&self) -> crate::process::NprocPatches {
+        crate::process::NprocPatches::from_active(self)
+    }
+
     pub fn ipc(&self) -> IpcPatches {
         IpcPatches {
             async_free: self.has("ipc-async-free"),

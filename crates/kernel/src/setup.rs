@@ -21,6 +21,8 @@ pub struct Setup {
     pub sysctls: Vec<SysctlSpec>,
     /// The tasks; each instance becomes one simulated process.
     pub tasks: Vec<TaskSpec>,
+    /// Uid maps, creators' and tasks' RLIMIT_NPROC (see [`crate::process`]).
+    pub processes: crate::process::ProcessSetup,
 }
 
 /// A user namespace made at set-up time.
@@ -58,6 +60,21 @@ pub struct TaskSpec {
     /// waits for each child (`for i in ...; do unshare --ipc true; done`).
     pub sequential: bool,
     pub ops: Vec<Op>,
+}
+
+impl TaskSpec {
+    /// One instance of `ops`, run once, by `uid` in user namespace `userns`.
+    pub fn new(name: &str, userns: &str, uid: u32, ops: Vec<Op>) -> TaskSpec {
+        TaskSpec {
+            name: name.into(),
+            instances: 1,
+            userns: userns.into(),
+            uid,
+            repeat: 1,
+            sequential: false,
+            ops,
+        }
+    }
 }
 
 /// One operation of a task. Syscalls model the kernel paths of the same
@@ -106,6 +123,21 @@ pub enum Op {
     /// A child process with the task's credentials calls `unshare(flags)`
     /// and exits (the shell's `unshare -U true`).
     UnshareAndExit { flags: u64 },
+    /// `fork()`: a child that stays alive until the task's `exit()`.
+    Fork,
+    /// `clone(flags)`: a fork; with CLONE_NEWUSER the child is in a new
+    /// user namespace.
+    Clone { flags: u64 },
+    /// The task's newest live child exits and the task reaps it.
+    Exit,
+    /// `setuid(uid)`, `uid` as seen in the task's user namespace.
+    Setuid { uid: u32 },
+    /// `setresuid(ruid, euid, suid)`, as seen in the task's namespace.
+    Setresuid { ruid: u32, euid: u32, suid: u32 },
+    /// `execve()` of a new image.
+    Execve,
+    /// `setrlimit(RLIMIT_NPROC, limit)`: soft and hard limit.
+    SetrlimitNproc { limit: u64 },
 }
 
 /// The per-namespace files of `/proc/PID` a scenario may write.

@@ -75,6 +75,8 @@ struct World {
     locks: BTreeMap<String, ScenarioLock>,
     results: Mutex<Results>,
     net: Arc<crate::net::NetWorld>,
+    /// Processes and credentials (RLIMIT_NPROC).
+    nproc: Arc<crate::process::Procs>,
 }
 
 /// What to run: a set-up under a kernel profile, with invariants and an
@@ -124,7 +126,7 @@ pub fn replay_run(spec: &RunSpec<'_>, schedule: &Schedule, record: bool) -> (Exe
 fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
     let world = e.setup(|| {
         let ucounts = Arc::new(UcountsTable::new());
-        let user_ns = make_user_namespaces(spec.setup, &ucounts);
+        let user_ns = make_user_namespaces(spec.setup, &ucounts, spec.patches);
         apply_sysctls(spec.setup, &user_ns);
         let wq = Workqueue::new("system_wq");
         wq.start_worker("kworker");
@@ -145,6 +147,18 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             procs.keys(),
         );
         let locks = make_locks(spec.setup);
+        let instances: Vec<(String, String)> = spec
+            .setup
+            .tasks
+            .iter()
+            .flat_map(|t| {
+                instance_names(&t.name, t.instances)
+                    .into_iter()
+                    .map(|i| (i, t.name.clone()))
+            })
+            .collect();
+        let nproc =
+            crate::process::Procs::new(spec.setup, spec.patches, &ucounts, &user_ns, &instances);
         let world = Arc::new(World {
             ipc,
             ucounts,
@@ -155,23 +169,29 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             locks,
             results: Mutex::new(Results::new()),
             net,
+            nproc,
         });
         spawn_tasks(spec.setup, &world);
         world
     });
     install_invariants(e, &world, spec.invariants);
     crate::net::install_invariants(e, &world.net, spec.invariants);
+    crate::process::install_invariants(e, &world.nproc, spec.invariants);
     world
 }
 
-fn make_user_namespaces(setup: &Setup, table: &UcountsTable) -> BTreeMap<String, Arc<UcountsNs>> {
+fn make_user_namespaces(
+    setup: &Setup,
+    table: &UcountsTable,
+    patches: &ActivePatches,
+) -> BTreeMap<String, Arc<UcountsNs>> {
     let mut map = BTreeMap::new();
     map.insert(INIT_USER_NS.to_string(), UcountsNs::init(0));
     for (i, spec) in setup.user_namespaces.iter().enumerate() {
         let parent = Arc::clone(&map[&spec.parent]);
         // The namespace's creation is charged to (parent, owner).
         let charge = table.alloc_ucounts(&parent, spec.owner);
-        let ns = UcountsNs::child(i as u32 + 1, &spec.name, &parent, charge);
+        let ns = crate::process::setup_ucounts_ns(setup, i, &parent, charge, patches);
         map.insert(spec.name.clone(), ns);
     }
     map
@@ -329,8 +349,24 @@ fn op_label(op: &Op) -> String {
             let unshare = op_label(&Op::Unshare { flags: *flags });
             format!("{unshare}+exit")
         }
+        Op::Fork => "fork".into(),
+        Op::Clone { flags } => format!("clone({})", flag_names(*flags)),
+        Op::Exit => "exit".into(),
+        Op::Setuid { uid } => format!("setuid({uid})"),
+        Op::Setresuid { ruid, euid, suid } => format!("setresuid({ruid}, {euid}, {suid})"),
+        Op::Execve => "execve".into(),
+        Op::SetrlimitNproc { limit } => format!("setrlimit(NPROC, {limit})"),
         other => crate::net::NetWorld::op_label(other).unwrap_or_default(),
     }
+}
+
+fn flag_names(flags: u64) -> String {
+    let names: Vec<&str> = crate::catalog::CLONE_FLAGS
+        .iter()
+        .filter(|(_, v, _)| flags & v != 0)
+        .map(|(n, _, _)| *n)
+        .collect();
+    names.join("|")
 }
 
 impl World {
@@ -341,6 +377,7 @@ impl World {
             }
         }
         self.exit_task_namespaces(p);
+        self.nproc.exit_task(&p.name);
     }
 
     fn do_op(&self, p: &Process, op: &Op) {
@@ -362,7 +399,7 @@ impl World {
             Op::UnshareAndExit { flags } => self.unshare_and_exit(p, *flags),
             other => match self.net.do_op(&p.name, &self.cred(p), other) {
                 Some(r) => r,
-                None => Ok(()),
+                None => self.nproc.do_op(&p.name, op).unwrap_or(Err(Errno::ENOENT)),
             },
         };
         self.record(p, op, result);
@@ -503,6 +540,10 @@ impl World {
     fn sysctl_write(&self, p: &Process, name: &str, value: i64) -> Result<(), Errno> {
         sim::point("sysctl_write", ObjId::NONE, &SYSCALL);
         let t = UcountType::from_sysctl(name).ok_or(Errno::ENOENT)?;
+        // Only CAP_SYS_RESOURCE in the file's user namespace may write it.
+        if self.nproc.may_write_max_sysctl(&p.name) == Some(false) {
+            return Err(Errno::EACCES);
+        }
         if !(0..=UCOUNT_MAX_LIMIT).contains(&value) {
             return Err(Errno::EINVAL);
         }

@@ -23,6 +23,7 @@ fn looper_setup(max: i64, repeat: u64, instances: u32) -> Setup {
                 flags: CLONE_NEWIPC,
             }],
         }],
+        ..Default::default()
     }
 }
 

@@ -9,13 +9,8 @@ use sim::{ExecConfig, ExploreConfig, Outcome, StrategySpec};
 
 fn task(name: &str, instances: u32, userns: &str, uid: u32, ops: Vec<Op>) -> TaskSpec {
     TaskSpec {
-        name: name.into(),
         instances,
-        userns: userns.into(),
-        uid,
-        repeat: 1,
-        sequential: false,
-        ops,
+        ..TaskSpec::new(name, userns, uid, ops)
     }
 }
 
@@ -77,6 +72,7 @@ fn of_concurrent_map_writers_exactly_one_succeeds_in_every_interleaving() {
                 vec![write_of("inside", UsernsFile::UidMap, "0 100000 65536\n")],
             ),
         ],
+        ..Setup::default()
     };
     for seed in 0..40 {
         let (outcome, results) = run(&setup, "v6.3", StrategySpec::Random, seed);
@@ -107,6 +103,7 @@ fn an_unshare_loop_gets_enospc_while_frees_are_pending() {
                 }],
             )
         }],
+        ..Setup::default()
     };
     let (outcome, results) = run(&setup(3), "v6.3", StrategySpec::Fair, 1);
     assert_eq!(outcome, Outcome::Pass);
@@ -148,6 +145,7 @@ fn nesting_stops_at_level_33_with_the_errno_of_the_era() {
         user_namespaces: vec![],
         sysctls: vec![],
         tasks: vec![task("nester", 1, "init", 0, ops)],
+        ..Setup::default()
     };
     for (profile, errno) in [("v6.3", "ENOSPC"), ("v4.8", "EUSERS")] {
         let (outcome, results) = run(&setup, profile, StrategySpec::Fair, 1);
@@ -201,6 +199,7 @@ fn setns_into_a_user_namespace_needs_cap_sys_admin_there() {
                 }],
             ),
         ],
+        ..Setup::default()
     };
     let (_, results) = run(&setup, "v6.3", StrategySpec::Fair, 1);
     let got = |t: &str| {
@@ -281,6 +280,7 @@ fn the_running_kernel_also_fails_the_unshare_loop_while_frees_are_pending() {
                 }],
             )
         }],
+        ..Setup::default()
     };
     let (_, results) = run(&setup, profile.name, StrategySpec::Fair, 1);
     let model_failures = count(&results, "ENOSPC");

@@ -44,7 +44,7 @@ const EXPLORE_KEYS: &[&str] = &[
     "max_steps",
     "max_virtual_time",
 ];
-const USERNS_KEYS: &[&str] = &["name", "parent", "owner", "sysctl"];
+const USERNS_KEYS: &[&str] = &["name", "parent", "owner", "sysctl", "map", "creator_nproc"];
 const TASK_KEYS: &[&str] = &[
     "name",
     "instances",
@@ -53,6 +53,7 @@ const TASK_KEYS: &[&str] = &[
     "uid",
     "repeat",
     "ops",
+    "nproc",
 ];
 const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
 const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results"];
@@ -546,6 +547,18 @@ fn user_namespaces(
         if let Some(sv) = t.get("sysctl") {
             sysctls(ctx, table(ctx, "sysctl", sv)?, &name, &mut sysctl_specs)?;
         }
+        if let Some(mv) = t.get("map") {
+            let text = string(ctx, "map", mv)?;
+            let map = kernel::process::UidMap::parse(text).map_err(|e| {
+                ctx.err(mv.span(), e)
+                    .with_expected("a uid map line `inside outside count`, e.g. \"0 100000 65536\"")
+            })?;
+            setup.processes.maps.insert(name.clone(), map);
+        }
+        if let Some(cv) = t.get("creator_nproc") {
+            let limit = int_u64(ctx, "creator_nproc", cv, 0, 1_000_000_000)?;
+            setup.processes.creator_nproc.insert(name.clone(), limit);
+        }
         setup.user_namespaces.push(UserNsSpec {
             name: name.clone(),
             parent,
@@ -620,6 +633,10 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             None => false,
             Some(sv) => boolean(ctx, "sequential", sv)?,
         };
+        if let Some(nv) = t.get("nproc") {
+            let limit = int_u64(ctx, "nproc", nv, 0, 1_000_000_000)?;
+            setup.processes.task_nproc.insert(name.clone(), limit);
+        }
         let ops_v = t.require(ctx, "ops", &place)?;
         let DeValue::Array(items) = ops_v.get_ref() else {
             return Err(ctx.wrong_type("ops", ops_v, "an array of operation strings"));

@@ -17,7 +17,7 @@ use std::ops::Range;
 ///   --> sim-scenarios/x.toml:4:11
 ///    |
 ///  4 | profile = "v9.9"
-///    |           ^^^^^^ expected one of: v5.6, v5.7, v6.2, v6.3
+///    |           ^^^^^^ expected one of: v5.6, v5.7, v5.13, v5.14, v5.16, v5.17, v6.2, v6.3
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ScenarioError {

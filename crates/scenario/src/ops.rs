@@ -53,6 +53,7 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
         ArgKind::Name => "name",
         ArgKind::Duration => "duration",
         ArgKind::Str => "\"string\"",
+        ArgKind::Rlimit => "resource",
     }
 }
 
@@ -352,6 +353,13 @@ fn check_arg(arg: &Arg<'_>, kind: ArgKind, op: &OpInfo, tasks: &[&str]) -> Resul
         ArgKind::Duration => parse_duration(bare)
             .map(Value::Duration)
             .map_err(|e| OpError::new(range, e).expected(DURATION_SYNTAX)),
+        ArgKind::Rlimit => match bare.strip_prefix("RLIMIT_").unwrap_or(bare) {
+            "NPROC" => Ok(Value::Name("NPROC".to_string())),
+            _ => Err(
+                OpError::new(range, format!("unknown or unmodelled resource `{bare}`"))
+                    .expected("NPROC (RLIMIT_NPROC)"),
+            ),
+        },
         ArgKind::Str => Err(OpError::new(range, "expected a double-quoted string")
             .expected(signature(op))
             .help(Some(
@@ -432,12 +440,16 @@ fn build(op: &OpInfo, args: Vec<Value>) -> Option<Op> {
     let mut flags = 0;
     let mut ns = 0;
     let mut int = 0;
+    let mut ints: Vec<i64> = Vec::new();
     let mut strings: Vec<String> = Vec::new();
     for v in args {
         match v {
             Value::Flags(f) => flags = f,
             Value::Duration(d) => ns = d,
-            Value::Int(i) => int = i,
+            Value::Int(i) => {
+                int = i;
+                ints.push(i);
+            }
             Value::Sysctl(s) | Value::Task(s) | Value::Name(s) | Value::Str(s) => strings.push(s),
         }
     }
@@ -486,6 +498,17 @@ fn build(op: &OpInfo, args: Vec<Value>) -> Option<Op> {
         }
         "setns_user" => Op::SetnsUser { target: first() },
         "unshare_and_exit" => Op::UnshareAndExit { flags },
+        "fork" => Op::Fork,
+        "clone" => Op::Clone { flags },
+        "exit" => Op::Exit,
+        "setuid" => Op::Setuid { uid: int as u32 },
+        "setresuid" => Op::Setresuid {
+            ruid: ints[0] as u32,
+            euid: ints[1] as u32,
+            suid: ints[2] as u32,
+        },
+        "execve" => Op::Execve,
+        "setrlimit" => Op::SetrlimitNproc { limit: int as u64 },
         _ => return None,
     })
 }

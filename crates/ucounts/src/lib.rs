@@ -8,18 +8,44 @@
 //! limits, the entry charged in the parent) is what `struct user_namespace`
 //! contributes; the user-namespace crate embeds it.
 //!
-//! This is the part of ucounts that namespace limits need; rlimit counters
-//! (`inc_rlimit_ucounts`, RLIMIT_NPROC) extend the same entries.
+//! The rlimit counters of v5.14 (`inc_rlimit_ucounts`,
+//! `dec_rlimit_ucounts`, `inc_rlimit_get_ucounts`, `dec_rlimit_put_ucounts`,
+//! `is_rlimit_overlimit`, and each namespace's `rlimit_max` recorded from
+//! its creator) are in [`rlimit`]; the `/proc/sys/user/max_*` files (who may
+//! read and write them, their defaults) in [`sysctl`].
+//!
+//! History kept as switches rather than releases (the kernel crate maps
+//! releases to them):
+//! * the lookup-versus-last-put race ([`UcountsTable::with_put_race`]): the
+//!   last `put_ucounts` dropped the count to zero before taking
+//!   `ucounts_lock` to unhash the entry, while a lookup under the lock took
+//!   a reference on any entry it found, so it could hand out an entry that
+//!   was about to be freed (4.9-4.10, and again during the v5.14 merge
+//!   window until "ucounts: Fix race condition between alloc_ucounts and
+//!   put_ucounts");
+//! * the comparison rule of `is_rlimit_overlimit` ([`RlimitCheck`]): before
+//!   v5.16 ("ucounts: Fix rlimit max values check") each level was compared
+//!   with its own namespace's recorded maximum; since, each ancestor is
+//!   compared with the value recorded in the namespace below it.
 
 mod ledger;
+pub mod rlimit;
+pub mod sysctl;
 
 pub use ledger::Ledger;
+pub use rlimit::{
+    dec_rlimit_put_ucounts, dec_rlimit_ucounts, inc_rlimit_get_ucounts, inc_rlimit_ucounts,
+    is_rlimit_overlimit, RlimitCheck, RlimitType, LONG_MAX, RLIM_INFINITY,
+};
+pub use sysctl::SysctlError;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering as StdOrdering};
 use sync::{Arc, AtomicI64, Ordering, SpinLock};
 
-/// `enum ucount_type`: what a namespace-level counter counts.
+/// `enum ucount_type`: what a namespace-level counter counts, in the
+/// kernel's order. The rlimit counters that v5.14 appended to the same enum
+/// (and v6.1 moved to `enum rlimit_type`) are [`RlimitType`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum UcountType {
     UserNamespaces,
@@ -29,10 +55,15 @@ pub enum UcountType {
     NetNamespaces,
     MntNamespaces,
     CgroupNamespaces,
+    TimeNamespaces,
+    InotifyInstances,
+    InotifyWatches,
+    FanotifyGroups,
+    FanotifyMarks,
 }
 
 impl UcountType {
-    pub const ALL: [UcountType; 7] = [
+    pub const ALL: [UcountType; 12] = [
         UcountType::UserNamespaces,
         UcountType::PidNamespaces,
         UcountType::UtsNamespaces,
@@ -40,8 +71,43 @@ impl UcountType {
         UcountType::NetNamespaces,
         UcountType::MntNamespaces,
         UcountType::CgroupNamespaces,
+        UcountType::TimeNamespaces,
+        UcountType::InotifyInstances,
+        UcountType::InotifyWatches,
+        UcountType::FanotifyGroups,
+        UcountType::FanotifyMarks,
     ];
     pub const COUNT: usize = Self::ALL.len();
+
+    /// The kernel's name of the enum value.
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            UcountType::UserNamespaces => "UCOUNT_USER_NAMESPACES",
+            UcountType::PidNamespaces => "UCOUNT_PID_NAMESPACES",
+            UcountType::UtsNamespaces => "UCOUNT_UTS_NAMESPACES",
+            UcountType::IpcNamespaces => "UCOUNT_IPC_NAMESPACES",
+            UcountType::NetNamespaces => "UCOUNT_NET_NAMESPACES",
+            UcountType::MntNamespaces => "UCOUNT_MNT_NAMESPACES",
+            UcountType::CgroupNamespaces => "UCOUNT_CGROUP_NAMESPACES",
+            UcountType::TimeNamespaces => "UCOUNT_TIME_NAMESPACES",
+            UcountType::InotifyInstances => "UCOUNT_INOTIFY_INSTANCES",
+            UcountType::InotifyWatches => "UCOUNT_INOTIFY_WATCHES",
+            UcountType::FanotifyGroups => "UCOUNT_FANOTIFY_GROUPS",
+            UcountType::FanotifyMarks => "UCOUNT_FANOTIFY_MARKS",
+        }
+    }
+
+    /// The first release whose `enum ucount_type` had the value: the seven
+    /// namespace types came with ucounts itself (v4.9), the inotify limits
+    /// moved into it in v4.11, time namespaces in v5.7, fanotify in v5.13.
+    pub fn since(self) -> &'static str {
+        match self {
+            UcountType::InotifyInstances | UcountType::InotifyWatches => "v4.11",
+            UcountType::TimeNamespaces => "v5.7",
+            UcountType::FanotifyGroups | UcountType::FanotifyMarks => "v5.13",
+            _ => "v4.9",
+        }
+    }
 
     /// The sysctl under /proc/sys/user that limits it.
     pub fn sysctl(self) -> &'static str {
@@ -53,6 +119,11 @@ impl UcountType {
             UcountType::NetNamespaces => "user.max_net_namespaces",
             UcountType::MntNamespaces => "user.max_mnt_namespaces",
             UcountType::CgroupNamespaces => "user.max_cgroup_namespaces",
+            UcountType::TimeNamespaces => "user.max_time_namespaces",
+            UcountType::InotifyInstances => "user.max_inotify_instances",
+            UcountType::InotifyWatches => "user.max_inotify_watches",
+            UcountType::FanotifyGroups => "user.max_fanotify_groups",
+            UcountType::FanotifyMarks => "user.max_fanotify_marks",
         }
     }
 
@@ -76,13 +147,19 @@ pub struct UcountsNs {
     pub level: u32,
     /// `ucount_max[]`: the `max_*` sysctls of this namespace.
     ucount_max: Vec<AtomicI64>,
+    /// `rlimit_max[]` (part of `ucount_max[]` before v6.1): the creator's
+    /// rlimits when the namespace was made, fixed for its lifetime. An
+    /// ancestor level's rlimit counter is compared with the value recorded
+    /// here, in the namespace below it.
+    rlimit_max: [i64; RlimitType::COUNT],
     /// `ns->ucounts`: the (parent, owner) entry charged when this namespace
     /// was made; the walk up the tree goes through it.
     pub ucounts: Option<Arc<Ucounts>>,
 }
 
 impl UcountsNs {
-    /// The initial user namespace.
+    /// The initial user namespace. Its recorded rlimit maxima are LONG_MAX:
+    /// nothing above it is ever compared with them.
     pub fn init(id: u32) -> Arc<Self> {
         Arc::new(UcountsNs {
             id,
@@ -90,16 +167,37 @@ impl UcountsNs {
             parent: None,
             level: 0,
             ucount_max: limits(),
+            rlimit_max: [LONG_MAX; RlimitType::COUNT],
             ucounts: None,
         })
     }
 
-    /// A child namespace whose creation was charged to `ucounts`.
+    /// A child namespace whose creation was charged to `ucounts`, with no
+    /// rlimit recorded (LONG_MAX: the creator had none).
     pub fn child(
         id: u32,
         name: &str,
         parent: &Arc<UcountsNs>,
         ucounts: Option<Arc<Ucounts>>,
+    ) -> Arc<Self> {
+        Self::child_with_rlimits(
+            id,
+            name,
+            parent,
+            ucounts,
+            [RLIM_INFINITY; RlimitType::COUNT],
+        )
+    }
+
+    /// `create_user_ns`'s part: a child namespace charged to `ucounts`,
+    /// recording the creator's rlimits (clamped to LONG_MAX, as
+    /// `set_userns_rlimit_max` does).
+    pub fn child_with_rlimits(
+        id: u32,
+        name: &str,
+        parent: &Arc<UcountsNs>,
+        ucounts: Option<Arc<Ucounts>>,
+        creator_rlimits: [u64; RlimitType::COUNT],
     ) -> Arc<Self> {
         Arc::new(UcountsNs {
             id,
@@ -107,6 +205,7 @@ impl UcountsNs {
             parent: Some(Arc::clone(parent)),
             level: parent.level + 1,
             ucount_max: limits(),
+            rlimit_max: creator_rlimits.map(rlimit::clamp_to_long),
             ucounts,
         })
     }
@@ -127,9 +226,14 @@ impl UcountsNs {
     }
 
     /// Write a `max_*` sysctl; the caller has checked the permission and
-    /// the range.
+    /// the range (see [`sysctl`] for the checked path).
     pub fn set_max(&self, t: UcountType, v: i64) {
         self.ucount_max[t as usize].store(v, Ordering::Relaxed);
+    }
+
+    /// `get_userns_rlimit_max`: the rlimit recorded at creation.
+    pub fn rlimit_max(&self, t: RlimitType) -> i64 {
+        self.rlimit_max[t as usize]
     }
 
     /// This namespace and its ancestors, leaf first.
@@ -139,6 +243,18 @@ impl UcountsNs {
             out.push(p);
         }
         out
+    }
+
+    /// Is `self` `other` or one of its descendants?
+    pub fn is_same_or_descendant_of(&self, other: &UcountsNs) -> bool {
+        let mut cur = Some(self);
+        while let Some(ns) = cur {
+            if ns.id == other.id {
+                return true;
+            }
+            cur = ns.parent.as_deref();
+        }
+        false
     }
 }
 
@@ -156,16 +272,64 @@ pub struct Ucounts {
     pub uid: u32,
     count: AtomicI64,
     ucount: Vec<AtomicI64>,
+    /// `rlimit[]`: RLIMIT_NPROC, MSGQUEUE, SIGPENDING, MEMLOCK usage.
+    rlimit: Vec<AtomicI64>,
+    /// Set when the entry is freed; any later use panics. The simulator's
+    /// own object tracking reports such a use first (outcome
+    /// use-after-free); this flag is what loom models see.
+    freed: std::sync::atomic::AtomicBool,
 }
 
 impl Ucounts {
+    fn new(ns: &Arc<UcountsNs>, uid: u32) -> Self {
+        Ucounts {
+            obj: sim::new_object("ucounts"),
+            ns: Arc::clone(ns),
+            uid,
+            count: AtomicI64::new("ucounts.count", 1),
+            ucount: (0..UcountType::COUNT)
+                .map(|_| AtomicI64::new("ucount", 0))
+                .collect(),
+            rlimit: (0..RlimitType::COUNT)
+                .map(|_| AtomicI64::new("ucounts.rlimit", 0))
+                .collect(),
+            freed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     /// The current value of one counter, without a scheduling point.
     pub fn peek(&self, t: UcountType) -> i64 {
         self.ucount[t as usize].peek()
     }
 
+    /// The current value of one rlimit counter, without a scheduling point.
+    pub fn peek_rlimit(&self, t: RlimitType) -> i64 {
+        self.rlimit[t as usize].peek()
+    }
+
     pub fn peek_refs(&self) -> i64 {
         self.count.peek()
+    }
+
+    /// Has the last put freed the entry?
+    pub fn is_freed(&self) -> bool {
+        self.freed.load(StdOrdering::SeqCst)
+    }
+
+    /// Dereference the entry: a freed entry is a use-after-free.
+    pub(crate) fn touch(&self, what: &'static str) {
+        sim::touch(self.obj, what);
+        assert!(!self.is_freed(), "ucounts used after free: {what}");
+    }
+
+    pub(crate) fn rlimit_counter(&self, t: RlimitType) -> &AtomicI64 {
+        &self.rlimit[t as usize]
+    }
+
+    /// The next level up: the entry charged when this entry's namespace
+    /// was made (`iter->ns->ucounts`).
+    pub fn up(&self) -> Option<&Arc<Ucounts>> {
+        self.ns.ucounts.as_ref()
     }
 }
 
@@ -175,6 +339,8 @@ pub struct UcountsTable {
     table: SpinLock<BTreeMap<(u32, u32), Arc<Ucounts>>>,
     /// Shadow bookkeeping for the `ucounts.balanced` invariant.
     pub ledger: Ledger,
+    /// The unfixed lookup-versus-last-put race (see the crate docs).
+    put_race: bool,
 }
 
 impl Default for UcountsTable {
@@ -188,6 +354,17 @@ impl UcountsTable {
         UcountsTable {
             table: SpinLock::new("ucounts_lock", BTreeMap::new()),
             ledger: Ledger::default(),
+            put_race: false,
+        }
+    }
+
+    /// The table with the lookup-versus-last-put race left in: the last
+    /// put decrements outside `ucounts_lock`, and a lookup takes a
+    /// reference even on an entry whose count already reached zero.
+    pub fn with_put_race() -> Self {
+        UcountsTable {
+            put_race: true,
+            ..Self::new()
         }
     }
 
@@ -201,34 +378,62 @@ impl UcountsTable {
         {
             let table = self.table.lock();
             if let Some(u) = table.get(&key) {
-                return get_ucounts(u).then(|| Arc::clone(u));
+                return self.get_locked(u);
             }
         }
-        let new = Arc::new(Ucounts {
-            obj: sim::new_object("ucounts"),
-            ns: Arc::clone(ns),
-            uid,
-            count: AtomicI64::new("ucounts.count", 1),
-            ucount: (0..UcountType::COUNT)
-                .map(|_| AtomicI64::new("ucount", 0))
-                .collect(),
-        });
+        let new = Arc::new(Ucounts::new(ns, uid));
         let mut table = self.table.lock();
         if let Some(u) = table.get(&key) {
-            return get_ucounts(u).then(|| Arc::clone(u));
+            // Another caller inserted it meanwhile: ours is dropped unused.
+            sim::free_object(new.obj);
+            return self.get_locked(u);
         }
         table.insert(key, Arc::clone(&new));
         self.ledger.register(&new);
         Some(new)
     }
 
-    /// `put_ucounts`: drop a reference; the last one unhashes the entry
-    /// under the lock, so no lookup can find it being freed.
+    /// The reference a look-up under `ucounts_lock` takes.
+    fn get_locked(&self, u: &Arc<Ucounts>) -> Option<Arc<Ucounts>> {
+        let got = if self.put_race {
+            get_ucounts_or_wrap(u)
+        } else {
+            get_ucounts(u)
+        };
+        got.then(|| Arc::clone(u))
+    }
+
+    /// `get_ucounts`: take another reference on an entry the caller holds.
+    pub fn get_ucounts(&self, u: &Arc<Ucounts>) -> Option<Arc<Ucounts>> {
+        get_ucounts(u).then(|| Arc::clone(u))
+    }
+
+    /// `put_ucounts`: drop a reference. The last one unhashes and frees
+    /// the entry; the decrement happens under `ucounts_lock` (what
+    /// `atomic_dec_and_lock` guarantees for the decrement to zero), so no
+    /// look-up can find the entry dying.
     pub fn put_ucounts(&self, u: &Arc<Ucounts>) {
+        u.touch("put_ucounts");
+        if self.put_race {
+            return self.put_ucounts_racy(u);
+        }
         let mut table = self.table.lock();
         if u.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            table.remove(&(u.ns.id, u.uid));
-            sim::free_object(u.obj);
+            unhash(&mut table, u);
+            self.ledger.unhashed(u);
+            drop(table);
+            free_ucounts(u);
+        }
+    }
+
+    /// The unfixed put: the count reaches zero before the lock is taken.
+    fn put_ucounts_racy(&self, u: &Arc<Ucounts>) {
+        if u.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let mut table = self.table.lock();
+            unhash(&mut table, u);
+            self.ledger.unhashed(u);
+            drop(table);
+            free_ucounts(u);
         }
     }
 
@@ -242,7 +447,7 @@ impl UcountsTable {
         let mut charged: Vec<Arc<Ucounts>> = Vec::new();
         let mut iter = Some(Arc::clone(&leaf));
         while let Some(u) = iter {
-            sim::touch(u.obj, "inc_ucount");
+            u.touch("inc_ucount");
             let max = u.ns.max(t);
             if !atomic_long_inc_below(&u.ucount[t as usize], max) {
                 for c in charged.iter().rev() {
@@ -261,15 +466,10 @@ impl UcountsTable {
     /// `dec_ucount`: uncharge every level, then drop the reference.
     pub fn dec_ucount(&self, leaf: &Arc<Ucounts>, t: UcountType) {
         let _flight = self.ledger.in_flight();
-        let mut levels = Vec::new();
-        let mut iter = Some(Arc::clone(leaf));
-        while let Some(u) = iter {
-            levels.push(Arc::clone(&u));
-            iter = u.ns.ucounts.clone();
-        }
+        let levels = levels(leaf);
         self.ledger.uncharge(&levels, t);
         for u in &levels {
-            sim::touch(u.obj, "dec_ucount");
+            u.touch("dec_ucount");
             let dec = atomic_long_dec_if_positive(&u.ucount[t as usize]);
             debug_assert!(dec >= 0, "ucount underflow");
         }
@@ -280,6 +480,37 @@ impl UcountsTable {
     pub fn peek_entries(&self) -> Vec<Arc<Ucounts>> {
         self.ledger.entries()
     }
+
+    /// Is (ns, uid) hashed now? Without a scheduling point (checkers).
+    pub fn peek_hashed(&self, ns: u32, uid: u32) -> Option<Arc<Ucounts>> {
+        self.ledger.hashed(ns, uid)
+    }
+}
+
+/// Remove `u` from the table, unless the key now names another entry.
+fn unhash(table: &mut BTreeMap<(u32, u32), Arc<Ucounts>>, u: &Arc<Ucounts>) {
+    let key = (u.ns.id, u.uid);
+    if table.get(&key).is_some_and(|t| Arc::ptr_eq(t, u)) {
+        table.remove(&key);
+    }
+}
+
+fn free_ucounts(u: &Ucounts) {
+    // A second free is a use of freed memory: the simulator reports it as
+    // such; under loom the flag below does.
+    sim::touch(u.obj, "kfree");
+    let again = u.freed.swap(true, StdOrdering::SeqCst);
+    assert!(!again, "ucounts used after free: freed twice");
+    sim::free_object(u.obj);
+}
+
+/// The entries a charge through `leaf` goes through, leaf first.
+pub fn levels(leaf: &Arc<Ucounts>) -> Vec<Arc<Ucounts>> {
+    let mut out = vec![Arc::clone(leaf)];
+    while let Some(up) = out.last().and_then(|u| u.up().cloned()) {
+        out.push(up);
+    }
+    out
 }
 
 /// The (namespace, uid) entries a charge by `uid` in `ns` goes through:
@@ -294,13 +525,13 @@ pub fn charge_chain(ns: &Arc<UcountsNs>, uid: u32) -> Vec<(Arc<UcountsNs>, u32)>
     out
 }
 
-/// `get_ucounts`: take a reference unless the count would wrap (it never
-/// meets a dying entry: callers hold `ucounts_lock` or a reference).
+/// `get_ucounts`: take a reference unless the entry is dying (count zero)
+/// or the count would wrap.
 fn get_ucounts(u: &Ucounts) -> bool {
-    sim::touch(u.obj, "get_ucounts");
+    u.touch("get_ucounts");
     let mut cur = u.count.load(Ordering::Relaxed);
     loop {
-        if cur <= 0 {
+        if cur <= 0 || cur == i64::MAX {
             return false;
         }
         match u
@@ -311,6 +542,13 @@ fn get_ucounts(u: &Ucounts) -> bool {
             Err(now) => cur = now,
         }
     }
+}
+
+/// The unfixed look-up's get: an increment that only refuses to wrap, so
+/// a count of zero becomes one (the entry is resurrected).
+fn get_ucounts_or_wrap(u: &Ucounts) -> bool {
+    u.touch("get_ucounts");
+    u.count.fetch_add(1, Ordering::AcqRel) >= 0
 }
 
 /// Increment unless the value is already at or above `limit`.

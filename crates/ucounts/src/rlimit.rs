@@ -1,0 +1,263 @@
+//! rlimit counters in ucounts (v5.14, "Reimplement RLIMIT_{NPROC, MSGQUEUE,
+//! SIGPENDING, MEMLOCK} on top of ucounts"): usage charged at every level
+//! up the user-namespace tree, checked against the caller's rlimit at the
+//! leaf and, at each ancestor, against the rlimit the creator of the
+//! namespace below had when it made that namespace.
+//!
+//! Models kernel/ucount.c: `inc_rlimit_ucounts`, `dec_rlimit_ucounts`,
+//! `inc_rlimit_get_ucounts` (v5.15, "ucounts: Fix signal ucount
+//! refcounting"; `override_rlimit` from v6.12), `dec_rlimit_put_ucounts`
+//! and `is_rlimit_overlimit` (`is_ucounts_overlimit` before v6.1).
+//!
+//! The comparison rule changed in v5.16 ("ucounts: Fix rlimit max values
+//! check"): see [`RlimitCheck`].
+
+use crate::{levels, Ucounts, UcountsTable};
+use std::sync::Arc;
+use sync::Ordering;
+
+/// LONG_MAX: the largest value a counter may be compared with.
+pub const LONG_MAX: i64 = i64::MAX;
+/// RLIM_INFINITY (`~0UL`).
+pub const RLIM_INFINITY: u64 = u64::MAX;
+
+/// The rlimit counters of a ucounts entry (`enum rlimit_type` from v6.1,
+/// appended to `enum ucount_type` in v5.14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RlimitType {
+    Nproc,
+    Msgqueue,
+    Sigpending,
+    Memlock,
+}
+
+impl RlimitType {
+    pub const ALL: [RlimitType; 4] = [
+        RlimitType::Nproc,
+        RlimitType::Msgqueue,
+        RlimitType::Sigpending,
+        RlimitType::Memlock,
+    ];
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The kernel's name of the counter.
+    pub fn name(self) -> &'static str {
+        match self {
+            RlimitType::Nproc => "UCOUNT_RLIMIT_NPROC",
+            RlimitType::Msgqueue => "UCOUNT_RLIMIT_MSGQUEUE",
+            RlimitType::Sigpending => "UCOUNT_RLIMIT_SIGPENDING",
+            RlimitType::Memlock => "UCOUNT_RLIMIT_MEMLOCK",
+        }
+    }
+
+    /// The resource limit it counts against.
+    pub fn rlimit_name(self) -> &'static str {
+        match self {
+            RlimitType::Nproc => "RLIMIT_NPROC",
+            RlimitType::Msgqueue => "RLIMIT_MSGQUEUE",
+            RlimitType::Sigpending => "RLIMIT_SIGPENDING",
+            RlimitType::Memlock => "RLIMIT_MEMLOCK",
+        }
+    }
+
+    /// All four moved into ucounts in v5.14.
+    pub fn since(self) -> &'static str {
+        "v5.14"
+    }
+}
+
+/// Which maximum each level of an rlimit counter is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RlimitCheck {
+    /// v5.14-v5.15: every level with the value recorded in its own
+    /// namespace (the leaf also with the caller's rlimit). The initial
+    /// namespace records no limit, so the level that sums everything a
+    /// user does in the namespaces it created is never limited.
+    OwnNamespace,
+    /// v5.16 ("ucounts: Fix rlimit max values check"): the leaf with the
+    /// caller's rlimit, each ancestor with the value recorded in the
+    /// namespace below it, i.e. the rlimit its creator carried in.
+    #[default]
+    NamespaceBelow,
+}
+
+/// `rlim_t` to `long`, as `set_userns_rlimit_max` stores it.
+pub fn clamp_to_long(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(LONG_MAX)
+}
+
+/// The maximum the level above `level` is compared with, and this level's
+/// own under the old rule.
+fn own_max(level: &Ucounts, t: RlimitType) -> i64 {
+    level.ns.rlimit_max(t)
+}
+
+/// `inc_rlimit_ucounts`: add `v` at every level without checking. Returns
+/// LONG_MAX if some level went negative or above its maximum, else the
+/// leaf's new value (which the caller compares with its own rlimit).
+pub fn inc_rlimit_ucounts(
+    table: &UcountsTable,
+    leaf: &Arc<Ucounts>,
+    t: RlimitType,
+    v: i64,
+    check: RlimitCheck,
+) -> i64 {
+    let _flight = table.ledger.in_flight();
+    let levels = levels(leaf);
+    let mut ret = 0;
+    let mut max = LONG_MAX;
+    for (i, u) in levels.iter().enumerate() {
+        u.touch("inc_rlimit_ucounts");
+        if check == RlimitCheck::OwnNamespace {
+            max = own_max(u, t);
+        }
+        let new = u.rlimit_counter(t).fetch_add(v, Ordering::AcqRel) + v;
+        if new < 0 || new > max {
+            ret = LONG_MAX;
+        } else if i == 0 {
+            ret = new;
+        }
+        max = own_max(u, t);
+    }
+    table.ledger.charge_rlimit(&levels, t, v);
+    ret
+}
+
+/// `dec_rlimit_ucounts`: subtract `v` at every level; true if the leaf
+/// reached zero.
+pub fn dec_rlimit_ucounts(
+    table: &UcountsTable,
+    leaf: &Arc<Ucounts>,
+    t: RlimitType,
+    v: i64,
+) -> bool {
+    let _flight = table.ledger.in_flight();
+    let levels = levels(leaf);
+    let mut leaf_zero = false;
+    for (i, u) in levels.iter().enumerate() {
+        u.touch("dec_rlimit_ucounts");
+        let dec = u.rlimit_counter(t).fetch_sub(v, Ordering::AcqRel) - v;
+        debug_assert!(dec >= 0, "rlimit counter underflow");
+        if i == 0 {
+            leaf_zero = dec == 0;
+        }
+    }
+    table.ledger.charge_rlimit(&levels, t, -v);
+    leaf_zero
+}
+
+/// `inc_rlimit_get_ucounts`: add 1 at every level; a level that goes from
+/// 0 to 1 takes a reference on its entry, so what is counted (pending
+/// signals) pins the entries. Any level over its maximum (unless
+/// `override_rlimit`) unwinds everything and returns 0; else the leaf's
+/// new value.
+pub fn inc_rlimit_get_ucounts(
+    table: &UcountsTable,
+    leaf: &Arc<Ucounts>,
+    t: RlimitType,
+    override_rlimit: bool,
+    check: RlimitCheck,
+) -> i64 {
+    let _flight = table.ledger.in_flight();
+    let levels = levels(leaf);
+    let mut ret = 0;
+    let mut max = LONG_MAX;
+    for (i, u) in levels.iter().enumerate() {
+        u.touch("inc_rlimit_get_ucounts");
+        if check == RlimitCheck::OwnNamespace {
+            max = own_max(u, t);
+        }
+        let new = u.rlimit_counter(t).fetch_add(1, Ordering::AcqRel) + 1;
+        let over = new < 0 || (!override_rlimit && new > max);
+        let pinned = !over && (new != 1 || table.get_ucounts(u).is_some());
+        if !pinned {
+            // This level is taken back here, the levels below it with
+            // their references.
+            u.rlimit_counter(t).fetch_sub(1, Ordering::AcqRel);
+            table.ledger.charge_rlimit(&levels[..i], t, 1);
+            do_dec_rlimit_put_ucounts(table, &levels[..i], t);
+            return 0;
+        }
+        if i == 0 {
+            ret = new;
+        }
+        max = own_max(u, t);
+    }
+    table.ledger.charge_rlimit(&levels, t, 1);
+    ret
+}
+
+/// `dec_rlimit_put_ucounts`: subtract 1 at every level and drop the
+/// reference of each level that reaches zero.
+pub fn dec_rlimit_put_ucounts(table: &UcountsTable, leaf: &Arc<Ucounts>, t: RlimitType) {
+    let _flight = table.ledger.in_flight();
+    do_dec_rlimit_put_ucounts(table, &levels(leaf), t);
+}
+
+fn do_dec_rlimit_put_ucounts(table: &UcountsTable, levels: &[Arc<Ucounts>], t: RlimitType) {
+    table.ledger.charge_rlimit(levels, t, -1);
+    for u in levels {
+        u.touch("dec_rlimit_put_ucounts");
+        let dec = u.rlimit_counter(t).fetch_sub(1, Ordering::AcqRel) - 1;
+        debug_assert!(dec >= 0, "rlimit counter underflow");
+        if dec == 0 {
+            table.put_ucounts(u);
+        }
+    }
+}
+
+/// `is_rlimit_overlimit`: is any level negative or above its maximum? The
+/// leaf is compared with `rlimit` (the caller's current limit, clamped to
+/// LONG_MAX); the ancestors as [`RlimitCheck`] says.
+pub fn is_rlimit_overlimit(
+    leaf: &Arc<Ucounts>,
+    t: RlimitType,
+    rlimit: u64,
+    check: RlimitCheck,
+) -> bool {
+    let rlimit = clamp_to_long(rlimit);
+    let mut max = rlimit;
+    let mut iter = Some(Arc::clone(leaf));
+    let mut first = true;
+    while let Some(u) = iter {
+        u.touch("is_rlimit_overlimit");
+        let val = u.rlimit_counter(t).load(Ordering::Relaxed);
+        match check {
+            RlimitCheck::NamespaceBelow => {
+                if val < 0 || val > max {
+                    return true;
+                }
+                max = own_max(&u, t);
+            }
+            RlimitCheck::OwnNamespace => {
+                if (first && val > rlimit) || val > own_max(&u, t) {
+                    return true;
+                }
+            }
+        }
+        first = false;
+        iter = u.up().cloned();
+    }
+    false
+}
+
+/// The maximum each level of `leaf`'s chain is held to under `check`, for
+/// an rlimit of `rlimit` at the leaf (for checkers and reports).
+pub fn level_maxima(
+    leaf: &Arc<Ucounts>,
+    t: RlimitType,
+    rlimit: u64,
+    check: RlimitCheck,
+) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut below = clamp_to_long(rlimit);
+    for u in levels(leaf) {
+        out.push(match check {
+            RlimitCheck::NamespaceBelow => below,
+            RlimitCheck::OwnNamespace if out.is_empty() => below.min(own_max(&u, t)),
+            RlimitCheck::OwnNamespace => own_max(&u, t),
+        });
+        below = own_max(&u, t);
+    }
+    out
+}
