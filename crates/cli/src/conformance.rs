@@ -11,6 +11,7 @@ use serde_json::json;
 pub fn all_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     cases.extend(kernel::conformance_ipc::conformance_cases());
+    cases.extend(kernel::net::conformance_cases());
     cases.extend(userns::conformance::conformance_cases());
     cases.extend(kernel::conformance_nproc::conformance_cases());
     cases

@@ -128,6 +128,26 @@ pub const PATCHES: &[PatchInfo] = &[
         merged_in: None,
         summary: "the 2016 RFC: processes counted per (user namespace, uid) up the tree, and a fork checked against the caller's own (namespace, uid) count only",
     },
+    PatchInfo {
+        name: "uevent-inject",
+        merged_in: Some("v4.17"),
+        summary: "uevent_net_rcv_skb: a task with CAP_SYS_ADMIN over a network namespace's owning user namespace may send uevents into that namespace; before, the kernel uevent socket refused input",
+    },
+    PatchInfo {
+        name: "uevent-restrict",
+        merged_in: Some("v4.18"),
+        summary: "uevent_net_init puts only network namespaces owned by the initial user namespace on uevent_sock_list: untagged kernel uevents no longer reach containers",
+    },
+    PatchInfo {
+        name: "uevent-netns-seqnum",
+        merged_in: None,
+        summary: "the 2018 proposal: a uevent sequence number per network namespace; namespaces not owned by the initial user namespace are locked by their own sk_mutex instead of uevent_sock_mutex",
+    },
+    PatchInfo {
+        name: "uevent-atomic-seqnum",
+        merged_in: Some("v6.9"),
+        summary: "uevent_seqnum is an atomic taken before any lock; uevent_sock_mutex covers only the walk of uevent_sock_list; tagged events and injection take no lock",
+    },
 ];
 
 pub const PROFILES: &[ProfileInfo] = &[
@@ -146,6 +166,18 @@ pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
         name: "v4.15",
         summary: "340-extent idmaps with binary search; has CVE-2018-18955",
+    },
+    ProfileInfo {
+        name: "v4.16",
+        summary: "every untagged uevent goes to every network namespace; userspace cannot inject uevents",
+    },
+    ProfileInfo {
+        name: "v4.17",
+        summary: "uevent injection with CAP_SYS_ADMIN over the network namespace; untagged uevents still reach every namespace",
+    },
+    ProfileInfo {
+        name: "v4.18",
+        summary: "untagged uevents only reach network namespaces owned by the initial user namespace",
     },
     ProfileInfo {
         name: "v4.19",
@@ -194,6 +226,14 @@ pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
         name: "v6.3",
         summary: "allocation waits for pending frees and retries; one grace period per batch",
+    },
+    ProfileInfo {
+        name: "v6.8",
+        summary: "last release with the uevent sequence number taken and sent under uevent_sock_mutex",
+    },
+    ProfileInfo {
+        name: "v6.9",
+        summary: "atomic uevent sequence number; uevent_sock_mutex only around the walk of the socket list",
     },
 ];
 
@@ -248,6 +288,22 @@ pub const INVARIANTS: &[(&str, &str)] = &[
         "an execve after set*uid to a user (not root) that was already over the task's RLIMIT_NPROC fails with EAGAIN",
     ),
     (
+        "uevent.seqnum_in_order",
+        "each uevent listener is offered strictly increasing sequence numbers (in its namespace's numbering)",
+    ),
+    (
+        "uevent.no_leak_into_unprivileged",
+        "no untagged kernel uevent reaches a listener whose network namespace is owned by a user namespace other than the initial one",
+    ),
+    (
+        "uevent.injection_permitted",
+        "an injected uevent is delivered only if its sender had CAP_SYS_ADMIN over the network namespace's owning user namespace",
+    ),
+    (
+        "uevent.no_silent_loss",
+        "every uevent offered to a listener is received, still queued, or counted as a drop, and a listener that dropped uevents was told ENOBUFS",
+    ),
+    (
         "lifetime",
         "no task touches a kernel object after it was freed (reported as outcome use-after-free)",
     ),
@@ -286,7 +342,7 @@ pub const OPS: &[OpInfo] = &[
     OpInfo {
         name: "unshare",
         args: &[ArgKind::CloneFlags],
-        summary: "unshare(2); CLONE_NEWIPC and CLONE_NEWUSER are modelled",
+        summary: "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled",
     },
     OpInfo {
         name: "sysctl_write",
@@ -297,6 +353,36 @@ pub const OPS: &[OpInfo] = &[
         name: "mq_path_walk",
         args: &[ArgKind::Task],
         summary: "under rcu_read_lock, walk to the mqueue mount of the named task's ipc namespace and read it",
+    },
+    OpInfo {
+        name: "uevent_listen",
+        args: &[ArgKind::Int],
+        summary: "open a NETLINK_KOBJECT_UEVENT socket in the task's network namespace and bind it to group 1, with a receive buffer of this many bytes",
+    },
+    OpInfo {
+        name: "uevent_recv",
+        args: &[],
+        summary: "receive one uevent without waiting: ok, EAGAIN when none is queued, ENOBUFS once after an overrun",
+    },
+    OpInfo {
+        name: "uevent_close",
+        args: &[],
+        summary: "close the task's uevent socket",
+    },
+    OpInfo {
+        name: "uevent_inject",
+        args: &[ArgKind::Str],
+        summary: "send a uevent (the string is its payload) to the kernel uevent socket of the task's network namespace",
+    },
+    OpInfo {
+        name: "uevent_device_event",
+        args: &[ArgKind::Str, ArgKind::Str],
+        summary: "the kernel sends an untagged uevent (action, devpath) for a device: kobject_uevent_env",
+    },
+    OpInfo {
+        name: "uevent_netdev_event",
+        args: &[ArgKind::Str, ArgKind::Str],
+        summary: "the kernel sends a tagged uevent (action, devpath) for a network device of the task's network namespace",
     },
     OpInfo {
         name: "lock",
@@ -410,7 +496,7 @@ pub const CLONE_FLAGS: &[(&str, u64, bool)] = &[
     (
         "CLONE_NEWNET",
         crate::setup::clone_flags::CLONE_NEWNET,
-        false,
+        true,
     ),
 ];
 
@@ -486,6 +572,7 @@ pub fn costs() -> Vec<&'static sim::CostKey> {
     ];
     all.extend(sync::costs::ALL.iter().copied());
     all.extend(ipcns::costs::ALL.iter().copied());
+    all.extend(uevent::costs::ALL.iter().copied());
     all.extend(crate::process::COSTS.iter().copied());
     all
 }

@@ -15,6 +15,7 @@ pub enum Errno {
     ENOSPC = 28,
     EUSERS = 87,
     ENOBUFS = 105,
+    ECONNREFUSED = 111,
 }
 
 impl Errno {
@@ -30,6 +31,7 @@ impl Errno {
             Errno::ENOSPC => "ENOSPC",
             Errno::EUSERS => "EUSERS",
             Errno::ENOBUFS => "ENOBUFS",
+            Errno::ECONNREFUSED => "ECONNREFUSED",
         }
     }
 
@@ -50,6 +52,7 @@ impl Errno {
         Errno::ENOSPC,
         Errno::EUSERS,
         Errno::ENOBUFS,
+        Errno::ECONNREFUSED,
     ];
 
     pub fn from_return(v: i64) -> Option<Errno> {

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod conformance_ipc;
 pub mod conformance_nproc;
 pub mod errno;
+pub mod net;
 pub mod process;
 pub mod profile;
 pub mod setup;

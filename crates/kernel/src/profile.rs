@@ -4,6 +4,7 @@
 use crate::catalog;
 use ipcns::IpcPatches;
 use std::collections::BTreeSet;
+use uevent::UeventPatches;
 
 /// The patches in force for one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +29,15 @@ impl ActivePatches {
             wait_pending_free: self.has("ipc-wait-pending-free"),
             batch_free: self.has("ipc-batch-free"),
             free_no_grace_period: self.has("ipc-free-no-grace-period"),
+        }
+    }
+
+    pub fn uevent(&self) -> UeventPatches {
+        UeventPatches {
+            inject: self.has("uevent-inject"),
+            restrict: self.has("uevent-restrict"),
+            netns_seqnum: self.has("uevent-netns-seqnum"),
+            atomic_seqnum: self.has("uevent-atomic-seqnum"),
         }
     }
 
@@ -115,6 +125,16 @@ mod tests {
         );
         assert_eq!(catalog::profile_for_release("6.2.9").unwrap().name, "v6.2");
         assert!(catalog::profile_for_release("3.10.0").is_none());
+    }
+
+    #[test]
+    fn profiles_have_the_uevent_eras() {
+        let u = |v: &str| resolve_patches(v, &[]).unwrap().uevent();
+        assert!(!u("v4.16").inject && !u("v4.16").restrict);
+        assert!(u("v4.17").inject && !u("v4.17").restrict);
+        assert!(u("v4.18").restrict && !u("v4.18").atomic_seqnum);
+        assert!(!u("v6.8").atomic_seqnum && u("v6.9").atomic_seqnum);
+        assert!(!u("v6.9").netns_seqnum);
     }
 
     #[test]

@@ -96,6 +96,20 @@ pub enum Op {
     Sleep { ns: u64 },
     /// A kernel `BUG()`: the task panics with this message.
     Bug { message: String },
+    /// Open a uevent socket in the task's network namespace, bound to
+    /// group 1, with `rcvbuf` bytes of receive buffer.
+    UeventListen { rcvbuf: u64 },
+    /// Receive one uevent without waiting.
+    UeventRecv,
+    /// Close the task's uevent socket.
+    UeventClose,
+    /// Send `payload` to the kernel uevent socket of the task's netns.
+    UeventInject { payload: String },
+    /// The kernel sends an untagged uevent for a device.
+    UeventDeviceEvent { action: String, devpath: String },
+    /// The kernel sends a tagged uevent for a network device of the
+    /// task's network namespace.
+    UeventNetdevEvent { action: String, devpath: String },
     /// One write(2) of `text` to `/proc/PID/{uid_map,gid_map,setgroups}`
     /// of task `target` (the writer itself when `None`), opened by the
     /// writer.

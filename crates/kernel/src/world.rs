@@ -74,6 +74,7 @@ struct World {
     procs: BTreeMap<String, Arc<Process>>,
     locks: BTreeMap<String, ScenarioLock>,
     results: Mutex<Results>,
+    net: Arc<crate::net::NetWorld>,
     /// Processes and credentials (RLIMIT_NPROC).
     nproc: Arc<crate::process::Procs>,
 }
@@ -137,6 +138,14 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             &wq,
         );
         let procs = make_processes(spec.setup, &user_namespaces, &ipc);
+        let net = crate::net::NetWorld::new(
+            spec.patches.uevent(),
+            &ucounts,
+            &userns,
+            &user_namespaces[INIT_USER_NS],
+            &wq,
+            procs.keys(),
+        );
         let locks = make_locks(spec.setup);
         let instances: Vec<(String, String)> = spec
             .setup
@@ -159,12 +168,14 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             procs,
             locks,
             results: Mutex::new(Results::new()),
+            net,
             nproc,
         });
         spawn_tasks(spec.setup, &world);
         world
     });
     install_invariants(e, &world, spec.invariants);
+    crate::net::install_invariants(e, &world.net, spec.invariants);
     crate::process::install_invariants(e, &world.nproc, spec.invariants);
     world
 }
@@ -345,6 +356,7 @@ fn op_label(op: &Op) -> String {
         Op::Setresuid { ruid, euid, suid } => format!("setresuid({ruid}, {euid}, {suid})"),
         Op::Execve => "execve".into(),
         Op::SetrlimitNproc { limit } => format!("setrlimit(NPROC, {limit})"),
+        other => crate::net::NetWorld::op_label(other).unwrap_or_default(),
     }
 }
 
@@ -385,7 +397,10 @@ impl World {
             }
             Op::SetnsUser { target } => self.setns_user(p, target),
             Op::UnshareAndExit { flags } => self.unshare_and_exit(p, *flags),
-            _ => self.nproc.do_op(&p.name, op).unwrap_or(Err(Errno::ENOENT)),
+            other => match self.net.do_op(&p.name, &self.cred(p), other) {
+                Some(r) => r,
+                None => self.nproc.do_op(&p.name, op).unwrap_or(Err(Errno::ENOENT)),
+            },
         };
         self.record(p, op, result);
     }
@@ -423,6 +438,13 @@ impl World {
             None
         };
         if flags & clone_flags::CLONE_NEWIPC == 0 {
+            let cred = new_cred.clone().unwrap_or_else(|| self.cred(p));
+            if let Err(e) = self.unshare_net(p, flags, &cred, None) {
+                if let Some(c) = new_cred {
+                    self.userns.put_cred(c);
+                }
+                return Err(e);
+            }
             if let Some(c) = new_cred {
                 *p.cred.lock() = c;
             }
@@ -449,10 +471,48 @@ impl World {
             }
         };
         sim::note("unshare", new_ns.obj, 0);
+        let cred = new_cred.clone().unwrap_or_else(|| self.cred(p));
+        if let Err(e) = self.unshare_net(p, flags, &cred, Some(new_ns)) {
+            if let Some(c) = new_cred {
+                self.userns.put_cred(c);
+            }
+            return Err(e);
+        }
         if let Some(c) = new_cred {
             *p.cred.lock() = c;
         }
-        self.switch_task_namespaces(p, new_ns);
+        Ok(())
+    }
+
+    /// The rest of `create_new_namespaces` after the ipc namespace: the
+    /// network namespace, made with `cred` (the new credentials after a
+    /// CLONE_NEWUSER), unwinding `new_ipc` when it fails; then switch.
+    fn unshare_net(
+        &self,
+        p: &Process,
+        flags: u64,
+        cred: &userns::Cred,
+        new_ipc: Option<Arc<IpcNamespace>>,
+    ) -> Result<(), Errno> {
+        let new_net = if flags & clone_flags::CLONE_NEWNET != 0 {
+            match self.net.copy_net_ns(cred) {
+                Ok(net) => Some(net),
+                Err(e) => {
+                    if let Some(ipc) = new_ipc {
+                        self.ipc.put_ipc_ns(ipc);
+                    }
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(ipc) = new_ipc {
+            self.switch_task_namespaces(p, ipc);
+        }
+        if let Some(net) = new_net {
+            self.net.install(&p.name, net);
+        }
         Ok(())
     }
 
@@ -471,6 +531,7 @@ impl World {
             Arc::clone(&self.ipc.init_ipc_ns),
         );
         self.ipc.put_ipc_ns(old);
+        self.net.exit_task(&p.name);
         // exit_creds: the task's credentials go after a grace period.
         self.userns.put_cred(self.cred(p));
     }

@@ -471,6 +471,18 @@ fn build(op: &OpInfo, args: Vec<Value>) -> Option<Op> {
         "unlock" => Op::Unlock { name: first() },
         "sleep" => Op::Sleep { ns },
         "bug" => Op::Bug { message: first() },
+        "uevent_listen" => Op::UeventListen { rcvbuf: int as u64 },
+        "uevent_recv" => Op::UeventRecv,
+        "uevent_close" => Op::UeventClose,
+        "uevent_inject" => Op::UeventInject { payload: first() },
+        "uevent_device_event" => Op::UeventDeviceEvent {
+            action: first(),
+            devpath: first(),
+        },
+        "uevent_netdev_event" => Op::UeventNetdevEvent {
+            action: first(),
+            devpath: first(),
+        },
         "write_uid_map" | "write_gid_map" | "write_setgroups" => Op::WriteUsernsFile {
             file: userns_file(op.name),
             target: None,

@@ -500,14 +500,6 @@ fn ops() {
         ],
     );
     check(
-        &op("unshare(CLONE_NEWIPC | CLONE_NEWNET)"),
-        Some((5, 32)),
-        &[
-            "CLONE_NEWNET is not modelled yet",
-            "^^^^^^^^^^^^ expected one of: CLONE_NEWIPC, CLONE_NEWUSER",
-        ],
-    );
-    check(
         &op("unshare(CLONE_NEWIPC|)"),
         Some((5, 30)),
         &["expected a clone flag"],

@@ -1,0 +1,398 @@
+//! Network namespaces in processes' nsproxy, and the uevent operations a
+//! scenario's tasks perform: listen, receive, inject, and kernel device
+//! events.
+//!
+//! Models the network-namespace half of kernel/nsproxy.c
+//! (`create_new_namespaces` → `copy_net_ns`, `switch_task_namespaces`,
+//! `exit_task_namespaces` → `put_net`), the socket calls of a uevent
+//! listener (`socket`, `bind`, `recvmsg(MSG_DONTWAIT)`, `close`) and
+//! `sendto` to the kernel uevent socket; the subsystem itself is the
+//! `uevent` crate.
+
+use crate::errno::Errno;
+use crate::setup::Op;
+use parking_lot::Mutex;
+use sim::{Execution, ObjId, Outcome};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use sync::Workqueue;
+use ucounts::UcountsTable;
+use uevent::{Kobject, Listener, Net, Uevent, UeventError, UeventPatches};
+use userns::caps::CAP_SYS_ADMIN;
+use userns::{ns_capable, Cred, UserNamespace, Userns};
+
+/// The network side of one process: its netns and its uevent socket.
+struct ProcNet {
+    net_ns: Arc<Net>,
+    sock: Option<Arc<Listener>>,
+}
+
+/// Every process's network side, and the uevent subsystem.
+pub struct NetWorld {
+    pub uevent: Arc<Uevent>,
+    procs: BTreeMap<String, Mutex<ProcNet>>,
+    /// `net->user_ns` as a user namespace of the `userns` crate (the
+    /// `uevent` crate knows only its ucounts side), by network namespace
+    /// id; each holds a reference until `cleanup_net` frees the namespace.
+    owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>>,
+    init_user_ns: Arc<UserNamespace>,
+}
+
+/// The errno a uevent path's error is returned as.
+pub fn errno(e: UeventError) -> Errno {
+    match e {
+        UeventError::NoSpace => Errno::ENOSPC,
+        UeventError::Perm => Errno::EPERM,
+        UeventError::Inval => Errno::EINVAL,
+        UeventError::NoMem => Errno::ENOMEM,
+        UeventError::ConnRefused => Errno::ECONNREFUSED,
+        UeventError::NoBufs => Errno::ENOBUFS,
+        UeventError::Again => Errno::EAGAIN,
+    }
+}
+
+impl NetWorld {
+    /// The subsystem, and every named process in `init_net` (whose
+    /// references are not counted: it is never freed). Call while the
+    /// execution is set up.
+    pub fn new<'a>(
+        patches: UeventPatches,
+        ucounts: &Arc<UcountsTable>,
+        userns: &Arc<Userns>,
+        init_user_ns: &Arc<UserNamespace>,
+        wq: &Arc<Workqueue>,
+        processes: impl IntoIterator<Item = &'a String>,
+    ) -> Arc<NetWorld> {
+        let uevent = Uevent::new(patches, Arc::clone(ucounts), &init_user_ns.ucounts_ns, wq);
+        let owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>> = Arc::default();
+        // cleanup_net: net_free is followed by put_user_ns(net->user_ns).
+        let (o, sys) = (Arc::clone(&owners), Arc::clone(userns));
+        uevent.on_net_free(move |net| {
+            if let Some(owner) = o.lock().remove(&net.id) {
+                sys.put_user_ns(&owner);
+            }
+        });
+        let procs = processes
+            .into_iter()
+            .map(|name| {
+                let pn = ProcNet {
+                    net_ns: Arc::clone(&uevent.init_net),
+                    sock: None,
+                };
+                (name.clone(), Mutex::new(pn))
+            })
+            .collect();
+        Arc::new(NetWorld {
+            uevent,
+            procs,
+            owners,
+            init_user_ns: Arc::clone(init_user_ns),
+        })
+    }
+
+    /// The user namespace that owns `net`.
+    fn owner(&self, net: &Net) -> Arc<UserNamespace> {
+        self.owners
+            .lock()
+            .get(&net.id)
+            .cloned()
+            .unwrap_or_else(|| Arc::clone(&self.init_user_ns))
+    }
+
+    fn proc_net(&self, name: &str) -> &Mutex<ProcNet> {
+        &self.procs[name]
+    }
+
+    /// `copy_net_ns` for an `unshare(CLONE_NEWNET)` by a task with `cred`.
+    ///
+    /// `unshare_nsproxy_namespaces` first asks for CAP_SYS_ADMIN in the
+    /// caller's user namespace (EPERM). The model asks it for
+    /// CLONE_NEWNET only, so that ipc runs are as they were. The new
+    /// namespace takes a reference on its owner (`get_user_ns`).
+    pub fn copy_net_ns(&self, cred: &Cred) -> Result<Arc<Net>, Errno> {
+        if !ns_capable(cred, &cred.user_ns, CAP_SYS_ADMIN) {
+            sim::note("copy_net_ns", ObjId::NONE, Errno::EPERM.as_return());
+            return Err(Errno::EPERM);
+        }
+        let created = self.uevent.copy_net_ns(&cred.user_ns.ucounts_ns, cred.euid);
+        match &created {
+            Ok(net) => {
+                cred.user_ns.get();
+                self.owners.lock().insert(net.id, Arc::clone(&cred.user_ns));
+                sim::note("copy_net_ns", net.obj, 0);
+            }
+            Err(_) => sim::note("copy_net_ns", ObjId::NONE, Errno::ENOSPC.as_return()),
+        }
+        created.map_err(errno)
+    }
+
+    /// `switch_task_namespaces` for the net namespace: install `new`,
+    /// drop the old one.
+    pub fn install(&self, name: &str, new: Arc<Net>) {
+        let old = std::mem::replace(&mut self.proc_net(name).lock().net_ns, new);
+        self.uevent.put_net(old);
+    }
+
+    /// `exit_task_namespaces` and the files closed at exit: the socket,
+    /// then the namespace.
+    pub fn exit_task(&self, name: &str) {
+        let (sock, net) = {
+            let mut pn = self.proc_net(name).lock();
+            let init = Arc::clone(&self.uevent.init_net);
+            (pn.sock.take(), std::mem::replace(&mut pn.net_ns, init))
+        };
+        if let Some(s) = sock {
+            self.uevent.uevent_close(&s);
+        }
+        // A task that never left init_net has nothing to drop (and takes
+        // no step for it, so runs without network operations are as they
+        // were before network namespaces were modelled).
+        self.uevent.put_net(net);
+    }
+
+    /// Perform a network operation of task `name`; `None` when `op` is
+    /// not one.
+    pub fn do_op(&self, name: &str, cred: &Cred, op: &Op) -> Option<Result<(), Errno>> {
+        Some(match op {
+            Op::UeventListen { rcvbuf } => self.listen(name, *rcvbuf),
+            Op::UeventRecv => self.recv(name),
+            Op::UeventClose => self.close(name),
+            Op::UeventInject { payload } => self.inject(name, cred, payload),
+            Op::UeventDeviceEvent { action, devpath } => self.device_event(action, devpath, None),
+            Op::UeventNetdevEvent { action, devpath } => {
+                let net = Arc::clone(&self.proc_net(name).lock().net_ns);
+                self.device_event(action, devpath, Some(net))
+            }
+            _ => return None,
+        })
+    }
+
+    /// The label an operation's results are filed under.
+    pub fn op_label(op: &Op) -> Option<String> {
+        Some(match op {
+            Op::UeventListen { .. } => "uevent_listen".into(),
+            Op::UeventRecv => "uevent_recv".into(),
+            Op::UeventClose => "uevent_close".into(),
+            Op::UeventInject { .. } => "uevent_inject".into(),
+            Op::UeventDeviceEvent { action, .. } => format!("uevent_device_event({action})"),
+            Op::UeventNetdevEvent { action, .. } => format!("uevent_netdev_event({action})"),
+            _ => return None,
+        })
+    }
+
+    /// `socket` + `bind(groups = 1)`; a second listen replaces the first
+    /// socket.
+    fn listen(&self, name: &str, rcvbuf: u64) -> Result<(), Errno> {
+        sim::point("socket", ObjId::NONE, &crate::world::SYSCALL);
+        let net = Arc::clone(&self.proc_net(name).lock().net_ns);
+        let rcvbuf = usize::try_from(rcvbuf).unwrap_or(usize::MAX);
+        let sock = self.uevent.uevent_listen(&net, name, rcvbuf);
+        let old = self.proc_net(name).lock().sock.replace(sock);
+        if let Some(old) = old {
+            self.uevent.uevent_close(&old);
+        }
+        Ok(())
+    }
+
+    fn recv(&self, name: &str) -> Result<(), Errno> {
+        sim::point("recvmsg", ObjId::NONE, &crate::world::SYSCALL);
+        let Some(sock) = self.proc_net(name).lock().sock.clone() else {
+            return Err(Errno::ENOENT);
+        };
+        match self.uevent.uevent_recv(&sock) {
+            Ok(got) => {
+                sim::note("uevent_recv: SEQNUM", sock.obj, got.seqnum as i64);
+                Ok(())
+            }
+            Err(e) => {
+                sim::note("uevent_recv", sock.obj, errno(e).as_return());
+                Err(errno(e))
+            }
+        }
+    }
+
+    fn close(&self, name: &str) -> Result<(), Errno> {
+        sim::point("close", ObjId::NONE, &crate::world::SYSCALL);
+        let sock = self.proc_net(name).lock().sock.take();
+        let sock = sock.ok_or(Errno::ENOENT)?;
+        self.uevent.uevent_close(&sock);
+        Ok(())
+    }
+
+    /// `sendto` to the kernel socket (portid 0) of the task's netns.
+    fn inject(&self, name: &str, cred: &Cred, payload: &str) -> Result<(), Errno> {
+        sim::point("sendto", ObjId::NONE, &crate::world::SYSCALL);
+        let net = Arc::clone(&self.proc_net(name).lock().net_ns);
+        let capable = ns_capable(cred, &self.owner(&net), CAP_SYS_ADMIN);
+        let r = self.uevent.uevent_net_rcv_skb(&net, capable, payload);
+        match r {
+            Ok(seqnum) => sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64),
+            Err(e) => sim::note("uevent_inject", net.obj, errno(e).as_return()),
+        }
+        r.map(|_| ()).map_err(errno)
+    }
+
+    /// `kobject_uevent_env` for a device at `devpath`, tagged with `tag`.
+    fn device_event(
+        &self,
+        action: &str,
+        devpath: &str,
+        tag: Option<Arc<Net>>,
+    ) -> Result<(), Errno> {
+        let subsystem = match &tag {
+            Some(_) => "net".to_string(),
+            None => subsystem_of(devpath),
+        };
+        let kobj = Kobject {
+            devpath: devpath.to_string(),
+            subsystem,
+            tag,
+        };
+        self.uevent
+            .kobject_uevent_env(&kobj, action, &[])
+            .map_err(errno)
+    }
+}
+
+/// `/devices/virtual/mem/full` → `mem`: the directory the device is in.
+fn subsystem_of(devpath: &str) -> String {
+    let parts: Vec<&str> = devpath.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.len() {
+        0 | 1 => "unknown".to_string(),
+        n => parts[n - 2].to_string(),
+    }
+}
+
+fn violation(invariant: &str, detail: String) -> Outcome {
+    Outcome::Violation {
+        invariant: invariant.to_string(),
+        detail,
+    }
+}
+
+/// The uevent invariants a run asks for.
+pub fn install_invariants(e: &mut Execution, net: &Arc<NetWorld>, invariants: &[String]) {
+    const STEPWISE: [&str; 3] = [
+        "uevent.seqnum_in_order",
+        "uevent.no_leak_into_unprivileged",
+        "uevent.injection_permitted",
+    ];
+    for name in STEPWISE {
+        if invariants.iter().any(|i| i == name) {
+            let n = Arc::clone(net);
+            e.check_each_step(move || {
+                n.uevent
+                    .oracle
+                    .take_violation(name)
+                    .map(|d| violation(name, d))
+            });
+        }
+    }
+    if invariants.iter().any(|i| i == "uevent.no_silent_loss") {
+        let n = Arc::clone(net);
+        e.check_at_end(move || {
+            n.uevent
+                .oracle
+                .silent_loss()
+                .map(|d| violation("uevent.no_silent_loss", d))
+        });
+    }
+}
+
+/// The uevent subsystem's conformance cases, then those that need the
+/// whole simulated machine: the create-and-drop loop of network namespaces
+/// under a small limit.
+pub fn conformance_cases() -> Vec<probe::Case> {
+    let mut cases = uevent::conformance::conformance_cases();
+    cases.push(probe::Case {
+        subsystem: "netns",
+        name: "netns.create_drop_loop_enospc".into(),
+        question: "20 x unshare(CLONE_NEWNET), each dropping the last, under max_net_namespaces = 3 in a new user namespace: does any fail with ENOSPC?".into(),
+        model: Box::new(create_drop_loop_model),
+        kernel: Box::new(create_drop_loop_kernel),
+    });
+    cases
+}
+
+/// The loop in the model of this host's kernel, in discrete-event order.
+fn create_drop_loop_model() -> String {
+    use crate::setup::{clone_flags::CLONE_NEWNET, Setup, SysctlSpec, TaskSpec, UserNsSpec};
+    let profile = crate::conformance_ipc::host_profile();
+    let setup = Setup {
+        user_namespaces: vec![UserNsSpec {
+            name: "probe".into(),
+            parent: crate::setup::INIT_USER_NS.into(),
+            owner: 0,
+        }],
+        sysctls: vec![SysctlSpec {
+            userns: "probe".into(),
+            name: "user.max_net_namespaces".into(),
+            value: 3,
+        }],
+        tasks: vec![TaskSpec {
+            name: "looper".into(),
+            instances: 1,
+            sequential: false,
+            userns: "probe".into(),
+            uid: 0,
+            repeat: 20,
+            ops: vec![Op::Unshare {
+                flags: CLONE_NEWNET,
+            }],
+        }],
+        ..Setup::default()
+    };
+    let Ok(patches) = crate::resolve_patches(profile, &[]) else {
+        return format!("unknown profile {profile}");
+    };
+    let spec = crate::RunSpec {
+        setup: &setup,
+        patches: &patches,
+        invariants: &[],
+        explore: sim::ExploreConfig::new(sim::StrategySpec::Fair, 1, 1, sim::ExecConfig::default()),
+    };
+    let out = crate::explore_run(&spec);
+    let enospc = out
+        .results
+        .get("looper")
+        .and_then(|r| r.get("unshare(CLONE_NEWNET)"))
+        .and_then(|s| s.results.get("ENOSPC"))
+        .copied()
+        .unwrap_or(0);
+    answer(enospc > 0)
+}
+
+fn answer(enospc: bool) -> String {
+    if enospc { "ENOSPC" } else { "never ENOSPC" }.to_string()
+}
+
+/// The same loop on the running kernel, inside `unshare -U -r`.
+fn create_drop_loop_kernel() -> probe::KernelAnswer {
+    let script = "echo 3 > /proc/sys/user/max_net_namespaces || exit 3; \
+                  fail=0; i=0; while [ $i -lt 20 ]; do \
+                  unshare -n true 2>/dev/null || fail=$((fail+1)); i=$((i+1)); done; \
+                  echo fail=$fail";
+    let out = probe::sh_in_userns(script, 60)?;
+    let line = out.stdout.trim();
+    match line
+        .strip_prefix("fail=")
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        Some(n) => Ok(answer(n > 0)),
+        None => Err(probe::Skip(format!(
+            "the loop did not run: {line} {}",
+            out.stderr.trim()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsystems_come_from_the_device_path() {
+        assert_eq!(subsystem_of("/devices/virtual/mem/full"), "mem");
+        assert_eq!(subsystem_of("/x"), "unknown");
+    }
+}
