@@ -64,6 +64,11 @@ pub const PATCHES: &[PatchInfo] = &[
         summary: "deliberately broken: free_ipc frees the queued namespaces without waiting for an RCU grace period (use-after-free with RCU readers)",
     },
     PatchInfo {
+        name: "sysctl-store-before-permission",
+        merged_in: None,
+        summary: "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)",
+    },
+    PatchInfo {
         name: "userns-ucounts-limits",
         merged_in: Some("v4.9"),
         summary: "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS",
@@ -302,6 +307,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         "uevent.no_silent_loss",
         "every uevent offered to a listener is received, still queued, or counted as a drop, and a listener that dropped uevents was told ENOBUFS",
+    ),
+    (
+        "security.denied_changes_nothing",
+        "an operation the kernel refuses leaves what it targeted as it was: the map or setgroups flag it wrote, the max_* sysctl, the task's uids, RLIMIT_NPROC and children",
     ),
     (
         "lifetime",

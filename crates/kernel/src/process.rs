@@ -1213,13 +1213,17 @@ impl Procs {
         self.live.lock().len()
     }
 
-    /// What a task's denied operations must leave as it was: its RLIMIT_NPROC
-    /// and how many children it has (`None` for a task the model does not
+    /// What a task's denied operations must leave as it was: its uids,
+    /// RLIMIT_NPROC and how many children it has (`None` for a task the model does not
     /// track).
     pub fn peek_task(&self, name: &str) -> Option<String> {
         let t = self.tasks.get(name)?.lock();
+        let c = &t.cred;
         Some(format!(
-            "rlimit {:?}, {} children",
+            "uids {}/{}/{}, rlimit {:?}, {} children",
+            c.uid,
+            c.euid,
+            c.suid,
             t.rlimit,
             t.children.len()
         ))

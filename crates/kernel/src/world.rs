@@ -17,6 +17,9 @@ use userns::{UserNamespace, Userns};
 #[path = "userns_ops.rs"]
 mod userns_ops;
 
+#[path = "denials.rs"]
+mod denials;
+
 pub static SYSCALL: CostKey = CostKey::new("syscall", 150, "entering and leaving a syscall");
 pub static SWITCH_NS: CostKey = CostKey::new(
     "switch_task_namespaces",
@@ -77,6 +80,12 @@ struct World {
     net: Arc<crate::net::NetWorld>,
     /// Processes and credentials (RLIMIT_NPROC).
     nproc: Arc<crate::process::Procs>,
+    /// The scenario checks `security.denied_changes_nothing`.
+    check_denials: bool,
+    /// Guarded operations (see `denials.rs`) that succeeded so far.
+    guarded_successes: std::sync::atomic::AtomicU64,
+    /// The deliberately broken `sysctl-store-before-permission` patch.
+    sysctl_store_first: bool,
 }
 
 /// What to run: a set-up under a kernel profile, with invariants and an
@@ -170,6 +179,9 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             results: Mutex::new(Results::new()),
             net,
             nproc,
+            check_denials: spec.invariants.iter().any(|i| i == denials::INVARIANT),
+            guarded_successes: std::sync::atomic::AtomicU64::new(0),
+            sysctl_store_first: spec.patches.has("sysctl-store-before-permission"),
         });
         spawn_tasks(spec.setup, &world);
         world
@@ -341,8 +353,8 @@ fn op_label(op: &Op) -> String {
         Op::Sleep { .. } => "sleep".into(),
         Op::Bug { .. } => "bug".into(),
         Op::WriteUsernsFile { file, target, .. } => match target {
-            None => format!("write({})", file.name()),
-            Some(t) => format!("write({t}/{})", file.name()),
+            None => format!("write_{}", file.name()),
+            Some(t) => format!("write_{}_of({t})", file.name()),
         },
         Op::SetnsUser { target } => format!("setns_user({target})"),
         Op::UnshareAndExit { flags } => {
@@ -381,7 +393,16 @@ impl World {
     }
 
     fn do_op(&self, p: &Process, op: &Op) {
-        let result = match op {
+        let target = self.denial_target(p, op);
+        let result = self.dispatch(p, op);
+        if let Some(before) = target {
+            self.check_denial(p, op, result, before);
+        }
+        self.record(p, op, result);
+    }
+
+    fn dispatch(&self, p: &Process, op: &Op) -> Result<(), Errno> {
+        match op {
             Op::Unshare { flags } => self.ksys_unshare(p, *flags),
             Op::SysctlWrite { name, value } => self.sysctl_write(p, name, *value),
             Op::MqPathWalk { target } => self.mq_path_walk(target),
@@ -401,8 +422,7 @@ impl World {
                 Some(r) => r,
                 None => self.nproc.do_op(&p.name, op).unwrap_or(Err(Errno::ENOENT)),
             },
-        };
-        self.record(p, op, result);
+        }
     }
 
     fn record(&self, p: &Process, op: &Op, result: Result<(), Errno>) {
@@ -540,6 +560,9 @@ impl World {
     fn sysctl_write(&self, p: &Process, name: &str, value: i64) -> Result<(), Errno> {
         sim::point("sysctl_write", ObjId::NONE, &SYSCALL);
         let t = UcountType::from_sysctl(name).ok_or(Errno::ENOENT)?;
+        if self.sysctl_store_first && (0..=UCOUNT_MAX_LIMIT).contains(&value) {
+            p.user_ns().set_max(t, value);
+        }
         // Only CAP_SYS_RESOURCE in the file's user namespace may write it.
         if self.nproc.may_write_max_sysctl(&p.name) == Some(false) {
             return Err(Errno::EACCES);

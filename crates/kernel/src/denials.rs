@@ -1,0 +1,103 @@
+//! The invariant `security.denied_changes_nothing`: an operation the kernel
+//! refuses (EPERM, EACCES, EAGAIN, EINVAL...) leaves what it targeted as it
+//! was. Before each guarded operation the world notes the state it
+//! targets; after a failure it compares. A guarded operation of another
+//! task that succeeded in between may have changed the same state, so the
+//! comparison is made only when none did.
+//!
+//! Targets: a uid/gid map write, the map of the namespace written; a
+//! setgroups write, the namespace's setgroups flag; a `max_*` sysctl write,
+//! the limit; set*uid, setrlimit, execve, fork and clone, the task's uids,
+//! RLIMIT_NPROC and children. (An injected uevent that is refused must not
+//! be delivered: `uevent.injection_permitted` checks that.)
+
+use super::{Process, World};
+use crate::errno::Errno;
+use crate::setup::{Op, UsernsFile};
+use sim::Outcome;
+use std::sync::atomic::Ordering;
+use ucounts::UcountType;
+use userns::MapKind;
+
+pub const INVARIANT: &str = "security.denied_changes_nothing";
+
+impl World {
+    /// The state `op` targets and the count of guarded operations that
+    /// succeeded so far, when denials are checked and `op` is guarded.
+    pub(super) fn denial_target(&self, p: &Process, op: &Op) -> Option<(String, u64)> {
+        let state = self.targeted_state(p, op)?;
+        Some((state, self.guarded_successes.load(Ordering::Relaxed)))
+    }
+
+    fn targeted_state(&self, p: &Process, op: &Op) -> Option<String> {
+        if !self.check_denials {
+            return None;
+        }
+        match op {
+            Op::WriteUsernsFile { file, target, .. } => {
+                let ns = match target {
+                    None => std::sync::Arc::clone(&p.cred.lock().user_ns),
+                    Some(t) => std::sync::Arc::clone(&self.proc_named(t)?.cred.lock().user_ns),
+                };
+                Some(match file {
+                    UsernsFile::UidMap => {
+                        format!("uid_map {:?}", ns.map(MapKind::Uid).peek_committed())
+                    }
+                    UsernsFile::GidMap => {
+                        format!("gid_map {:?}", ns.map(MapKind::Gid).peek_committed())
+                    }
+                    UsernsFile::Setgroups => {
+                        format!("setgroups allowed: {}", ns.setgroups_allowed())
+                    }
+                })
+            }
+            Op::SysctlWrite { name, .. } => {
+                let t = UcountType::from_sysctl(name)?;
+                Some(format!("{name} = {}", p.user_ns().peek_max(t)))
+            }
+            Op::Setuid { .. }
+            | Op::Setresuid { .. }
+            | Op::SetrlimitNproc { .. }
+            | Op::Execve
+            | Op::Fork
+            | Op::Clone { .. } => self.nproc.peek_task(&p.name),
+            _ => None,
+        }
+    }
+
+    /// After guarded `op` by `p`: count a success; after a failure, end the
+    /// run if what it targeted changed and no other guarded operation
+    /// succeeded meanwhile.
+    pub(super) fn check_denial(
+        &self,
+        p: &Process,
+        op: &Op,
+        result: Result<(), Errno>,
+        before: (String, u64),
+    ) {
+        let errno = match result {
+            Ok(()) => {
+                self.guarded_successes.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Err(e) => e,
+        };
+        let (before, successes) = before;
+        if self.guarded_successes.load(Ordering::Relaxed) != successes {
+            return;
+        }
+        let Some(after) = self.targeted_state(p, op) else {
+            return;
+        };
+        if after != before {
+            sim::fail(Outcome::Violation {
+                invariant: INVARIANT.into(),
+                detail: format!(
+                    "{} by {} failed with {errno} but changed what it targeted: {before} became {after}",
+                    super::op_label(op),
+                    p.name
+                ),
+            });
+        }
+    }
+}
