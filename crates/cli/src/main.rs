@@ -22,10 +22,10 @@ use std::process::ExitCode;
     about = "Deterministic simulator of Linux kernel namespace subsystems",
     long_about = "Deterministic simulator of Linux kernel namespace subsystems. It explores the \
 interleavings of a scenario's tasks under a kernel profile, checks invariants at every step, and \
-replays any execution exactly from its schedule token. Modelled so far: the ipc-namespace free \
-queue and the ucounts it is charged to, user namespaces and their uid/gid maps \
-(`nssim idmap check` judges a map write), and network namespaces' uevent sockets (`nssim \
-kernels` lists profiles and patches).\n\nExit \
+replays any execution exactly from its schedule token. Modelled: the ipc-namespace free queue, \
+user namespaces and their uid/gid maps, ucounts and RLIMIT_NPROC, and network namespaces' uevent \
+sockets (`nssim kernels` lists profiles and patches; `nssim conformance` checks the model against \
+the running kernel; `nssim idmap check` judges a map write).\n\nExit \
 status: 0 when every run's outcome is what its scenario expects, 1 when one is not, 2 for bad \
 input or usage."
 )]
