@@ -796,3 +796,30 @@ fn expected_syscall_results_are_checked() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 4's acceptance: one container exhausts another's processes on
+/// v5.13 (found within 100 executions), not on v5.17.
+#[test]
+fn shared_kuid_exhausts_a_sibling_container_on_v5_13_within_100_executions_for_seeds_1_to_20() {
+    for seed in 1..=20 {
+        let s = seed.to_string();
+        let lines = run_json(&[
+            "run",
+            "sim-scenarios/nproc-shared-kuid.toml",
+            "--format",
+            "json",
+            "--seed",
+            &s,
+        ]);
+        let old = by_kernel(&lines, "v5.13");
+        assert_eq!(old["outcome"], "violation", "seed {seed}");
+        assert_eq!(old["invariant"], "nproc.isolated", "seed {seed}");
+        assert!(old["executions"].as_u64().unwrap() <= 100, "seed {seed}");
+        assert_eq!(old["as_expected"], true);
+        let new = by_kernel(&lines, "v5.17");
+        assert_eq!(new["outcome"], "pass", "seed {seed}");
+        assert_eq!(new["as_expected"], true);
+        // On v5.17 container B's one fork always succeeds.
+        assert_eq!(new["results"]["b"]["fork"]["results"]["ok"], 1);
+    }
+}

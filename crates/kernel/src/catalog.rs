@@ -563,6 +563,11 @@ pub fn op(name: &str) -> Option<&'static OpInfo> {
     OPS.iter().find(|o| o.name == name)
 }
 
+/// Every invariant's name, in catalogue order.
+pub fn all_invariants() -> Vec<String> {
+    INVARIANTS.iter().map(|(n, _)| n.to_string()).collect()
+}
+
 pub fn invariant(name: &str) -> bool {
     INVARIANTS.iter().any(|(n, _)| *n == name)
 }

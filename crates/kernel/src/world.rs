@@ -120,6 +120,27 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
     RunOutput { explore, results }
 }
 
+/// Explore `setup` on kernel `profile` with every invariant checked and no
+/// shrinking: the short way for tests and conformance cases.
+pub fn explore_profile(
+    setup: &Setup,
+    profile: &str,
+    strategy: sim::StrategySpec,
+    seed: u64,
+    iterations: u64,
+) -> RunOutput {
+    let patches = crate::resolve_patches(profile, &[]).expect("a catalogued profile");
+    let invariants = crate::catalog::all_invariants();
+    let mut explore = ExploreConfig::new(strategy, seed, iterations, sim::ExecConfig::default());
+    explore.shrink = false;
+    explore_run(&RunSpec {
+        setup,
+        patches: &patches,
+        invariants: &invariants,
+        explore,
+    })
+}
+
 /// Run exactly one execution under `schedule`, recording its events when
 /// `record` is set.
 pub fn replay_run(spec: &RunSpec<'_>, schedule: &Schedule, record: bool) -> (ExecReport, Results) {

@@ -6,31 +6,16 @@
 fn every_nproc_case_the_host_can_run_agrees_with_the_model() {
     let cases = kernel::conformance_nproc::conformance_cases();
     assert!(cases.len() >= 10);
-    let mut ran = 0;
-    let mut disagreements = Vec::new();
-    for case in &cases {
-        let v = case.run();
-        match v.agree() {
-            Some(true) => ran += 1,
-            Some(false) => disagreements.push(format!(
-                "{}: {}\n    model:  {}\n    kernel: {}",
-                v.name,
-                v.question,
-                v.model,
-                v.kernel.as_ref().unwrap()
-            )),
-            None => eprintln!("skipped {}: {}", v.name, v.kernel.unwrap_err()),
-        }
-    }
-    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+    assert!(probe::names_are_unique(&cases));
+    let a = probe::Agreement::of(&cases);
+    a.assert_no_disagreement();
     if probe::host_is_root() && probe::host_allows_userns().is_ok() {
         assert_eq!(
-            ran,
+            a.agreed,
             cases.len(),
             "as root with user namespaces every case runs"
         );
     }
-    eprintln!("{ran} of {} cases agree", cases.len());
 }
 
 /// The answers are not all alike: the cases tell limits apart.

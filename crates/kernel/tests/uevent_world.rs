@@ -2,8 +2,8 @@
 //! results a task sees, and the uevent invariants across the eras.
 
 use kernel::setup::{clone_flags::CLONE_NEWNET, Op, Setup, SysctlSpec, TaskSpec, UserNsSpec};
-use kernel::{explore_run, resolve_patches, Results, RunSpec};
-use sim::{ExecConfig, ExploreConfig, Outcome, StrategySpec};
+use kernel::{resolve_patches, Results};
+use sim::{Outcome, StrategySpec};
 
 fn task(name: &str, userns: &str, uid: u32, ops: Vec<Op>) -> TaskSpec {
     TaskSpec {
@@ -25,31 +25,13 @@ fn container() -> Vec<UserNsSpec> {
     }]
 }
 
-fn all_invariants() -> Vec<String> {
-    kernel::catalog::INVARIANTS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .collect()
-}
-
 fn run(
     setup: &Setup,
     profile: &str,
     strategy: StrategySpec,
     iterations: u64,
 ) -> (Outcome, Results) {
-    let patches = resolve_patches(profile, &[]).unwrap();
-    let invariants = all_invariants();
-    let spec = RunSpec {
-        setup,
-        patches: &patches,
-        invariants: &invariants,
-        explore: ExploreConfig {
-            shrink: false,
-            ..ExploreConfig::new(strategy, 1, iterations, ExecConfig::default())
-        },
-    };
-    let out = explore_run(&spec);
+    let out = kernel::explore_profile(setup, profile, strategy, 1, iterations);
     (out.explore.report.outcome, out.results)
 }
 

@@ -4,8 +4,8 @@
 use kernel::setup::{
     clone_flags::CLONE_NEWUSER, Op, Setup, SysctlSpec, TaskSpec, UserNsSpec, UsernsFile,
 };
-use kernel::{explore_run, resolve_patches, Results, RunSpec};
-use sim::{ExecConfig, ExploreConfig, Outcome, StrategySpec};
+use kernel::{resolve_patches, Results};
+use sim::{Outcome, StrategySpec};
 
 fn task(name: &str, instances: u32, userns: &str, uid: u32, ops: Vec<Op>) -> TaskSpec {
     TaskSpec {
@@ -23,21 +23,7 @@ fn write_of(target: &str, file: UsernsFile, text: &str) -> Op {
 }
 
 fn run(setup: &Setup, profile: &str, strategy: StrategySpec, seed: u64) -> (Outcome, Results) {
-    let patches = resolve_patches(profile, &[]).unwrap();
-    let invariants: Vec<String> = kernel::catalog::INVARIANTS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .collect();
-    let spec = RunSpec {
-        setup,
-        patches: &patches,
-        invariants: &invariants,
-        explore: ExploreConfig {
-            shrink: false,
-            ..ExploreConfig::new(strategy, seed, 1, ExecConfig::default())
-        },
-    };
-    let out = explore_run(&spec);
+    let out = kernel::explore_profile(setup, profile, strategy, seed, 1);
     (out.explore.report.outcome, out.results)
 }
 

@@ -65,6 +65,59 @@ impl Case {
     }
 }
 
+/// Every case of a set run once: which agreed, which were skipped (with
+/// the reason) and how the others disagreed.
+#[derive(Debug, Default)]
+pub struct Agreement {
+    pub agreed: usize,
+    pub skipped: Vec<(String, String)>,
+    pub disagreements: Vec<String>,
+}
+
+impl Agreement {
+    /// Run every case, printing each skip with its reason.
+    pub fn of(cases: &[Case]) -> Agreement {
+        let mut a = Agreement::default();
+        for case in cases {
+            let v = case.run();
+            match &v.kernel {
+                Ok(k) if *k == v.model => a.agreed += 1,
+                Ok(k) => a.disagreements.push(format!(
+                    "{}: {}\n    model:  {}\n    kernel: {k}",
+                    v.name, v.question, v.model
+                )),
+                Err(skip) => {
+                    eprintln!("skipped {}: {skip}", v.name);
+                    a.skipped.push((v.name, skip.0.clone()));
+                }
+            }
+        }
+        eprintln!(
+            "{} agree, {} skipped, {} disagree",
+            a.agreed,
+            a.skipped.len(),
+            a.disagreements.len()
+        );
+        a
+    }
+
+    /// Panics with every disagreement, if there is one.
+    pub fn assert_no_disagreement(&self) {
+        assert!(
+            self.disagreements.is_empty(),
+            "{}",
+            self.disagreements.join("\n")
+        );
+    }
+}
+
+/// True when no two cases share a name.
+pub fn names_are_unique(cases: &[Case]) -> bool {
+    let mut names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    names.windows(2).all(|w| w[0] != w[1])
+}
+
 /// What a shell probe printed.
 #[derive(Debug, Clone)]
 pub struct ShOutput {
@@ -196,6 +249,36 @@ mod tests {
     fn quoting_survives_single_quotes() {
         let out = sh_as_host(&format!("printf %s {}", shell_quote("it's")), 10).unwrap();
         assert_eq!(out.stdout, "it's");
+    }
+
+    fn case(name: &str, model: &'static str, kernel: KernelAnswer) -> Case {
+        Case {
+            subsystem: "ipc",
+            name: name.into(),
+            question: "q".into(),
+            model: Box::new(move || model.into()),
+            kernel: Box::new(move || kernel.clone()),
+        }
+    }
+
+    #[test]
+    fn an_agreement_counts_agreements_skips_and_disagreements() {
+        let cases = [
+            case("a", "ok", Ok("ok".into())),
+            case("b", "ok", Ok("EPERM".into())),
+            case("c", "ok", Err(Skip("no userns".into()))),
+        ];
+        assert!(names_are_unique(&cases));
+        let a = Agreement::of(&cases);
+        assert_eq!(a.agreed, 1);
+        assert_eq!(a.skipped, [("c".to_string(), "no userns".to_string())]);
+        assert_eq!(a.disagreements.len(), 1);
+        assert!(a.disagreements[0].contains("kernel: EPERM"));
+        let twice = [
+            case("a", "ok", Ok("ok".into())),
+            case("a", "x", Ok("x".into())),
+        ];
+        assert!(!names_are_unique(&twice));
     }
 
     #[test]
