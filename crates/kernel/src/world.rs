@@ -668,10 +668,9 @@ fn install_invariants(e: &mut Execution, world: &Arc<World>, invariants: &[Strin
     if wants("ucounts.balanced") {
         let w = Arc::clone(world);
         e.check_each_step(move || {
-            let entries = w.ucounts.peek_entries();
             w.ucounts
                 .ledger
-                .check(&entries)
+                .check_live()
                 .map(|d| violation("ucounts.balanced", d))
         });
         let w = Arc::clone(world);

@@ -18,8 +18,20 @@ struct LedgerState {
     in_flight: u32,
     entries: Vec<Weak<Ucounts>>,
     hashed: BTreeMap<(u32, u32), Weak<Ucounts>>,
-    charged: BTreeMap<(u32, u32, UcountType), i64>,
-    rlimits: BTreeMap<(u32, u32, RlimitType), i64>,
+    /// By (namespace id, uid): what was charged, one slot per type (one
+    /// look-up an entry when the checker runs after every step).
+    charged: BTreeMap<(u32, u32), Charged>,
+}
+
+/// What was charged through one (namespace, uid) entry.
+#[derive(Default, Clone, Copy)]
+struct Charged {
+    objects: [i64; UcountType::ALL.len()],
+    rlimits: [i64; RlimitType::ALL.len()],
+}
+
+fn slot<T: PartialEq>(all: &[T], t: &T) -> usize {
+    all.iter().position(|x| x == t).expect("a listed type")
 }
 
 /// Marks a charge or uncharge in progress while it lives.
@@ -77,24 +89,27 @@ impl Ledger {
     }
 
     pub(crate) fn charge(&self, levels: &[Arc<Ucounts>], t: UcountType) {
-        let mut s = self.state.lock();
-        for u in levels {
-            *s.charged.entry((u.ns.id, u.uid, t)).or_default() += 1;
-        }
+        self.add_objects(levels, t, 1);
     }
 
     pub(crate) fn uncharge(&self, levels: &[Arc<Ucounts>], t: UcountType) {
+        self.add_objects(levels, t, -1);
+    }
+
+    fn add_objects(&self, levels: &[Arc<Ucounts>], t: UcountType, v: i64) {
+        let i = slot(&UcountType::ALL, &t);
         let mut s = self.state.lock();
         for u in levels {
-            *s.charged.entry((u.ns.id, u.uid, t)).or_default() -= 1;
+            s.charged.entry((u.ns.id, u.uid)).or_default().objects[i] += v;
         }
     }
 
     /// Record `v` (negative to uncharge) of rlimit `t` at every level.
     pub(crate) fn charge_rlimit(&self, levels: &[Arc<Ucounts>], t: RlimitType, v: i64) {
+        let i = slot(&RlimitType::ALL, &t);
         let mut s = self.state.lock();
         for u in levels {
-            *s.rlimits.entry((u.ns.id, u.uid, t)).or_default() += v;
+            s.charged.entry((u.ns.id, u.uid)).or_default().rlimits[i] += v;
         }
     }
 
@@ -105,50 +120,79 @@ impl Ledger {
         if s.in_flight > 0 {
             return None;
         }
-        for u in entries {
-            for t in UcountType::ALL {
-                let want = s.charged.get(&(u.ns.id, u.uid, t)).copied().unwrap_or(0);
-                let have = u.peek(t);
-                if want != have {
-                    return Some(format!(
-                        "ucount {t:?} of uid {} in user namespace {} is {have}, but {want} objects are charged to it",
-                        u.uid, u.ns.name
-                    ));
-                }
-            }
-            for t in RlimitType::ALL {
-                let want = s.rlimits.get(&(u.ns.id, u.uid, t)).copied().unwrap_or(0);
-                let have = u.peek_rlimit(t);
-                if want != have {
-                    return Some(format!(
-                        "rlimit counter {} of uid {} in user namespace {} is {have}, but {want} is charged to it",
-                        t.name(),
-                        u.uid,
-                        u.ns.name
-                    ));
-                }
-            }
+        entries.iter().find_map(|u| s.mismatch(u))
+    }
+
+    /// [`Ledger::check`] over every entry still referenced, without
+    /// collecting them first (it runs after every step).
+    pub fn check_live(&self) -> Option<String> {
+        let s = self.state.lock();
+        if s.in_flight > 0 {
+            return None;
         }
-        None
+        s.entries
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find_map(|u| s.mismatch(&u))
     }
 
     /// Objects still charged, by (namespace id, uid, type).
     pub fn outstanding(&self) -> Vec<((u32, u32, UcountType), i64)> {
         let s = self.state.lock();
-        s.charged
-            .iter()
-            .filter(|(_, v)| **v != 0)
-            .map(|(k, v)| (*k, *v))
-            .collect()
+        let mut out = Vec::new();
+        for (&(ns, uid), c) in &s.charged {
+            for (t, v) in UcountType::ALL.into_iter().zip(c.objects) {
+                if v != 0 {
+                    out.push(((ns, uid, t), v));
+                }
+            }
+        }
+        out
     }
 
     /// Rlimit amounts still charged, by (namespace id, uid, type).
     pub fn outstanding_rlimits(&self) -> Vec<((u32, u32, RlimitType), i64)> {
         let s = self.state.lock();
-        s.rlimits
-            .iter()
-            .filter(|(_, v)| **v != 0)
-            .map(|(k, v)| (*k, *v))
-            .collect()
+        let mut out = Vec::new();
+        for (&(ns, uid), c) in &s.charged {
+            for (t, v) in RlimitType::ALL.into_iter().zip(c.rlimits) {
+                if v != 0 {
+                    out.push(((ns, uid, t), v));
+                }
+            }
+        }
+        out
+    }
+}
+
+impl LedgerState {
+    /// How `u`'s counters differ from what was charged through it.
+    fn mismatch(&self, u: &Ucounts) -> Option<String> {
+        let c = self
+            .charged
+            .get(&(u.ns.id, u.uid))
+            .copied()
+            .unwrap_or_default();
+        for (t, want) in UcountType::ALL.into_iter().zip(c.objects) {
+            let have = u.peek(t);
+            if want != have {
+                return Some(format!(
+                    "ucount {t:?} of uid {} in user namespace {} is {have}, but {want} objects are charged to it",
+                    u.uid, u.ns.name
+                ));
+            }
+        }
+        for (t, want) in RlimitType::ALL.into_iter().zip(c.rlimits) {
+            let have = u.peek_rlimit(t);
+            if want != have {
+                return Some(format!(
+                    "rlimit counter {} of uid {} in user namespace {} is {have}, but {want} is charged to it",
+                    t.name(),
+                    u.uid,
+                    u.ns.name
+                ));
+            }
+        }
+        None
     }
 }
