@@ -2,7 +2,7 @@
 //! scheduler: 4 tasks x 1000 lock/increment/unlock, `N` executions (default
 //! 300) per strategy, best of `ROUNDS` (default 5) rounds.
 //!
-//! `cargo run --release -p nssim-bench --example mutex_speed -- 300 [ROUNDS]`
+//! `cargo run --release -p nssim-bench --example mutex_speed -- 300 [ROUNDS [random|pct]]`
 
 use bench::nssim::{executions_run, mutex};
 use sim::StrategySpec;
@@ -17,10 +17,14 @@ fn main() {
         .nth(2)
         .and_then(|a| a.parse().ok())
         .unwrap_or(5);
+    let only = std::env::args().nth(3);
     for (name, strategy) in [
         ("random", StrategySpec::Random),
         ("pct", StrategySpec::Pct { depth: 3 }),
     ] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         let mut best = f64::MAX;
         let mut runs = 0;
         for round in 0..rounds {
