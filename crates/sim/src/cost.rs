@@ -84,11 +84,22 @@ impl ResolvedCosts {
         }
     }
 
+    /// The cost of `key` in this run: one indexed load once the key has
+    /// been resolved (every scheduling point asks).
+    #[inline]
     pub(crate) fn get(&mut self, key: &CostKey) -> u64 {
-        let slot = key.slot();
-        if let Some(Some(v)) = self.by_slot.get(slot) {
-            return *v;
+        if let Some(&slot) = key.slot.get() {
+            if let Some(Some(v)) = self.by_slot.get(slot) {
+                return *v;
+            }
         }
+        self.resolve(key)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resolve(&mut self, key: &CostKey) -> u64 {
+        let slot = key.slot();
         let v = self.table.get(key);
         if self.by_slot.len() <= slot {
             self.by_slot.resize(slot + 1, None);

@@ -15,10 +15,16 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 
-type Co = Coroutine<(), (), (), DefaultStack>;
+/// A task's coroutine; it returns the payload of a panic in the task (caught
+/// inside, once per task, rather than around every resume).
+type Co = Coroutine<(), (), Option<Box<dyn Any + Send>>, DefaultStack>;
 
 /// Stack left when a task is stopped with outcome `limit` (stack).
 const STACK_RED_ZONE: usize = 16 * 1024;
+
+/// Stack a task must have left, above the red zone, to pick its successor
+/// and run the invariants on its own stack; with less it switches out.
+const DECIDE_ROOM: usize = 32 * 1024;
 
 fn stack_size_of(s: &DefaultStack) -> usize {
     s.base().get() - s.limit().get()
@@ -104,12 +110,59 @@ pub struct StepRec {
 
 /// An execution being set up, then run once.
 pub struct Execution {
-    shared: Box<RefCell<Shared>>,
+    core: Box<Core>,
     coroutines: Vec<Option<Co>>,
+}
+
+/// What tasks reach through the thread's current-execution pointer: the
+/// modelled state, and the scheduler, so that a task at a scheduling point
+/// can pick the next task itself and, when it is picked again, go on
+/// without a switch (most steps of a task that holds a lock do).
+pub(crate) struct Core {
+    pub(crate) shared: RefCell<Shared>,
+    sched: RefCell<Sched>,
+}
+
+/// The scheduler's side of an execution.
+struct Sched {
     chooser: Chooser,
     checkers: Vec<(bool, Check)>,
+    /// How many of `checkers` run after every step.
+    each_step: usize,
     config: ExecConfig,
     step_log: Vec<StepRec>,
+    /// How far the task that last ran got in deciding its successor.
+    handoff: Handoff,
+    /// Why the execution ends, once something has ended it (kept here
+    /// rather than returned, so that the common step moves no outcome).
+    stop: Option<Outcome>,
+}
+
+/// What the task that switched out left for the run loop to do.
+#[derive(Clone, Copy)]
+enum Handoff {
+    /// Nothing: the step's checks and the pick are still to come.
+    Undecided,
+    /// The step's checks passed; tasks it spawned must start before the pick.
+    Checked,
+    /// The next step is picked and charged.
+    Run(TaskId),
+    /// The execution ends with `Sched::stop`.
+    Stop,
+}
+
+/// What a pick decided.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Run(TaskId),
+    /// From a task: that task itself runs the next step.
+    Same,
+    /// From a task: the run loop must take this step over.
+    Defer,
+    /// The execution ends with `Sched::stop`.
+    Stop,
+    /// Nothing is runnable.
+    Idle,
 }
 
 thread_local! {
@@ -171,14 +224,30 @@ impl Execution {
         };
         let rcu = shared.new_object("rcu");
         debug_assert_eq!(rcu, ObjId::RCU);
-        Execution {
-            shared: Box::new(RefCell::new(shared)),
-            coroutines: Vec::new(),
+        let sched = Sched {
             chooser: Chooser::new(schedule, config.lenient_segments),
             checkers: Vec::new(),
+            each_step: 0,
             config,
             step_log: Vec::new(),
+            handoff: Handoff::Undecided,
+            stop: None,
+        };
+        Execution {
+            core: Box::new(Core {
+                shared: RefCell::new(shared),
+                sched: RefCell::new(sched),
+            }),
+            coroutines: Vec::new(),
         }
+    }
+
+    fn shared(&self) -> std::cell::RefMut<'_, Shared> {
+        self.core.shared.borrow_mut()
+    }
+
+    fn sched(&self) -> std::cell::RefMut<'_, Sched> {
+        self.core.sched.borrow_mut()
     }
 
     /// Add a task before the run starts. Daemon tasks (kworkers) may stay
@@ -189,7 +258,7 @@ impl Execution {
         daemon: bool,
         f: impl FnOnce() + 'static,
     ) -> TaskId {
-        let mut s = self.shared.borrow_mut();
+        let mut s = self.shared();
         let id = s.add_task(rt::new_task(name.into(), daemon, 0));
         s.spawned.push((id, Box::new(f)));
         id
@@ -199,40 +268,42 @@ impl Execution {
     /// and [`crate::spawn`] adds tasks of this execution; nothing runs yet.
     pub fn setup<R>(&mut self, f: impl FnOnce() -> R) -> R {
         /// Leaves set-up mode even if `f` panics.
-        struct Done<'a>(&'a RefCell<Shared>);
+        struct Done<'a>(&'a Core);
         impl Drop for Done<'_> {
             fn drop(&mut self) {
                 rt::install(std::ptr::null());
-                self.0.borrow_mut().setting_up = false;
+                self.0.shared.borrow_mut().setting_up = false;
             }
         }
-        self.shared.borrow_mut().setting_up = true;
-        rt::install(&*self.shared);
-        let _done = Done(&self.shared);
+        self.shared().setting_up = true;
+        rt::install(&*self.core);
+        let _done = Done(&self.core);
         f()
     }
 
     /// Exhaustive search: the sleep set in force once the prefix of an
     /// explicit schedule has been replayed.
     pub(crate) fn set_sleep_after_prefix(&mut self, sleep: Vec<(TaskId, ObjId)>) {
-        self.chooser.set_sleep_after_prefix(sleep);
+        self.sched().chooser.set_sleep_after_prefix(sleep);
     }
 
     /// An invariant checked after every step.
     pub fn check_each_step(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
-        self.checkers.push((false, Box::new(f)));
+        let mut sched = self.sched();
+        sched.checkers.push((false, Box::new(f)));
+        sched.each_step += 1;
     }
 
     /// An invariant checked once, when every task has finished and the
     /// daemons are idle.
     pub fn check_at_end(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
-        self.checkers.push((true, Box::new(f)));
+        self.sched().checkers.push((true, Box::new(f)));
     }
 
     fn start_spawned(&mut self) {
-        let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared.borrow_mut().spawned);
+        let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared().spawned);
+        let size = self.core.sched.borrow().config.stack_size;
         for (id, f) in spawned {
-            let size = self.config.stack_size;
             let pooled = STACKS.with(|p| {
                 let mut pool = p.borrow_mut();
                 let i = pool.iter().position(|s| stack_size_of(s) >= size)?;
@@ -242,7 +313,7 @@ impl Execution {
             let stack = match stack {
                 Ok(s) => s,
                 Err(e) => {
-                    self.shared.borrow_mut().abort = Some(Outcome::Limit {
+                    self.shared().abort = Some(Outcome::Limit {
                         which: format!("memory (no stack for a new task: {e})"),
                         value: self.coroutines.len() as u64,
                     });
@@ -251,13 +322,18 @@ impl Execution {
             };
             // A task is stopped when its stack is this close to full; the
             // guard page below would otherwise kill the whole process.
-            let limit = stack.limit().get() + STACK_RED_ZONE.min(size / 4);
-            self.shared.borrow_mut().tasks[id].stack_limit = limit;
-            let shared: *const RefCell<Shared> = &*self.shared;
+            let red_zone = STACK_RED_ZONE.min(size / 4);
+            {
+                let mut s = self.shared();
+                let task = &mut s.tasks[id];
+                task.stack_limit = stack.limit().get() + red_zone;
+                task.decide_limit = task.stack_limit + DECIDE_ROOM;
+            }
+            let shared: *const RefCell<Shared> = &self.core.shared;
             let co = Coroutine::with_stack(stack, move |y: &corosensei::Yielder<(), ()>, ()| {
                 // SAFETY: see rt::with; the state outlives every coroutine.
                 unsafe { (*shared).borrow_mut().tasks[id].yielder = y as *const _ };
-                f();
+                panic::catch_unwind(AssertUnwindSafe(f)).err()
             });
             if self.coroutines.len() <= id {
                 self.coroutines.resize_with(id + 1, || None);
@@ -266,51 +342,21 @@ impl Execution {
         }
     }
 
-    /// Charge the chosen task's pending operation and record the step.
-    fn charge(&mut self, t: TaskId) -> Option<Outcome> {
-        let mut s = self.shared.borrow_mut();
-        let s = &mut *s;
-        s.current = t;
-        s.step += 1;
-        let (cpu, free_at) = earliest_free_cpu(&s.cpus);
-        let task = &mut s.tasks[t];
-        let start = task.clock.max(free_at);
-        task.clock = start + task.pending.cost;
-        s.cpus[cpu] = task.clock;
-        let e = Event {
-            step: s.step,
-            task: t,
-            time: start,
-            kind: EventKind::Step,
-            label: task.pending.label,
-            obj: task.pending.obj,
-            value: 0,
-        };
-        s.trace.push(e);
-        (s.tasks[t].clock > self.config.max_virtual_ns).then(|| Outcome::Limit {
-            which: "virtual-time".into(),
-            value: self.config.max_virtual_ns,
-        })
-    }
-
+    /// Resume task `t` until its next scheduling point; `Some` if it
+    /// panicked.
     fn resume(&mut self, t: TaskId) -> Option<Outcome> {
         let co = self.coroutines[t]
             .as_mut()
             .expect("runnable task has a coroutine");
-        IN_TASK.with(|f| f.set(true));
-        self.shared.borrow_mut().in_task = true;
-        let result = panic::catch_unwind(AssertUnwindSafe(|| co.resume(())));
-        self.shared.borrow_mut().in_task = false;
-        IN_TASK.with(|f| f.set(false));
-        match result {
-            Ok(CoroutineResult::Yield(())) => None,
-            Ok(CoroutineResult::Return(())) => {
+        match co.resume(()) {
+            CoroutineResult::Yield(()) => None,
+            CoroutineResult::Return(None) => {
                 self.finish(t);
                 None
             }
-            Err(payload) => {
+            CoroutineResult::Return(Some(payload)) => {
                 let message = panic_message(&*payload);
-                let mut s = self.shared.borrow_mut();
+                let mut s = self.shared();
                 s.set_run(t, RunState::Finished);
                 s.note("panic", ObjId::NONE, 0);
                 Some(Outcome::Panic {
@@ -322,7 +368,7 @@ impl Execution {
     }
 
     fn finish(&mut self, t: TaskId) {
-        let mut s = self.shared.borrow_mut();
+        let mut s = self.shared();
         s.set_run(t, RunState::Finished);
         s.note("exit", ObjId::NONE, 0);
         // Grace periods waiting on a finished reader must re-check.
@@ -333,61 +379,26 @@ impl Execution {
         }
     }
 
-    fn run_checks(&mut self, at_end: bool) -> Option<Outcome> {
-        self.checkers
-            .iter_mut()
-            .filter(|(end, _)| *end == at_end)
-            .find_map(|(_, f)| f())
-    }
-
-    /// Nothing is runnable: either every task is done (daemons idle) or the
-    /// rest wait forever.
-    fn quiescent(&mut self) -> Option<Outcome> {
-        let s = self.shared.borrow();
-        let stuck: Vec<TaskId> = s
-            .tasks
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| match t.run {
-                RunState::Blocked { idle, .. } => !idle || !t.daemon,
-                _ => false,
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if stuck.is_empty() {
-            return None;
-        }
-        let link = |t: TaskId| {
-            let on = match s.tasks[t].run {
-                RunState::Blocked { on, .. } => on,
-                _ => ObjId::NONE,
-            };
-            WaitLink {
-                task: s.tasks[t].name.clone(),
-                resource: s.object_name(on),
-            }
-        };
-        let waiting = stuck.iter().map(|t| link(*t)).collect();
-        Some(Outcome::Deadlock {
-            cycle: wait_cycle(&s, &stuck).into_iter().map(link).collect(),
-            waiting,
-        })
-    }
-
     /// Run to the end. The execution is consumed; its tasks are unwound.
     pub fn run(mut self) -> ExecReport {
         install_panic_hook();
-        let shared_ptr: *const RefCell<Shared> = &*self.shared;
-        rt::install(shared_ptr);
+        rt::install(&*self.core);
+        // Task code may run from here until tear-down; only the invariants
+        // run outside it (see `Core::run_checks`).
+        self.shared().in_task = true;
+        IN_TASK.with(|f| f.set(true));
         let outcome = self.run_loop();
+        IN_TASK.with(|f| f.set(false));
+        self.shared().in_task = false;
         self.teardown();
         rt::install(std::ptr::null());
-        let (choices, mut diverged_at) = self.chooser.take_log();
-        if let Some(step) = self.chooser.diverged_step() {
+        let mut sched = self.core.sched.borrow_mut();
+        let (choices, mut diverged_at) = sched.chooser.take_log();
+        if let Some(step) = sched.chooser.diverged_step() {
             diverged_at = Some(step as usize);
         }
-        let step_log = std::mem::take(&mut self.step_log);
-        let mut s = self.shared.borrow_mut();
+        let step_log = std::mem::take(&mut sched.step_log);
+        let mut s = self.core.shared.borrow_mut();
         let virtual_ns = s
             .tasks
             .iter()
@@ -416,113 +427,53 @@ impl Execution {
         }
     }
 
+    /// Resume tasks one step at a time. A task that reaches its next
+    /// scheduling point usually picks its successor itself (see
+    /// [`decide_in_task`]); what it left undone is done here, in the same
+    /// order, so the schedule and the trace do not depend on where a
+    /// decision was made.
     fn run_loop(&mut self) -> Outcome {
-        let mut last: Option<TaskId> = None;
+        let mut next = self.start_and_pick(None);
         loop {
-            let (t, still_runnable) = match self.next_task(last) {
-                Ok(next) => next,
-                Err(Some(outcome)) => return outcome,
-                Err(None) => {
-                    if let Some(deadlock) = self.quiescent() {
-                        return deadlock;
-                    }
-                    return self.run_checks(true).unwrap_or(Outcome::Pass);
-                }
+            let Some(t) = next else {
+                return self.sched().stop.take().unwrap_or(Outcome::Pass);
             };
-            if self.config.log_steps {
-                let label = self.shared.borrow().tasks[t].pending.label;
-                self.step_log.push(StepRec {
-                    task: t,
-                    label,
-                    preemption: still_runnable.is_some_and(|l| l != t),
-                });
-            }
-            if let Some(limit) = self.charge(t) {
-                return limit;
-            }
             if let Some(o) = self.resume(t) {
                 return o;
             }
-            last = Some(t);
-            if let Some(o) = self.shared.borrow_mut().abort.take() {
-                return o;
-            }
-            if let Some(o) = self.run_checks(false) {
-                return o;
-            }
+            let handoff = std::mem::replace(&mut self.sched().handoff, Handoff::Undecided);
+            next = match handoff {
+                Handoff::Run(t) => Some(t),
+                Handoff::Stop => None,
+                Handoff::Checked => self.start_and_pick(Some(t)),
+                Handoff::Undecided => match self.core.after_step() {
+                    Some(o) => return o,
+                    None => self.start_and_pick(Some(t)),
+                },
+            };
         }
     }
 
-    /// Start tasks spawned by the last step, then pick the next task to
-    /// run (and whether the last one could have gone on), or end the run:
-    /// `Err(Some(_))` for an abort or a limit, `Err(None)` when nothing is
-    /// runnable. One borrow of the state in the common case.
-    fn next_task(
-        &mut self,
-        last: Option<TaskId>,
-    ) -> Result<(TaskId, Option<TaskId>), Option<Outcome>> {
-        if !self.shared.borrow().spawned.is_empty() {
+    /// Start the tasks the last step spawned, then pick and charge the
+    /// next step; `None` when the run ends (with `Sched::stop`).
+    fn start_and_pick(&mut self, last: Option<TaskId>) -> Option<TaskId> {
+        if !self.core.shared.borrow().spawned.is_empty() {
             self.start_spawned();
         }
-        let s = &mut *self.shared.borrow_mut();
-        if let Some(o) = s.abort.take() {
-            return Err(Some(o));
-        }
-        if s.runnable.is_empty() {
-            return Err(None);
-        }
-        let step = s.step;
-        if step >= self.config.max_steps {
-            return Err(Some(Outcome::Limit {
-                which: "steps".into(),
-                value: self.config.max_steps,
-            }));
-        }
-        if step - s.last_progress > self.config.livelock_steps {
-            return Err(Some(Outcome::Limit {
-                which: "livelock".into(),
-                value: step,
-            }));
-        }
-        if let Some(bytes) = crate::mem::over_limit() {
-            return Err(Some(Outcome::Limit {
-                which: "memory".into(),
-                value: bytes as u64,
-            }));
-        }
-        if step.is_multiple_of(4096) && self.past_deadline() {
-            return Err(Some(Outcome::Limit {
-                which: "wall-time".into(),
-                value: step,
-            }));
-        }
-        let still_runnable = last.filter(|l| s.runnable.binary_search(l).is_ok());
-        let ctx = PickCtx {
-            runnable: &s.runnable,
-            last: still_runnable,
-            tasks: &s.tasks,
-            step,
-        };
-        let t = self.chooser.pick(&ctx);
-        if self.config.stop_on_divergence {
-            if let Some(step) = self.chooser.diverged_step() {
-                return Err(Some(Outcome::Limit {
-                    which: "divergence".into(),
-                    value: step,
-                }));
+        match self.core.pick(last, false) {
+            Next::Run(t) => Some(t),
+            Next::Stop => None,
+            Next::Same | Next::Defer => unreachable!("only a task's own pick continues or defers"),
+            Next::Idle => {
+                let end = self.core.end_of_run();
+                self.sched().stop = Some(end);
+                None
             }
         }
-        Ok((t, still_runnable))
-    }
-
-    fn past_deadline(&self) -> bool {
-        self.config
-            .deadline
-            .is_some_and(|d| std::time::Instant::now() >= d)
     }
 
     fn teardown(&mut self) {
-        self.shared.borrow_mut().teardown = true;
+        self.shared().teardown = true;
         for co in self.coroutines.iter_mut() {
             if let Some(mut c) = co.take() {
                 IN_TASK.with(|f| f.set(true));
@@ -536,11 +487,237 @@ impl Execution {
     }
 }
 
+impl Core {
+    /// After a step: an abort the step asked for, or a failed invariant.
+    fn after_step(&self) -> Option<Outcome> {
+        if let Some(o) = self.shared.borrow_mut().abort.take() {
+            return Some(o);
+        }
+        self.run_checks(false)
+    }
+
+    /// Nothing is runnable: a deadlock, or the end-of-run checks.
+    fn end_of_run(&self) -> Outcome {
+        if let Some(deadlock) = quiescent(&self.shared.borrow()) {
+            return deadlock;
+        }
+        self.run_checks(true).unwrap_or(Outcome::Pass)
+    }
+
+    /// Run the invariants checked after every step (or at the end). They
+    /// see the world from outside any task: model code they call takes no
+    /// scheduling points, and a panic in one is not a task's.
+    fn run_checks(&self, at_end: bool) -> Option<Outcome> {
+        let sched = &mut *self.sched.borrow_mut();
+        if !at_end && sched.each_step == 0 {
+            return None;
+        }
+        let in_task = std::mem::replace(&mut self.shared.borrow_mut().in_task, false);
+        let in_task_flag = IN_TASK.with(|f| f.replace(false));
+        let failed = sched
+            .checkers
+            .iter_mut()
+            .filter(|(end, _)| *end == at_end)
+            .find_map(|(_, f)| f());
+        IN_TASK.with(|f| f.set(in_task_flag));
+        self.shared.borrow_mut().in_task = in_task;
+        failed
+    }
+
+    /// Pick the next task to run (`last` ran the previous step; from a
+    /// task, the current one did), log and charge its step; or end the run
+    /// (an abort or a limit), or find nothing runnable. Tasks spawned by
+    /// the last step have been started; from a task, a step that spawned
+    /// tasks or asked for an abort is deferred to the run loop.
+    #[inline]
+    fn pick(&self, last: Option<TaskId>, from_task: bool) -> Next {
+        let sched = &mut *self.sched.borrow_mut();
+        let s = &mut *self.shared.borrow_mut();
+        if s.abort.is_some() {
+            if from_task {
+                return Next::Defer;
+            }
+            let abort = s.abort.take().expect("checked");
+            return sched.stop_with(abort);
+        }
+        if from_task && !s.spawned.is_empty() {
+            return Next::Defer;
+        }
+        if s.runnable.is_empty() {
+            return Next::Idle;
+        }
+        if let Some(limit) = sched.limit_reached(s.step, s.last_progress) {
+            return sched.stop_with(limit);
+        }
+        let last = if from_task { Some(s.current) } else { last };
+        let still_runnable = last.filter(|&l| s.tasks[l].run == RunState::Runnable);
+        let ctx = PickCtx {
+            runnable: &s.runnable,
+            last: still_runnable,
+            tasks: &s.tasks,
+            step: s.step,
+        };
+        let t = sched.chooser.pick(&ctx);
+        if sched.config.stop_on_divergence {
+            if let Some(step) = sched.chooser.diverged_step() {
+                return sched.stop_with(Outcome::Limit {
+                    which: "divergence".into(),
+                    value: step,
+                });
+            }
+        }
+        if sched.config.log_steps {
+            sched.step_log.push(StepRec {
+                task: t,
+                label: s.tasks[t].pending.label,
+                preemption: still_runnable.is_some_and(|l| l != t),
+            });
+        }
+        if charge(s, t) > sched.config.max_virtual_ns {
+            let max = sched.config.max_virtual_ns;
+            return sched.stop_with(Outcome::Limit {
+                which: "virtual-time".into(),
+                value: max,
+            });
+        }
+        if from_task && still_runnable == Some(t) {
+            return Next::Same;
+        }
+        Next::Run(t)
+    }
+}
+
+impl Sched {
+    #[cold]
+    fn stop_with(&mut self, outcome: Outcome) -> Next {
+        self.stop = Some(outcome);
+        Next::Stop
+    }
+
+    /// The execution's limits, checked before every step.
+    #[inline]
+    fn limit_reached(&self, step: u64, last_progress: u64) -> Option<Outcome> {
+        let (which, value) = if step >= self.config.max_steps {
+            ("steps", self.config.max_steps)
+        } else if step - last_progress > self.config.livelock_steps {
+            ("livelock", step)
+        } else if let Some(bytes) = crate::mem::over_limit() {
+            ("memory", bytes as u64)
+        } else if step.is_multiple_of(4096) && self.past_deadline() {
+            ("wall-time", step)
+        } else {
+            return None;
+        };
+        Some(Outcome::Limit {
+            which: which.into(),
+            value,
+        })
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.config
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+    }
+}
+
+/// Called by the running task at a scheduling point (its pending operation
+/// set, no borrow held): do what the run loop would do between this step
+/// and the next, in the same order. True if the task was picked again and
+/// goes on without a switch; otherwise it must suspend, leaving in the
+/// handoff how far it got. Tasks it spawned, an abort, and the end of the
+/// run are left to the run loop, which owns the coroutines.
+pub(crate) fn decide_in_task(core: &Core) -> bool {
+    let checked = core.sched.borrow().each_step > 0;
+    if checked {
+        {
+            let s = core.shared.borrow();
+            if !s.spawned.is_empty() || s.abort.is_some() {
+                return false;
+            }
+        }
+        if let Some(failed) = core.run_checks(false) {
+            let mut sched = core.sched.borrow_mut();
+            sched.stop = Some(failed);
+            sched.handoff = Handoff::Stop;
+            return false;
+        }
+    }
+    let handoff = match core.pick(None, true) {
+        Next::Same => return true,
+        Next::Run(t) => Handoff::Run(t),
+        Next::Stop => Handoff::Stop,
+        Next::Defer if checked => Handoff::Checked,
+        Next::Defer => Handoff::Undecided,
+        // Nothing runnable: the run loop ends the run.
+        Next::Idle => Handoff::Checked,
+    };
+    core.sched.borrow_mut().handoff = handoff;
+    false
+}
+
+/// Charge task `t`'s pending operation and record the step; the task's
+/// clock after it.
+#[inline]
+fn charge(s: &mut Shared, t: TaskId) -> u64 {
+    s.current = t;
+    s.step += 1;
+    let (cpu, free_at) = earliest_free_cpu(&s.cpus);
+    let task = &mut s.tasks[t];
+    let start = task.clock.max(free_at);
+    task.clock = start + task.pending.cost;
+    s.cpus[cpu] = task.clock;
+    let e = Event {
+        step: s.step,
+        task: t,
+        time: start,
+        kind: EventKind::Step,
+        label: task.pending.label,
+        obj: task.pending.obj,
+        value: 0,
+    };
+    s.trace.push(e);
+    s.tasks[t].clock
+}
+
+/// Nothing is runnable: either every task is done (daemons idle) or the
+/// rest wait forever.
+fn quiescent(s: &Shared) -> Option<Outcome> {
+    let stuck: Vec<TaskId> = s
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| match t.run {
+            RunState::Blocked { idle, .. } => !idle || !t.daemon,
+            _ => false,
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if stuck.is_empty() {
+        return None;
+    }
+    let link = |t: TaskId| {
+        let on = match s.tasks[t].run {
+            RunState::Blocked { on, .. } => on,
+            _ => ObjId::NONE,
+        };
+        WaitLink {
+            task: s.tasks[t].name.clone(),
+            resource: s.object_name(on),
+        }
+    };
+    let waiting = stuck.iter().map(|t| link(*t)).collect();
+    Some(Outcome::Deadlock {
+        cycle: wait_cycle(s, &stuck).into_iter().map(link).collect(),
+        waiting,
+    })
+}
+
 /// The CPU that frees up first (the lowest-numbered on a tie), and when.
 #[inline]
 fn earliest_free_cpu(cpus: &[u64]) -> (usize, u64) {
     let mut best = (0, cpus[0]);
-    for (i, &free_at) in cpus.iter().enumerate().skip(1) {
+    for (i, &free_at) in cpus.iter().enumerate() {
         if free_at < best.1 {
             best = (i, free_at);
         }

@@ -3,11 +3,12 @@
 //! is a no-op or returns a neutral value, so the same model code runs there.
 
 use crate::cost::{CostKey, ResolvedCosts};
+use crate::exec::{decide_in_task, Core};
 use crate::outcome::Outcome;
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
 use corosensei::Yielder;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 /// A modelled kernel object (or a wait queue), numbered per execution.
@@ -58,6 +59,9 @@ pub(crate) struct TaskState {
     pub rcu_sections: u64,
     /// Lowest stack address the task may reach before it is stopped.
     pub stack_limit: usize,
+    /// Below this address the task switches out at a scheduling point
+    /// rather than pick its successor on its own stack.
+    pub decide_limit: usize,
 }
 
 pub(crate) struct ObjInfo {
@@ -100,24 +104,28 @@ pub(crate) struct Shared {
 }
 
 thread_local! {
-    static CURRENT: Cell<*const RefCell<Shared>> = const { Cell::new(std::ptr::null()) };
+    static CURRENT: Cell<*const Core> = const { Cell::new(std::ptr::null()) };
 }
 
-pub(crate) fn install(shared: *const RefCell<Shared>) {
-    CURRENT.with(|c| c.set(shared));
+pub(crate) fn install(core: *const Core) {
+    CURRENT.with(|c| c.set(core));
+}
+
+/// The current execution, if this thread runs one.
+#[inline(always)]
+fn core() -> Option<&'static Core> {
+    let p = CURRENT.with(|c| c.get());
+    // SAFETY: the pointer is set by `Execution::run` (and `setup`) for the
+    // duration of the run and cleared before the execution is dropped; only
+    // this thread uses it. The reference does not outlive the call it is
+    // taken in.
+    (!p.is_null()).then(|| unsafe { &*p })
 }
 
 /// Run `f` on the current execution's state, if a task of one is running.
-#[inline]
+#[inline(always)]
 fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
-    let p = CURRENT.with(|c| c.get());
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: the pointer is set by `Execution::run` for the duration of the
-    // run and cleared before the state is dropped; only this thread uses it.
-    let cell = unsafe { &*p };
-    let mut s = cell.try_borrow_mut().ok()?;
+    let mut s = core()?.shared.try_borrow_mut().ok()?;
     if s.teardown {
         return None;
     }
@@ -125,7 +133,7 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
 }
 
 /// Like [`with`], but only while tasks run (not during set-up).
-#[inline]
+#[inline(always)]
 fn with_running<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
     with(|s| (s.in_task && !s.setting_up).then(|| f(s))).flatten()
 }
@@ -140,7 +148,12 @@ pub fn active() -> bool {
 /// What a task does after preparing a switch: suspend through its
 /// yielder, or stop because the execution is being aborted.
 enum Switch {
-    Suspend(*const Yielder<(), ()>),
+    /// Suspend; `decide`: first try to pick the next task here, and go on
+    /// without suspending if it is this one.
+    Suspend {
+        yielder: *const Yielder<(), ()>,
+        decide: bool,
+    },
     Abort,
 }
 
@@ -149,12 +162,16 @@ impl Shared {
     /// borrow of the execution's state that every scheduling point makes
     /// before switching. A task whose stack is nearly used up is stopped:
     /// overflowing the guard page would end the whole process.
+    #[inline]
     fn prepare_switch(&mut self) -> Switch {
         let here = 0u8;
         let sp = std::ptr::addr_of!(here) as usize;
         let t = &self.tasks[self.current];
         if sp >= t.stack_limit {
-            return Switch::Suspend(t.yielder);
+            return Switch::Suspend {
+                yielder: t.yielder,
+                decide: sp >= t.decide_limit,
+            };
         }
         self.abort = Some(Outcome::Limit {
             which: "stack".into(),
@@ -168,11 +185,14 @@ impl Shared {
 #[inline]
 fn switch(prepared: Option<Switch>) {
     match prepared {
-        Some(Switch::Suspend(y)) => {
+        Some(Switch::Suspend { yielder, decide }) => {
+            if decide && core().is_some_and(decide_in_task) {
+                return;
+            }
             // SAFETY: the yielder lives on the task's coroutine stack for as
             // long as the coroutine runs, and only the running task
             // suspends itself.
-            unsafe { (*y).suspend(()) }
+            unsafe { (*yielder).suspend(()) }
         }
         Some(Switch::Abort) => abort_current(),
         None => {}
@@ -194,14 +214,10 @@ impl Shared {
         let was = self.tasks[t].run == RunState::Runnable;
         self.tasks[t].run = run;
         let is = run == RunState::Runnable;
-        if was != is {
-            match self.runnable.binary_search(&t) {
-                Ok(i) if !is => {
-                    self.runnable.remove(i);
-                }
-                Err(i) if is => self.runnable.insert(i, t),
-                _ => {}
-            }
+        if was && !is {
+            remove_sorted(&mut self.runnable, t);
+        } else if is && !was {
+            insert_sorted(&mut self.runnable, t);
         }
     }
 
@@ -218,6 +234,7 @@ impl Shared {
         t.pending = PendingOp { label, obj, cost };
     }
 
+    #[inline]
     pub(crate) fn note(&mut self, label: &'static str, obj: ObjId, value: i64) {
         self.last_progress = self.step;
         let t = self.current;
@@ -278,7 +295,11 @@ impl Shared {
             return;
         };
         let w = list[i];
-        list.drain(..=i);
+        if i + 1 == list.len() {
+            list.clear();
+        } else {
+            list.drain(..=i);
+        }
         let at = self.tasks[self.current].clock;
         self.set_run(w, RunState::Runnable);
         let t = &mut self.tasks[w];
@@ -313,6 +334,43 @@ impl Shared {
         *serial += 1;
         id
     }
+}
+
+/// Below this length a runnable list is shifted by hand: for a few ids
+/// that beats a call to `memmove`.
+const SHORT_LIST: usize = 32;
+
+/// Insert `t` into the ascending list `v` (absent from it).
+#[inline]
+fn insert_sorted(v: &mut Vec<TaskId>, t: TaskId) {
+    if v.len() >= SHORT_LIST {
+        let i = v.binary_search(&t).unwrap_or_else(|i| i);
+        v.insert(i, t);
+        return;
+    }
+    v.push(t);
+    let mut i = v.len() - 1;
+    while i > 0 && v[i - 1] > t {
+        v.swap(i - 1, i);
+        i -= 1;
+    }
+}
+
+/// Remove `t` from the ascending list `v`, if it is there.
+#[inline]
+fn remove_sorted(v: &mut Vec<TaskId>, t: TaskId) {
+    let Ok(mut i) = v.binary_search(&t) else {
+        return;
+    };
+    if v.len() >= SHORT_LIST {
+        v.remove(i);
+        return;
+    }
+    while i + 1 < v.len() {
+        v.swap(i, i + 1);
+        i += 1;
+    }
+    v.pop();
 }
 
 /// A scheduling point: the current task is about to perform `label` on
@@ -422,6 +480,7 @@ pub(crate) fn new_task(name: String, daemon: bool, clock: u64) -> TaskState {
         rcu_nesting: 0,
         rcu_sections: 0,
         stack_limit: 0,
+        decide_limit: 0,
     }
 }
 

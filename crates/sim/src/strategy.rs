@@ -5,7 +5,7 @@
 use crate::rt::{ObjId, TaskState};
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// What a strategy sees at one scheduling point.
@@ -285,23 +285,27 @@ impl Chooser {
         }
     }
 
+    #[inline]
     pub(crate) fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
-        // Segments and explicit choices see every step, even those without
-        // a choice.
-        match self {
-            Chooser::Segments(s) => return s.pick(ctx),
-            Chooser::Choices(e) => return e.pick(ctx),
-            _ => {}
-        }
-        if ctx.runnable.len() == 1 {
+        if ctx.runnable.len() == 1 && self.skips_forced_steps() {
             return ctx.runnable[0];
         }
         match self {
-            Chooser::Random(rng) => ctx.runnable[rng.random_range(0..ctx.runnable.len())],
+            Chooser::Random(rng) => ctx.runnable[index_below(rng, ctx.runnable.len())],
             Chooser::Pct(p) => p.pick(ctx),
             Chooser::Fair => fair_pick(ctx),
-            Chooser::Segments(_) | Chooser::Choices(_) => unreachable!("handled above"),
+            // Segments and explicit choices see every step, even those
+            // without a choice.
+            Chooser::Segments(s) => s.pick(ctx),
+            Chooser::Choices(e) => e.pick(ctx),
         }
+    }
+
+    /// Whether a step with one runnable task is decided without asking the
+    /// strategy (it draws nothing and counts nothing there).
+    #[inline]
+    fn skips_forced_steps(&self) -> bool {
+        matches!(self, Chooser::Random(_) | Chooser::Pct(_) | Chooser::Fair)
     }
 
     /// The recorded choice points of an explicit-choice run.
@@ -311,6 +315,24 @@ impl Chooser {
             _ => (Vec::new(), None),
         }
     }
+}
+
+/// A uniform index below `n`: the very value `rng.random_range(0..n)`
+/// draws (rand 0.9's single-sample method for ranges that fit 32 bits:
+/// one widening multiply, and a second word only in the rare biased case),
+/// written out because a step cannot afford the generic path. The test
+/// `index_below_draws_what_random_range_draws` holds the two together.
+#[inline]
+pub(crate) fn index_below(rng: &mut ChaCha8Rng, n: usize) -> usize {
+    debug_assert!(n > 0 && n <= u32::MAX as usize);
+    let range = n as u32;
+    let wide = u64::from(rng.next_u32()) * u64::from(range);
+    let (mut index, low) = ((wide >> 32) as u32, wide as u32);
+    if low > range.wrapping_neg() {
+        let carry = (u64::from(rng.next_u32()) * u64::from(range)) >> 32;
+        index += low.checked_add(carry as u32).is_none() as u32;
+    }
+    index as usize
 }
 
 /// The discrete-event order: earliest clock first; on a tie keep running
@@ -356,5 +378,27 @@ impl Pct {
             }
         }
         best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_below_draws_what_random_range_draws() {
+        for seed in 0..64u64 {
+            let (mut ours, mut theirs) = (rng_for(seed, seed / 3), rng_for(seed, seed / 3));
+            for i in 0..2000usize {
+                // Small ranges, as runnable sets are, and a few huge ones,
+                // where the second word is drawn often.
+                let n = if i % 97 == 0 {
+                    u32::MAX as usize - i
+                } else {
+                    1 + i % 9
+                };
+                assert_eq!(index_below(&mut ours, n), theirs.random_range(0..n));
+            }
+        }
     }
 }

@@ -50,7 +50,7 @@ impl LabelHashes {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&mut self, label: &'static str) -> u64 {
         let (ptr, len) = (label.as_ptr() as usize, label.len());
         let slot = &mut self.slots[(ptr >> 3 ^ len) % LABEL_SLOTS];
@@ -66,7 +66,7 @@ const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// Fold one word into the hash: multiply-rotate, word at a time (a byte
 /// at a time cost a third of every step).
-#[inline]
+#[inline(always)]
 fn mix(h: u64, w: u64) -> u64 {
     (h ^ w).wrapping_mul(K).rotate_left(29)
 }
@@ -101,7 +101,7 @@ impl Trace {
 
     /// Fold an event into the hash. Its step number is not folded: it is
     /// the count of step events before it, which the hash already orders.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, e: Event) {
         let mut h = self.hash;
         h = mix(
