@@ -119,16 +119,20 @@ pub struct Execution {
 /// can pick the next task itself and, when it is picked again, go on
 /// without a switch (most steps of a task that holds a lock do).
 pub(crate) struct Core {
+    /// The modelled state, and the scheduler's (`Shared::sched`): one
+    /// borrow serves a whole pick.
     pub(crate) shared: RefCell<Shared>,
-    sched: RefCell<Sched>,
+    /// The invariants, kept apart: they run while nothing is borrowed.
+    checkers: RefCell<Vec<(bool, Check)>>,
 }
 
 /// The scheduler's side of an execution.
-struct Sched {
+pub(crate) struct Sched {
     chooser: Chooser,
-    checkers: Vec<(bool, Check)>,
-    /// How many of `checkers` run after every step.
+    /// How many checkers run after every step.
     each_step: usize,
+    /// No limit can be reached before this step (see `limit_reached`).
+    next_check: u64,
     config: ExecConfig,
     step_log: Vec<StepRec>,
     /// How far the task that last ran got in deciding its successor.
@@ -204,17 +208,30 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 impl Execution {
     pub fn new(config: ExecConfig, schedule: &Schedule) -> Self {
+        let costs = ResolvedCosts::new(&config.costs);
+        let cpus = vec![0; config.cpus.max(1) as usize];
+        let trace = Trace::new(config.record);
+        let sched = Sched {
+            chooser: Chooser::new(schedule, config.lenient_segments),
+            each_step: 0,
+            next_check: 0,
+            config,
+            step_log: Vec::new(),
+            handoff: Handoff::Undecided,
+            stop: None,
+        };
         let mut shared = Shared {
+            sched,
             tasks: Vec::new(),
             current: 0,
             step: 0,
-            costs: ResolvedCosts::new(&config.costs),
-            cpus: vec![0; config.cpus.max(1) as usize],
+            costs,
+            cpus,
             objects: Vec::new(),
             serials: BTreeMap::new(),
             waiters: Vec::new(),
             abort: None,
-            trace: Trace::new(config.record),
+            trace,
             spawned: Vec::new(),
             teardown: false,
             setting_up: false,
@@ -224,19 +241,10 @@ impl Execution {
         };
         let rcu = shared.new_object("rcu");
         debug_assert_eq!(rcu, ObjId::RCU);
-        let sched = Sched {
-            chooser: Chooser::new(schedule, config.lenient_segments),
-            checkers: Vec::new(),
-            each_step: 0,
-            config,
-            step_log: Vec::new(),
-            handoff: Handoff::Undecided,
-            stop: None,
-        };
         Execution {
             core: Box::new(Core {
                 shared: RefCell::new(shared),
-                sched: RefCell::new(sched),
+                checkers: RefCell::new(Vec::new()),
             }),
             coroutines: Vec::new(),
         }
@@ -247,7 +255,7 @@ impl Execution {
     }
 
     fn sched(&self) -> std::cell::RefMut<'_, Sched> {
-        self.core.sched.borrow_mut()
+        std::cell::RefMut::map(self.core.shared.borrow_mut(), |s| &mut s.sched)
     }
 
     /// Add a task before the run starts. Daemon tasks (kworkers) may stay
@@ -289,20 +297,19 @@ impl Execution {
 
     /// An invariant checked after every step.
     pub fn check_each_step(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
-        let mut sched = self.sched();
-        sched.checkers.push((false, Box::new(f)));
-        sched.each_step += 1;
+        self.core.checkers.borrow_mut().push((false, Box::new(f)));
+        self.sched().each_step += 1;
     }
 
     /// An invariant checked once, when every task has finished and the
     /// daemons are idle.
     pub fn check_at_end(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
-        self.sched().checkers.push((true, Box::new(f)));
+        self.core.checkers.borrow_mut().push((true, Box::new(f)));
     }
 
     fn start_spawned(&mut self) {
         let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared().spawned);
-        let size = self.core.sched.borrow().config.stack_size;
+        let size = self.core.shared.borrow().sched.config.stack_size;
         for (id, f) in spawned {
             let pooled = STACKS.with(|p| {
                 let mut pool = p.borrow_mut();
@@ -392,13 +399,13 @@ impl Execution {
         self.shared().in_task = false;
         self.teardown();
         rt::install(std::ptr::null());
-        let mut sched = self.core.sched.borrow_mut();
+        let mut s = self.core.shared.borrow_mut();
+        let sched = &mut s.sched;
         let (choices, mut diverged_at) = sched.chooser.take_log();
         if let Some(step) = sched.chooser.diverged_step() {
             diverged_at = Some(step as usize);
         }
         let step_log = std::mem::take(&mut sched.step_log);
-        let mut s = self.core.shared.borrow_mut();
         let virtual_ns = s
             .tasks
             .iter()
@@ -508,14 +515,17 @@ impl Core {
     /// see the world from outside any task: model code they call takes no
     /// scheduling points, and a panic in one is not a task's.
     fn run_checks(&self, at_end: bool) -> Option<Outcome> {
-        let sched = &mut *self.sched.borrow_mut();
-        if !at_end && sched.each_step == 0 {
-            return None;
-        }
-        let in_task = std::mem::replace(&mut self.shared.borrow_mut().in_task, false);
+        let in_task = {
+            let s = &mut *self.shared.borrow_mut();
+            if !at_end && s.sched.each_step == 0 {
+                return None;
+            }
+            std::mem::replace(&mut s.in_task, false)
+        };
         let in_task_flag = IN_TASK.with(|f| f.replace(false));
-        let failed = sched
+        let failed = self
             .checkers
+            .borrow_mut()
             .iter_mut()
             .filter(|(end, _)| *end == at_end)
             .find_map(|(_, f)| f());
@@ -531,14 +541,13 @@ impl Core {
     /// tasks or asked for an abort is deferred to the run loop.
     #[inline]
     fn pick(&self, last: Option<TaskId>, from_task: bool) -> Next {
-        let sched = &mut *self.sched.borrow_mut();
         let s = &mut *self.shared.borrow_mut();
         if s.abort.is_some() {
             if from_task {
                 return Next::Defer;
             }
             let abort = s.abort.take().expect("checked");
-            return sched.stop_with(abort);
+            return s.sched.stop_with(abort);
         }
         if from_task && !s.spawned.is_empty() {
             return Next::Defer;
@@ -546,8 +555,12 @@ impl Core {
         if s.runnable.is_empty() {
             return Next::Idle;
         }
-        if let Some(limit) = sched.limit_reached(s.step, s.last_progress) {
-            return sched.stop_with(limit);
+        let sched = &mut s.sched;
+        if s.step >= sched.next_check {
+            if let Some(limit) = sched.limit_reached(s.step, s.last_progress) {
+                return sched.stop_with(limit);
+            }
+            sched.next_check = sched.next_check_after(s.step, s.last_progress);
         }
         let last = if from_task { Some(s.current) } else { last };
         let still_runnable = last.filter(|&l| s.tasks[l].run == RunState::Runnable);
@@ -573,9 +586,9 @@ impl Core {
                 preemption: still_runnable.is_some_and(|l| l != t),
             });
         }
-        if charge(s, t) > sched.config.max_virtual_ns {
-            let max = sched.config.max_virtual_ns;
-            return sched.stop_with(Outcome::Limit {
+        if charge(s, t) > s.sched.config.max_virtual_ns {
+            let max = s.sched.config.max_virtual_ns;
+            return s.sched.stop_with(Outcome::Limit {
                 which: "virtual-time".into(),
                 value: max,
             });
@@ -594,8 +607,20 @@ impl Sched {
         Next::Stop
     }
 
-    /// The execution's limits, checked before every step.
-    #[inline]
+    /// The first step after `step` at which a limit might be reached:
+    /// the step limit; a livelock (progress only ever moves the bound
+    /// later); the next look at the clock, every 4096 steps; and the next
+    /// look at the heap, every 64 (the heap is not the run's to steer, only
+    /// to stop, so when exactly it is looked at does not matter).
+    fn next_check_after(&self, step: u64, last_progress: u64) -> u64 {
+        let livelock = last_progress.saturating_add(self.config.livelock_steps) + 1;
+        let clock = (step / 4096 + 1) * 4096;
+        let heap = step + 64;
+        self.config.max_steps.min(livelock).min(clock).min(heap)
+    }
+
+    /// The execution's limits, checked when `next_check` comes.
+    #[cold]
     fn limit_reached(&self, step: u64, last_progress: u64) -> Option<Outcome> {
         let (which, value) = if step >= self.config.max_steps {
             ("steps", self.config.max_steps)
@@ -628,7 +653,7 @@ impl Sched {
 /// handoff how far it got. Tasks it spawned, an abort, and the end of the
 /// run are left to the run loop, which owns the coroutines.
 pub(crate) fn decide_in_task(core: &Core) -> bool {
-    let checked = core.sched.borrow().each_step > 0;
+    let checked = core.shared.borrow().sched.each_step > 0;
     if checked {
         {
             let s = core.shared.borrow();
@@ -637,22 +662,31 @@ pub(crate) fn decide_in_task(core: &Core) -> bool {
             }
         }
         if let Some(failed) = core.run_checks(false) {
-            let mut sched = core.sched.borrow_mut();
+            let sched = &mut core.shared.borrow_mut().sched;
             sched.stop = Some(failed);
             sched.handoff = Handoff::Stop;
             return false;
         }
     }
-    let handoff = match core.pick(None, true) {
-        Next::Same => return true,
-        Next::Run(t) => Handoff::Run(t),
-        Next::Stop => Handoff::Stop,
-        Next::Defer if checked => Handoff::Checked,
-        Next::Defer => Handoff::Undecided,
-        // Nothing runnable: the run loop ends the run.
-        Next::Idle => Handoff::Checked,
+    let next = core.pick(None, true);
+    // Tested alone first: "go on or switch" is as random as the schedule,
+    // and a jump table on it would be mispredicted a second time.
+    if next == Next::Same {
+        return true;
+    }
+    let handoff = if let Next::Run(t) = next {
+        Handoff::Run(t)
+    } else {
+        match next {
+            Next::Stop => Handoff::Stop,
+            Next::Defer if checked => Handoff::Checked,
+            Next::Defer => Handoff::Undecided,
+            // Nothing runnable: the run loop ends the run.
+            Next::Idle => Handoff::Checked,
+            Next::Same | Next::Run(_) => unreachable!("handled above"),
+        }
     };
-    core.sched.borrow_mut().handoff = handoff;
+    core.shared.borrow_mut().sched.handoff = handoff;
     false
 }
 
@@ -716,6 +750,10 @@ fn quiescent(s: &Shared) -> Option<Outcome> {
 /// The CPU that frees up first (the lowest-numbered on a tie), and when.
 #[inline]
 fn earliest_free_cpu(cpus: &[u64]) -> (usize, u64) {
+    if let [a, b] = *cpus {
+        // The default machine: two CPUs, no loop.
+        return if b < a { (1, b) } else { (0, a) };
+    }
     let mut best = (0, cpus[0]);
     for (i, &free_at) in cpus.iter().enumerate() {
         if free_at < best.1 {

@@ -131,16 +131,28 @@ pub struct ExploreReport {
 ///
 /// `build` may be called from several threads at once when `cfg.jobs > 1`.
 pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> ExploreReport {
+    // The search keeps no step log (a step's cheapest record is none);
+    // the failing execution, if any, is run again with one to be named.
     let mut exec = cfg.exec.clone();
-    exec.log_steps = cfg.strategy != StrategySpec::Fair;
-    let run = |schedule: &Schedule| {
-        let mut e = Execution::new(exec.clone(), schedule);
+    exec.log_steps = false;
+    let run_with = |config: &ExecConfig, schedule: &Schedule| {
+        let mut e = Execution::new(config.clone(), schedule);
         build(&mut e);
         e.run()
     };
+    let run = |schedule: &Schedule| run_with(&exec, schedule);
     let mut found = search(cfg, &run, build);
     let limit = matches!(found.report.outcome, Outcome::Limit { .. });
     if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair && !limit {
+        exec.log_steps = true;
+        if found.report.step_log.is_empty() {
+            // One execution that already ran to its end: no deadline for it.
+            let mut again = exec.clone();
+            again.deadline = None;
+            let logged = run_with(&again, &found.schedule);
+            debug_assert_eq!(logged.trace_hash, found.report.trace_hash);
+            found.report = logged;
+        }
         let mut loose = exec.clone();
         loose.lenient_segments = true;
         let mut run_loose = |schedule: &Schedule| {

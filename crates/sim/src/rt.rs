@@ -3,7 +3,7 @@
 //! is a no-op or returns a neutral value, so the same model code runs there.
 
 use crate::cost::{CostKey, ResolvedCosts};
-use crate::exec::{decide_in_task, Core};
+use crate::exec::{decide_in_task, Core, Sched};
 use crate::outcome::Outcome;
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
@@ -74,6 +74,8 @@ pub(crate) struct ObjInfo {
 pub(crate) type TaskFn = Box<dyn FnOnce() + 'static>;
 
 pub(crate) struct Shared {
+    /// The scheduler: strategy, limits, and the hand-over between steps.
+    pub sched: Sched,
     pub tasks: Vec<TaskState>,
     pub current: TaskId,
     pub step: u64,
@@ -162,7 +164,7 @@ impl Shared {
     /// borrow of the execution's state that every scheduling point makes
     /// before switching. A task whose stack is nearly used up is stopped:
     /// overflowing the guard page would end the whole process.
-    #[inline]
+    #[inline(always)]
     fn prepare_switch(&mut self) -> Switch {
         let here = 0u8;
         let sp = std::ptr::addr_of!(here) as usize;
@@ -210,6 +212,7 @@ fn switch_out() {
 
 impl Shared {
     /// Change a task's state, keeping the runnable list in step.
+    #[inline]
     pub(crate) fn set_run(&mut self, t: TaskId, run: RunState) {
         let was = self.tasks[t].run == RunState::Runnable;
         self.tasks[t].run = run;
@@ -336,8 +339,9 @@ impl Shared {
     }
 }
 
-/// Below this length a runnable list is shifted by hand: for a few ids
-/// that beats a call to `memmove`.
+/// Below this length a runnable list is updated without data-dependent
+/// branches: which task blocks or wakes is as random as the schedule, and a
+/// mispredicted branch costs more than touching a few ids.
 const SHORT_LIST: usize = 32;
 
 /// Insert `t` into the ascending list `v` (absent from it).
@@ -348,29 +352,32 @@ fn insert_sorted(v: &mut Vec<TaskId>, t: TaskId) {
         v.insert(i, t);
         return;
     }
+    // One compare-exchange pass from the end carries `t` to its place.
     v.push(t);
-    let mut i = v.len() - 1;
-    while i > 0 && v[i - 1] > t {
-        v.swap(i - 1, i);
-        i -= 1;
+    for i in (1..v.len()).rev() {
+        let (a, b) = (v[i - 1], v[i]);
+        v[i - 1] = a.min(b);
+        v[i] = a.max(b);
     }
 }
 
 /// Remove `t` from the ascending list `v`, if it is there.
 #[inline]
 fn remove_sorted(v: &mut Vec<TaskId>, t: TaskId) {
-    let Ok(mut i) = v.binary_search(&t) else {
-        return;
-    };
     if v.len() >= SHORT_LIST {
-        v.remove(i);
+        if let Ok(i) = v.binary_search(&t) {
+            v.remove(i);
+        }
         return;
     }
-    while i + 1 < v.len() {
-        v.swap(i, i + 1);
-        i += 1;
+    // Keep every id but `t`, in order.
+    let mut kept = 0;
+    for i in 0..v.len() {
+        let x = v[i];
+        v[kept] = x;
+        kept += usize::from(x != t);
     }
-    v.pop();
+    v.truncate(kept);
 }
 
 /// A scheduling point: the current task is about to perform `label` on
