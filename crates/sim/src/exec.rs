@@ -699,7 +699,9 @@ fn charge(s: &mut Shared, t: TaskId) -> u64 {
     let (cpu, free_at) = earliest_free_cpu(&s.cpus);
     let task = &mut s.tasks[t];
     let start = task.clock.max(free_at);
-    task.clock = start + task.pending.cost;
+    // Saturating: a cost table may hold any number; the virtual-time limit
+    // then ends the run.
+    task.clock = start.saturating_add(task.pending.cost);
     s.cpus[cpu] = task.clock;
     let e = Event {
         step: s.step,

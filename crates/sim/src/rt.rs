@@ -137,7 +137,13 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
 /// Like [`with`], but only while tasks run (not during set-up).
 #[inline(always)]
 fn with_running<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
-    with(|s| (s.in_task && !s.setting_up).then(|| f(s))).flatten()
+    let mut s = core()?.shared.try_borrow_mut().ok()?;
+    // Set only while the run loop runs: never during set-up or tear-down.
+    if !s.in_task {
+        return None;
+    }
+    debug_assert!(!s.setting_up && !s.teardown);
+    Some(f(&mut s))
 }
 
 /// True inside a running execution (false on plain threads, during set-up
@@ -271,7 +277,7 @@ impl Shared {
             return;
         }
         let mut ws = std::mem::take(list);
-        let at = self.tasks[self.current].clock + latency;
+        let at = self.tasks[self.current].clock.saturating_add(latency);
         for &w in &ws {
             if matches!(self.tasks[w].run, RunState::Blocked { on, .. } if on == obj) {
                 self.set_run(w, RunState::Runnable);
@@ -438,7 +444,7 @@ pub fn wake_all(obj: ObjId, latency_ns: u64) {
 pub fn sleep(label: &'static str, ns: u64) {
     switch(with_running(|s| {
         let t = s.current;
-        s.tasks[t].clock += ns;
+        s.tasks[t].clock = s.tasks[t].clock.saturating_add(ns);
         s.set_pending(label, ObjId::NONE, 0);
         s.prepare_switch()
     }));
@@ -590,6 +596,31 @@ pub fn lock_acquired(obj: ObjId) {
         }
         s.note("acquired", obj, 0);
     });
+}
+
+/// The current task takes lock `obj` if no task holds it: it becomes the
+/// owner and the trace notes `acquired`. False if another task holds it
+/// (or outside a running task).
+#[inline]
+pub fn lock_try_acquire(obj: ObjId) -> bool {
+    with_running(|s| {
+        let t = s.current;
+        let Some(o) = s.objects.get_mut(obj.0 as usize) else {
+            return false;
+        };
+        if o.owner.is_some() {
+            return false;
+        }
+        o.owner = Some(t);
+        s.note("acquired", obj, 0);
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// The task holding lock `obj` in the current execution, if one does.
+pub fn lock_holder(obj: ObjId) -> Option<TaskId> {
+    with(|s| s.objects.get(obj.0 as usize).and_then(|o| o.owner)).flatten()
 }
 
 /// The current task released lock `obj`: the trace notes `released`, it

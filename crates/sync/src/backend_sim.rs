@@ -61,28 +61,50 @@ impl<T> RawLock<T> {
 
     fn lock(&self) -> LockGuard<'_, T> {
         if !sim::lock_point(self.kind.lock, self.obj, self.kind.cost) {
-            return LockGuard {
-                guard: Some(self.inner.lock()),
-                lock: self,
-                simulated: false,
-            };
+            return self.lock_outside_tasks();
         }
-        loop {
-            if let Some(g) = self.inner.try_lock() {
-                sim::lock_acquired(self.obj);
-                return LockGuard {
-                    guard: Some(g),
-                    lock: self,
-                    simulated: true,
-                };
-            }
+        // Inside a task the scheduler is the lock: the object's owner is
+        // its holder, so no atomic instruction is spent on a lock that can
+        // never be contended for real.
+        while !sim::lock_try_acquire(self.obj) {
             sim::block(self.kind.lock, self.obj, false);
         }
+        LockGuard {
+            guard: None,
+            lock: self,
+            simulated: true,
+        }
+    }
+
+    /// A real lock: on plain threads, and for invariants and set-up code
+    /// of a run. The latter must not take a lock a task holds (the task's
+    /// hold is the scheduler's, not the real lock's).
+    fn lock_outside_tasks(&self) -> LockGuard<'_, T> {
+        if let Some(holder) = sim::lock_holder(self.obj) {
+            panic!(
+                "{} is held by task {} of the running execution: an invariant \
+                 or set-up code cannot take it",
+                sim::object_name(self.obj),
+                sim::task_name(holder)
+            );
+        }
+        LockGuard {
+            guard: Some(self.inner.lock()),
+            lock: self,
+            simulated: false,
+        }
+    }
+
+    /// The protected value, for the task that holds the lock.
+    fn data(&self) -> *mut T {
+        self.inner.data_ptr()
     }
 }
 
 /// Holding a [`Mutex`] or [`SpinLock`]; releasing is a scheduling point.
 pub struct LockGuard<'a, T> {
+    /// The real lock's guard; `None` when a task holds the lock through
+    /// the scheduler.
     guard: Option<pl::MutexGuard<'a, T>>,
     lock: &'a RawLock<T>,
     /// Taken inside an execution (the release is a scheduling point).
@@ -95,13 +117,24 @@ pub type SpinLockGuard<'a, T> = LockGuard<'a, T>;
 impl<T> Deref for LockGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        self.guard.as_ref().expect("guard is held until drop")
+        match &self.guard {
+            Some(g) => g,
+            // SAFETY: every task of an execution runs on one OS thread, the
+            // scheduler lets one task at a time hold the lock, and code
+            // outside the tasks refuses to take it while one does
+            // (`lock_outside_tasks`): only this guard reaches the value.
+            None => unsafe { &*self.lock.data() },
+        }
     }
 }
 
 impl<T> DerefMut for LockGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.guard.as_mut().expect("guard is held until drop")
+        match &mut self.guard {
+            Some(g) => g,
+            // SAFETY: as in `deref`.
+            None => unsafe { &mut *self.lock.data() },
+        }
     }
 }
 
