@@ -390,3 +390,63 @@ fn a_released_mutex_wakes_only_its_longest_waiter() {
         assert_eq!(lock_steps, 2, "{name}");
     }
 }
+
+/// Model code keeps its overflow checks in release builds (only the
+/// scheduler crate drops them), so this holds under `--release` too.
+#[test]
+fn an_arithmetic_overflow_in_model_code_is_a_panic_outcome() {
+    let mut e = Execution::new(ExecConfig::default(), &Schedule::Fair);
+    e.setup(|| {
+        sim::spawn("counter", false, || {
+            let mut c: u8 = std::hint::black_box(250);
+            for _ in 0..10 {
+                sim::point("add", sim::ObjId::NONE, &sim::costs::STEP);
+                c += 1;
+            }
+            std::hint::black_box(c);
+        });
+    });
+    match e.run().outcome {
+        Outcome::Panic { task, message } => {
+            assert_eq!(task, "counter");
+            assert!(message.contains("overflow"), "{message}");
+        }
+        other => panic!("expected a panic outcome, got {other}"),
+    }
+}
+
+/// A task's hold on a mutex is the scheduler's, not the real lock's: an
+/// invariant that tries to take the mutex while a task holds it is stopped
+/// with a message, instead of reading the value under the holder's feet.
+#[test]
+fn an_invariant_cannot_take_a_mutex_a_task_holds() {
+    let mut e = Execution::new(ExecConfig::default(), &Schedule::Fair);
+    let m = e.setup(|| {
+        let m = Arc::new(Mutex::new("held", 0u32));
+        let held = Arc::clone(&m);
+        sim::spawn("holder", false, move || {
+            let mut g = held.lock();
+            *g += 1;
+            sim::point("inside", sim::ObjId::NONE, &sim::costs::STEP);
+            *g += 1;
+        });
+        m
+    });
+    let peek = Arc::clone(&m);
+    e.check_each_step(move || {
+        let _ = *peek.lock();
+        None
+    });
+    match e.run().outcome {
+        Outcome::Panic { message, .. } => {
+            assert!(
+                message.contains("held#0 is held by task holder"),
+                "{message}"
+            );
+        }
+        other => panic!("expected the invariant to be stopped, got {other}"),
+    }
+    // The run ended there, its holder unwound: code outside the tasks now
+    // takes the real lock and sees the holder's first increment only.
+    assert_eq!(*m.lock(), 1);
+}
