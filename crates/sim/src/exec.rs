@@ -3,7 +3,7 @@
 
 use crate::cost::{CostTable, ResolvedCosts};
 use crate::outcome::{Outcome, WaitLink};
-use crate::rt::{self, ObjId, RunState, Shared, TaskFn};
+use crate::rt::{self, ObjId, RunState, Shared, StateCell, StateMut, TaskFn};
 use crate::strategy::{ChoicePoint, Chooser, PickCtx};
 use crate::token::Schedule;
 use crate::trace::{Event, EventKind, Trace};
@@ -121,7 +121,7 @@ pub struct Execution {
 pub(crate) struct Core {
     /// The modelled state, and the scheduler's (`Shared::sched`): one
     /// borrow serves a whole pick.
-    pub(crate) shared: RefCell<Shared>,
+    pub(crate) shared: StateCell<Shared>,
     /// The invariants, kept apart: they run while nothing is borrowed.
     checkers: RefCell<Vec<(bool, Check)>>,
 }
@@ -243,19 +243,15 @@ impl Execution {
         debug_assert_eq!(rcu, ObjId::RCU);
         Execution {
             core: Box::new(Core {
-                shared: RefCell::new(shared),
+                shared: StateCell::new(shared),
                 checkers: RefCell::new(Vec::new()),
             }),
             coroutines: Vec::new(),
         }
     }
 
-    fn shared(&self) -> std::cell::RefMut<'_, Shared> {
+    fn shared(&self) -> StateMut<'_, Shared> {
         self.core.shared.borrow_mut()
-    }
-
-    fn sched(&self) -> std::cell::RefMut<'_, Sched> {
-        std::cell::RefMut::map(self.core.shared.borrow_mut(), |s| &mut s.sched)
     }
 
     /// Add a task before the run starts. Daemon tasks (kworkers) may stay
@@ -292,13 +288,13 @@ impl Execution {
     /// Exhaustive search: the sleep set in force once the prefix of an
     /// explicit schedule has been replayed.
     pub(crate) fn set_sleep_after_prefix(&mut self, sleep: Vec<(TaskId, ObjId)>) {
-        self.sched().chooser.set_sleep_after_prefix(sleep);
+        self.shared().sched.chooser.set_sleep_after_prefix(sleep);
     }
 
     /// An invariant checked after every step.
     pub fn check_each_step(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
         self.core.checkers.borrow_mut().push((false, Box::new(f)));
-        self.sched().each_step += 1;
+        self.shared().sched.each_step += 1;
     }
 
     /// An invariant checked once, when every task has finished and the
@@ -336,7 +332,7 @@ impl Execution {
                 task.stack_limit = stack.limit().get() + red_zone;
                 task.decide_limit = task.stack_limit + DECIDE_ROOM;
             }
-            let shared: *const RefCell<Shared> = &self.core.shared;
+            let shared: *const StateCell<Shared> = &self.core.shared;
             let co = Coroutine::with_stack(stack, move |y: &corosensei::Yielder<(), ()>, ()| {
                 // SAFETY: see rt::with; the state outlives every coroutine.
                 unsafe { (*shared).borrow_mut().tasks[id].yielder = y as *const _ };
@@ -443,12 +439,12 @@ impl Execution {
         let mut next = self.start_and_pick(None);
         loop {
             let Some(t) = next else {
-                return self.sched().stop.take().unwrap_or(Outcome::Pass);
+                return self.shared().sched.stop.take().unwrap_or(Outcome::Pass);
             };
             if let Some(o) = self.resume(t) {
                 return o;
             }
-            let handoff = std::mem::replace(&mut self.sched().handoff, Handoff::Undecided);
+            let handoff = std::mem::replace(&mut self.shared().sched.handoff, Handoff::Undecided);
             next = match handoff {
                 Handoff::Run(t) => Some(t),
                 Handoff::Stop => None,
@@ -473,7 +469,7 @@ impl Execution {
             Next::Same | Next::Defer => unreachable!("only a task's own pick continues or defers"),
             Next::Idle => {
                 let end = self.core.end_of_run();
-                self.sched().stop = Some(end);
+                self.shared().sched.stop = Some(end);
                 None
             }
         }

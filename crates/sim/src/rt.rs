@@ -105,6 +105,71 @@ pub(crate) struct Shared {
     pub runnable: Vec<TaskId>,
 }
 
+/// The state of the running execution: a `RefCell` whose release builds
+/// skip the borrow flag. Every borrow is made and dropped within one
+/// scheduler or task-side function that calls no model code, so two never
+/// overlap; debug builds (every test) keep the flag and stop at once if
+/// they ever did. The hot path takes a dozen borrows an operation.
+pub(crate) struct StateCell<T> {
+    value: std::cell::UnsafeCell<T>,
+    #[cfg(debug_assertions)]
+    borrowed: Cell<bool>,
+}
+
+/// A borrow of a [`StateCell`].
+pub(crate) struct StateMut<'a, T> {
+    cell: &'a StateCell<T>,
+}
+
+impl<T> StateCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        StateCell {
+            value: std::cell::UnsafeCell::new(value),
+            #[cfg(debug_assertions)]
+            borrowed: Cell::new(false),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn borrow_mut(&self) -> StateMut<'_, T> {
+        #[cfg(debug_assertions)]
+        assert!(
+            !self.borrowed.replace(true),
+            "the execution's state borrowed twice"
+        );
+        StateMut { cell: self }
+    }
+
+    #[inline(always)]
+    pub(crate) fn borrow(&self) -> StateMut<'_, T> {
+        self.borrow_mut()
+    }
+}
+
+impl<T> std::ops::Deref for StateMut<'_, T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: see `StateCell`: this is the only borrow alive.
+        unsafe { &*self.cell.value.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for StateMut<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: see `StateCell`: this is the only borrow alive.
+        unsafe { &mut *self.cell.value.get() }
+    }
+}
+
+#[cfg(debug_assertions)]
+impl<T> Drop for StateMut<'_, T> {
+    fn drop(&mut self) {
+        self.cell.borrowed.set(false);
+    }
+}
+
 thread_local! {
     static CURRENT: Cell<*const Core> = const { Cell::new(std::ptr::null()) };
 }
@@ -127,7 +192,7 @@ fn core() -> Option<&'static Core> {
 /// Run `f` on the current execution's state, if a task of one is running.
 #[inline(always)]
 fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
-    let mut s = core()?.shared.try_borrow_mut().ok()?;
+    let mut s = core()?.shared.borrow_mut();
     if s.teardown {
         return None;
     }
@@ -137,7 +202,7 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
 /// Like [`with`], but only while tasks run (not during set-up).
 #[inline(always)]
 fn with_running<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
-    let mut s = core()?.shared.try_borrow_mut().ok()?;
+    let mut s = core()?.shared.borrow_mut();
     // Set only while the run loop runs: never during set-up or tear-down.
     if !s.in_task {
         return None;
