@@ -560,13 +560,13 @@ impl Core {
         }
         let last = if from_task { Some(s.current) } else { last };
         let still_runnable = last.filter(|&l| s.tasks[l].run == RunState::Runnable);
-        let ctx = PickCtx {
+        let ctx = || PickCtx {
             runnable: &s.runnable,
             last: still_runnable,
             tasks: &s.tasks,
             step: s.step,
         };
-        let t = sched.chooser.pick(&ctx);
+        let t = sched.chooser.pick(ctx, &s.runnable);
         if sched.config.stop_on_divergence {
             if let Some(step) = sched.chooser.diverged_step() {
                 return sched.stop_with(Outcome::Limit {
@@ -665,25 +665,28 @@ pub(crate) fn decide_in_task(core: &Core) -> bool {
         }
     }
     let next = core.pick(None, true);
-    // Tested alone first: "go on or switch" is as random as the schedule,
-    // and a jump table on it would be mispredicted a second time.
+    // Tested alone: "go on or switch" is as random as the schedule, and a
+    // jump table over every answer would be mispredicted a second time.
     if next == Next::Same {
         return true;
     }
-    let handoff = if let Next::Run(t) = next {
-        Handoff::Run(t)
-    } else {
-        match next {
-            Next::Stop => Handoff::Stop,
-            Next::Defer if checked => Handoff::Checked,
-            Next::Defer => Handoff::Undecided,
-            // Nothing runnable: the run loop ends the run.
-            Next::Idle => Handoff::Checked,
-            Next::Same | Next::Run(_) => unreachable!("handled above"),
-        }
+    hand_over(core, next, checked);
+    false
+}
+
+/// Leave the run loop what a task's pick decided (anything but `Same`).
+#[inline(never)]
+fn hand_over(core: &Core, next: Next, checked: bool) {
+    let handoff = match next {
+        Next::Run(t) => Handoff::Run(t),
+        Next::Stop => Handoff::Stop,
+        Next::Defer if checked => Handoff::Checked,
+        Next::Defer => Handoff::Undecided,
+        // Nothing runnable: the run loop ends the run.
+        Next::Idle => Handoff::Checked,
+        Next::Same => unreachable!("the task goes on"),
     };
     core.shared.borrow_mut().sched.handoff = handoff;
-    false
 }
 
 /// Charge task `t`'s pending operation and record the step; the task's

@@ -285,19 +285,26 @@ impl Chooser {
         }
     }
 
+    /// The task to run next. The random strategy needs only the runnable
+    /// list; the others get the whole context, built for them alone (the
+    /// common step then builds none).
     #[inline]
-    pub(crate) fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
-        if ctx.runnable.len() == 1 && self.skips_forced_steps() {
-            return ctx.runnable[0];
+    pub(crate) fn pick<'a>(
+        &mut self,
+        ctx: impl FnOnce() -> PickCtx<'a>,
+        runnable: &[TaskId],
+    ) -> TaskId {
+        if runnable.len() == 1 && self.skips_forced_steps() {
+            return runnable[0];
         }
         match self {
-            Chooser::Random(rng) => ctx.runnable[index_below(rng, ctx.runnable.len())],
-            Chooser::Pct(p) => p.pick(ctx),
-            Chooser::Fair => fair_pick(ctx),
+            Chooser::Random(rng) => runnable[index_below(rng, runnable.len())],
+            Chooser::Pct(p) => p.pick(&ctx()),
+            Chooser::Fair => fair_pick(&ctx()),
             // Segments and explicit choices see every step, even those
             // without a choice.
-            Chooser::Segments(s) => s.pick(ctx),
-            Chooser::Choices(e) => e.pick(ctx),
+            Chooser::Segments(s) => s.pick(&ctx()),
+            Chooser::Choices(e) => e.pick(&ctx()),
         }
     }
 
