@@ -99,6 +99,15 @@ impl Trace {
         }
     }
 
+    /// Keep an event when events are kept, without folding it into the
+    /// hash (an event the hashed ones imply).
+    #[inline]
+    pub fn record_only(&mut self, e: Event) {
+        if let Some(events) = &mut self.events {
+            events.push(e);
+        }
+    }
+
     /// Fold an event into the hash. Its step number is not folded: it is
     /// the count of step events before it, which the hash already orders.
     #[inline(always)]
