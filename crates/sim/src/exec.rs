@@ -530,73 +530,82 @@ impl Core {
         failed
     }
 
-    /// Pick the next task to run (`last` ran the previous step; from a
-    /// task, the current one did), log and charge its step; or end the run
-    /// (an abort or a limit), or find nothing runnable. Tasks spawned by
-    /// the last step have been started; from a task, a step that spawned
-    /// tasks or asked for an abort is deferred to the run loop.
-    #[inline]
     fn pick(&self, last: Option<TaskId>, from_task: bool) -> Next {
-        let s = &mut *self.shared.borrow_mut();
-        if s.abort.is_some() {
-            if from_task {
-                return Next::Defer;
-            }
-            let abort = s.abort.take().expect("checked");
-            return s.sched.stop_with(abort);
-        }
-        if from_task && !s.spawned.is_empty() {
-            return Next::Defer;
-        }
-        if s.runnable.is_empty() {
-            return Next::Idle;
-        }
-        let sched = &mut s.sched;
-        if s.step >= sched.next_check {
-            if let Some(limit) = sched.limit_reached(s.step, s.last_progress) {
-                return sched.stop_with(limit);
-            }
-            sched.next_check = sched.next_check_after(s.step, s.last_progress);
-        }
-        let last = if from_task { Some(s.current) } else { last };
-        let still_runnable = last.filter(|&l| s.tasks[l].run == RunState::Runnable);
-        let ctx = || PickCtx {
-            runnable: &s.runnable,
-            last: still_runnable,
-            tasks: &s.tasks,
-            step: s.step,
-        };
-        let t = sched.chooser.pick(ctx, &s.runnable);
-        if sched.config.stop_on_divergence {
-            if let Some(step) = sched.chooser.diverged_step() {
-                return sched.stop_with(Outcome::Limit {
-                    which: "divergence".into(),
-                    value: step,
-                });
-            }
-        }
-        if sched.config.log_steps {
-            sched.step_log.push(StepRec {
-                task: t,
-                label: s.tasks[t].pending.label,
-                preemption: still_runnable.is_some_and(|l| l != t),
-            });
-        }
-        if charge(s, t) > s.sched.config.max_virtual_ns {
-            let max = s.sched.config.max_virtual_ns;
-            return s.sched.stop_with(Outcome::Limit {
-                which: "virtual-time".into(),
-                value: max,
-            });
-        }
-        if from_task && still_runnable == Some(t) {
-            return Next::Same;
-        }
-        Next::Run(t)
+        pick_in(&mut self.shared.borrow_mut(), last, from_task)
     }
 }
 
+/// Pick the next task to run (`last` ran the previous step; from a task,
+/// the current one did), log and charge its step; or end the run (an abort
+/// or a limit), or find nothing runnable. Tasks spawned by the last step
+/// have been started; from a task, a step that spawned tasks or asked for
+/// an abort is deferred to the run loop.
+#[inline(never)]
+fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
+    if s.abort.is_some() {
+        if from_task {
+            return Next::Defer;
+        }
+        let abort = s.abort.take().expect("checked");
+        return s.sched.stop_with(abort);
+    }
+    if from_task && !s.spawned.is_empty() {
+        return Next::Defer;
+    }
+    if s.runnable.is_empty() {
+        return Next::Idle;
+    }
+    let sched = &mut s.sched;
+    if s.step >= sched.next_check {
+        if let Some(limit) = sched.limit_reached(s.step, s.last_progress) {
+            return sched.stop_with(limit);
+        }
+        sched.next_check = sched.next_check_after(s.step, s.last_progress);
+    }
+    let last = if from_task { Some(s.current) } else { last };
+    let still_runnable = last.filter(|&l| s.tasks[l].run == RunState::Runnable);
+    let ctx = || PickCtx {
+        runnable: &s.runnable,
+        last: still_runnable,
+        tasks: &s.tasks,
+        step: s.step,
+    };
+    let t = sched.chooser.pick(ctx, &s.runnable);
+    if sched.config.stop_on_divergence {
+        if let Some(step) = sched.chooser.diverged_step() {
+            return sched.stop_with(Outcome::Limit {
+                which: "divergence".into(),
+                value: step,
+            });
+        }
+    }
+    if sched.config.log_steps {
+        sched.step_log.push(StepRec {
+            task: t,
+            label: s.tasks[t].pending.label,
+            preemption: still_runnable.is_some_and(|l| l != t),
+        });
+    }
+    if charge(s, t) > s.sched.config.max_virtual_ns {
+        let max = s.sched.config.max_virtual_ns;
+        return s.sched.stop_with(Outcome::Limit {
+            which: "virtual-time".into(),
+            value: max,
+        });
+    }
+    if from_task && still_runnable == Some(t) {
+        return Next::Same;
+    }
+    Next::Run(t)
+}
+
 impl Sched {
+    /// Whether invariants run after every step.
+    #[inline]
+    pub(crate) fn checks_every_step(&self) -> bool {
+        self.each_step > 0
+    }
+
     #[cold]
     fn stop_with(&mut self, outcome: Outcome) -> Next {
         self.stop = Some(outcome);
@@ -664,19 +673,26 @@ pub(crate) fn decide_in_task(core: &Core) -> bool {
             return false;
         }
     }
-    let next = core.pick(None, true);
+    decide_here(&mut core.shared.borrow_mut(), checked)
+}
+
+/// The pick of a task at its scheduling point, the state borrowed (the
+/// step's invariants, if any, have run): true if it goes on.
+#[inline]
+pub(crate) fn decide_here(s: &mut Shared, checked: bool) -> bool {
+    let next = pick_in(s, None, true);
     // Tested alone: "go on or switch" is as random as the schedule, and a
     // jump table over every answer would be mispredicted a second time.
     if next == Next::Same {
         return true;
     }
-    hand_over(core, next, checked);
+    hand_over(s, next, checked);
     false
 }
 
 /// Leave the run loop what a task's pick decided (anything but `Same`).
 #[inline(never)]
-fn hand_over(core: &Core, next: Next, checked: bool) {
+fn hand_over(s: &mut Shared, next: Next, checked: bool) {
     let handoff = match next {
         Next::Run(t) => Handoff::Run(t),
         Next::Stop => Handoff::Stop,
@@ -686,7 +702,7 @@ fn hand_over(core: &Core, next: Next, checked: bool) {
         Next::Idle => Handoff::Checked,
         Next::Same => unreachable!("the task goes on"),
     };
-    core.shared.borrow_mut().sched.handoff = handoff;
+    s.sched.handoff = handoff;
 }
 
 /// Charge task `t`'s pending operation and record the step; the task's

@@ -3,7 +3,7 @@
 //! is a no-op or returns a neutral value, so the same model code runs there.
 
 use crate::cost::{CostKey, ResolvedCosts};
-use crate::exec::{decide_in_task, Core, Sched};
+use crate::exec::{decide_here, decide_in_task, Core, Sched};
 use crate::outcome::Outcome;
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
@@ -254,22 +254,55 @@ impl Shared {
     }
 }
 
-/// Switch out as `prepared` says (nothing outside an execution).
-#[inline]
-fn switch(prepared: Option<Switch>) {
-    match prepared {
-        Some(Switch::Suspend { yielder, decide }) => {
-            if decide && core().is_some_and(decide_in_task) {
-                return;
-            }
-            // SAFETY: the yielder lives on the task's coroutine stack for as
-            // long as the coroutine runs, and only the running task
-            // suspends itself.
-            unsafe { (*yielder).suspend(()) }
-        }
-        Some(Switch::Abort) => abort_current(),
-        None => {}
+/// A scheduling point of the running task: `prepare` sets its pending
+/// operation (and blocks it, for a wait), then the task picks the next step
+/// itself, in the same borrow of the state when no invariant runs after
+/// every step, and goes on if it is picked again; otherwise it suspends.
+/// False outside a running task.
+#[inline(always)]
+fn reschedule(prepare: impl FnOnce(&mut Shared)) -> bool {
+    let Some(core) = core() else {
+        return false;
+    };
+    let mut s = core.shared.borrow_mut();
+    if !s.in_task {
+        return false;
     }
+    debug_assert!(!s.setting_up && !s.teardown);
+    prepare(&mut s);
+    let (yielder, decide) = match s.prepare_switch() {
+        Switch::Suspend { yielder, decide } => (yielder, decide),
+        Switch::Abort => {
+            drop(s);
+            abort_current()
+        }
+    };
+    if decide {
+        if !s.sched.checks_every_step() {
+            if decide_here(&mut s, false) {
+                return true;
+            }
+        } else {
+            // The invariants run with nothing borrowed.
+            drop(s);
+            if decide_in_task(core) {
+                return true;
+            }
+            suspend(yielder);
+            return true;
+        }
+    }
+    drop(s);
+    suspend(yielder);
+    true
+}
+
+/// Suspend the running task through its yielder.
+#[inline(always)]
+fn suspend(yielder: *const Yielder<(), ()>) {
+    // SAFETY: the yielder lives on the task's coroutine stack for as long
+    // as the coroutine runs, and only the running task suspends itself.
+    unsafe { (*yielder).suspend(()) }
 }
 
 /// Give the OS thread back to the scheduler.
@@ -480,11 +513,10 @@ fn remove_sorted(v: &mut Vec<TaskId>, t: TaskId) {
 /// `obj`, costing `cost`. Other tasks may run before it continues.
 #[inline]
 pub fn point(label: &'static str, obj: ObjId, cost: &CostKey) {
-    switch(with_running(|s| {
+    reschedule(|s| {
         let c = s.costs.get(cost);
         s.set_pending(label, obj, c);
-        s.prepare_switch()
-    }));
+    });
 }
 
 /// The virtual-time cost of `key` in the current execution (its default
@@ -503,13 +535,12 @@ pub fn note(label: &'static str, obj: ObjId, value: i64) {
 /// daemon's wait for work (not a deadlock when nothing else can run).
 /// Callers re-check their condition after waking.
 pub fn block(label: &'static str, obj: ObjId, idle: bool) {
-    switch(with_running(|s| {
+    reschedule(|s| {
         let t = s.current;
         s.set_run(t, RunState::Blocked { on: obj, idle });
         s.add_waiter(obj, t);
         s.set_pending(label, obj, 0);
-        s.prepare_switch()
-    }));
+    });
 }
 
 /// Block on `obj` until `ready()` holds.
@@ -532,12 +563,11 @@ pub fn wake_all(obj: ObjId, latency_ns: u64) {
 /// Advance the current task's clock by `ns` without holding a CPU (a
 /// sleep, a timed wait), then let others run.
 pub fn sleep(label: &'static str, ns: u64) {
-    switch(with_running(|s| {
+    reschedule(|s| {
         let t = s.current;
         s.tasks[t].clock = s.tasks[t].clock.saturating_add(ns);
         s.set_pending(label, ObjId::NONE, 0);
-        s.prepare_switch()
-    }));
+    });
 }
 
 /// The current task's virtual clock (0 outside an execution).
@@ -653,7 +683,7 @@ pub fn fail(outcome: Outcome) {
     }
 }
 
-fn abort_current() {
+fn abort_current() -> ! {
     // The scheduler never resumes a task after an abort; it is unwound
     // during tear-down.
     switch_out();
@@ -665,14 +695,10 @@ fn abort_current() {
 /// `point` would be two.
 #[inline]
 pub fn lock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> bool {
-    let prepared = with_running(|s| {
+    reschedule(|s| {
         let c = s.costs.get(cost);
         s.set_pending(label, obj, c);
-        s.prepare_switch()
-    });
-    let active = prepared.is_some();
-    switch(prepared);
-    active
+    })
 }
 
 /// The current task took lock `obj`: it becomes the owner (for wait-for
