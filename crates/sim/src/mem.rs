@@ -3,8 +3,8 @@
 //! of the process being killed when the machine runs out.
 //!
 //! A binary opts in by installing [`CountingAlloc`] as its global
-//! allocator and calling [`set_limit`]; executions check the count at
-//! every step. Like the wall-clock timeout, the bound is a resource of the
+//! allocator and calling [`set_limit`]; executions check the count every
+//! 64 steps. Like the wall-clock timeout, the bound is a resource of the
 //! process, not part of the model: it stops a run, it never steers one.
 
 use std::alloc::{GlobalAlloc, Layout, System};
