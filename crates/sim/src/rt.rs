@@ -344,17 +344,22 @@ impl Shared {
     #[inline]
     pub(crate) fn note(&mut self, label: &'static str, obj: ObjId, value: i64) {
         self.last_progress = self.step;
-        let t = self.current;
-        let e = Event {
+        let e = self.note_event(label, obj, value);
+        self.trace.push(e);
+    }
+
+    /// A note of the current task, at its clock.
+    #[inline]
+    fn note_event(&self, label: &'static str, obj: ObjId, value: i64) -> Event {
+        Event {
             step: self.step,
-            task: t,
-            time: self.tasks[t].clock,
+            task: self.current,
+            time: self.tasks[self.current].clock,
             kind: EventKind::Note,
             label,
             obj,
             value,
-        };
-        self.trace.push(e);
+        }
     }
 
     /// A lock changed hands: recorded for the views, and progress, but not
@@ -366,16 +371,7 @@ impl Shared {
     pub(crate) fn note_lock(&mut self, label: &'static str, obj: ObjId) {
         self.last_progress = self.step;
         if self.trace.events.is_some() {
-            let t = self.current;
-            let e = Event {
-                step: self.step,
-                task: t,
-                time: self.tasks[t].clock,
-                kind: EventKind::Note,
-                label,
-                obj,
-                value: 0,
-            };
+            let e = self.note_event(label, obj, 0);
             self.trace.record_only(e);
         }
     }

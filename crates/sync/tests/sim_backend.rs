@@ -125,12 +125,17 @@ fn a_panicking_task_is_an_outcome() {
         });
     };
     let r = explore(&cfg(StrategySpec::Random, 1), &build);
-    match r.report.outcome {
-        Outcome::Panic { task, message } => {
-            assert_eq!(task, "buggy");
-            assert!(message.contains("BUG: no value"), "{message}");
+    assert_panicked(r.report.outcome, "buggy", "BUG: no value");
+}
+
+/// `outcome` is a panic of `task` whose message contains `needle`.
+fn assert_panicked(outcome: Outcome, task: &str, needle: &str) {
+    match outcome {
+        Outcome::Panic { task: t, message } => {
+            assert_eq!(t, task);
+            assert!(message.contains(needle), "{message}");
         }
-        other => panic!("expected a panic, got {other}"),
+        other => panic!("expected a panic of {task}, got {other}"),
     }
 }
 
@@ -406,13 +411,7 @@ fn an_arithmetic_overflow_in_model_code_is_a_panic_outcome() {
             std::hint::black_box(c);
         });
     });
-    match e.run().outcome {
-        Outcome::Panic { task, message } => {
-            assert_eq!(task, "counter");
-            assert!(message.contains("overflow"), "{message}");
-        }
-        other => panic!("expected a panic outcome, got {other}"),
-    }
+    assert_panicked(e.run().outcome, "counter", "overflow");
 }
 
 /// A task's hold on a mutex is the scheduler's, not the real lock's: an
@@ -437,15 +436,8 @@ fn an_invariant_cannot_take_a_mutex_a_task_holds() {
         let _ = *peek.lock();
         None
     });
-    match e.run().outcome {
-        Outcome::Panic { message, .. } => {
-            assert!(
-                message.contains("held#0 is held by task holder"),
-                "{message}"
-            );
-        }
-        other => panic!("expected the invariant to be stopped, got {other}"),
-    }
+    // The invariant ran at the holder's scheduling point, on its stack.
+    assert_panicked(e.run().outcome, "holder", "held#0 is held by task holder");
     // The run ended there, its holder unwound: code outside the tasks now
     // takes the real lock and sees the holder's first increment only.
     assert_eq!(*m.lock(), 1);
