@@ -15,27 +15,30 @@ fn cfg(strategy: StrategySpec, iterations: u64) -> ExploreConfig {
     }
 }
 
+/// Two tasks incrementing a counter without a lock; checked at the end.
+fn lost_update(e: &mut Execution) {
+    let counter = e.setup(|| {
+        let counter = Arc::new(AtomicI64::new("counter", 0));
+        for name in ["a", "b"] {
+            let c = Arc::clone(&counter);
+            sim::spawn(name, false, move || {
+                let v = c.load(Ordering::SeqCst);
+                c.store(v + 1, Ordering::SeqCst);
+            });
+        }
+        counter
+    });
+    e.check_at_end(move || {
+        (counter.peek() != 2).then(|| Outcome::Violation {
+            invariant: "counter".into(),
+            detail: format!("counter is {}", counter.peek()),
+        })
+    });
+}
+
 #[test]
 fn random_search_finds_a_lost_update_and_dfs_exhausts_the_space() {
-    let build = |e: &mut Execution| {
-        let counter = e.setup(|| {
-            let counter = Arc::new(AtomicI64::new("counter", 0));
-            for name in ["a", "b"] {
-                let c = Arc::clone(&counter);
-                sim::spawn(name, false, move || {
-                    let v = c.load(Ordering::SeqCst);
-                    c.store(v + 1, Ordering::SeqCst);
-                });
-            }
-            counter
-        });
-        e.check_at_end(move || {
-            (counter.peek() != 2).then(|| Outcome::Violation {
-                invariant: "counter".into(),
-                detail: format!("counter is {}", counter.peek()),
-            })
-        });
-    };
+    let build = lost_update;
     let r = explore(&cfg(StrategySpec::Random, 200), &build);
     assert_eq!(r.report.outcome.invariant(), Some("counter"));
 
@@ -49,6 +52,35 @@ fn random_search_finds_a_lost_update_and_dfs_exhausts_the_space() {
         &build,
     );
     assert_eq!(r.report.outcome.invariant(), Some("counter"));
+}
+
+/// A search keeps no step log; the failing execution it reports is run
+/// again with one (to be named in the token), and is the same execution.
+#[test]
+fn only_the_failing_execution_is_logged_and_it_is_the_one_found() {
+    let mut plain = cfg(StrategySpec::Random, 200);
+    plain.exec.record = true;
+    let found = explore(&plain, &lost_update);
+    assert_eq!(found.report.outcome.invariant(), Some("counter"));
+    assert!(!found.report.step_log.is_empty());
+    assert_eq!(found.report.step_log.len() as u64, found.report.steps);
+    // Replaying the reported schedule gives the same trace.
+    let mut e = Execution::new(plain.exec.clone(), &found.schedule);
+    lost_update(&mut e);
+    let again = e.run();
+    assert_eq!(again.trace_hash, found.report.trace_hash);
+    assert_eq!(again.events, found.report.events);
+
+    // A passing search reports its last execution, unlogged.
+    let passed = explore(&cfg(StrategySpec::Random, 3), &|e: &mut Execution| {
+        e.setup(|| {
+            sim::spawn("alone", false, || {
+                sim::point("step", sim::ObjId::NONE, &sim::costs::STEP);
+            });
+        });
+    });
+    assert_eq!(passed.report.outcome, Outcome::Pass);
+    assert!(passed.report.step_log.is_empty());
 }
 
 #[test]
