@@ -2,7 +2,7 @@
 //! task drops its only ipc namespace (which goes to the free queue) and at
 //! once asks for a new one, with max_ipc_namespaces = 1, while the kworker
 //! frees the old one. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p nssim-ipcns --release --test loom_free_queue`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p nssim-ipcns --profile loom --test loom_free_queue`.
 #![cfg(loom)]
 
 use ipcns::{Ipc, IpcPatches};

@@ -1,6 +1,6 @@
 //! The primitives under loom: each test is a `loom::model` whose assertions
 //! fail on a wrong interleaving. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p nssim-sync --release --test loom_primitives`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p nssim-sync --profile loom --test loom_primitives`.
 #![cfg(loom)]
 
 use loom::model::Builder;

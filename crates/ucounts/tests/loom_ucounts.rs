@@ -1,7 +1,7 @@
 //! ucounts' concurrent core under loom, every interleaving of small models:
 //! `inc_ucount` near the limit at two levels, and a look-up racing the
 //! last `put_ucounts`. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p nssim-ucounts --test loom_ucounts --target-dir target/loom`.
+//! `RUSTFLAGS="--cfg loom" cargo test --profile loom -p nssim-ucounts --test loom_ucounts --target-dir target/loom`.
 #![cfg(loom)]
 
 use loom::model::Builder;

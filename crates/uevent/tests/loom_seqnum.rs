@@ -1,6 +1,6 @@
 //! Sequence numbers under loom, every interleaving (up to two preemptions)
 //! of two tasks that inject uevents into two network namespaces at once.
-//! Run with `RUSTFLAGS="--cfg loom" cargo test --release -p nssim-uevent
+//! Run with `RUSTFLAGS="--cfg loom" cargo test --profile loom -p nssim-uevent
 //! --test loom_seqnum --target-dir target/loom`.
 //!
 //! * With the 2018 per-namespace proposal (`uevent-netns-seqnum`), each

@@ -1,7 +1,7 @@
 //! The publication of an idmap under loom, every interleaving and every
 //! value the memory model lets a load see: one task writes a uid map
 //! through `map_write` while another looks ids up without a lock. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p nssim-userns --release --test loom_idmap --target-dir target/loom`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p nssim-userns --profile loom --test loom_idmap --target-dir target/loom`.
 #![cfg(loom)]
 
 use loom::model::Builder;
