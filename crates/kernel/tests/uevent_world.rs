@@ -50,6 +50,22 @@ fn inject(payload: &str) -> Op {
     }
 }
 
+/// The host kernel announcing a device, a millisecond in.
+fn device_added_after_1ms() -> TaskSpec {
+    task(
+        "kernel",
+        "init",
+        0,
+        vec![
+            Op::Sleep { ns: 1_000_000 },
+            Op::UeventDeviceEvent {
+                action: "add".into(),
+                devpath: "/devices/virtual/mem/full".into(),
+            },
+        ],
+    )
+}
+
 fn pairs(p: &[(&str, u64)]) -> Vec<(String, u64)> {
     p.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -164,18 +180,7 @@ fn leak_setup() -> Setup {
                     Op::UeventRecv,
                 ],
             ),
-            task(
-                "kernel",
-                "init",
-                0,
-                vec![
-                    Op::Sleep { ns: 1_000_000 },
-                    Op::UeventDeviceEvent {
-                        action: "add".into(),
-                        devpath: "/devices/virtual/mem/full".into(),
-                    },
-                ],
-            ),
+            device_added_after_1ms(),
         ],
     }
 }
@@ -275,18 +280,7 @@ fn a_new_user_namespace_owns_the_network_namespace_made_with_it() {
                     Op::UeventRecv,
                 ],
             ),
-            task(
-                "kernel",
-                "init",
-                0,
-                vec![
-                    Op::Sleep { ns: 1_000_000 },
-                    Op::UeventDeviceEvent {
-                        action: "add".into(),
-                        devpath: "/devices/virtual/mem/full".into(),
-                    },
-                ],
-            ),
+            device_added_after_1ms(),
         ],
     };
     let (outcome, r) = run(&setup, "v6.9", StrategySpec::Fair, 1);

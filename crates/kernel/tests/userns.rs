@@ -14,6 +14,23 @@ fn task(name: &str, instances: u32, userns: &str, uid: u32, ops: Vec<Op>) -> Tas
     }
 }
 
+/// One process in the initial namespace that `repeat` times creates a user
+/// namespace and exits (a shell loop of `unshare -U true`).
+fn looper(repeat: u64) -> TaskSpec {
+    TaskSpec {
+        repeat,
+        ..task(
+            "looper",
+            1,
+            "init",
+            0,
+            vec![Op::UnshareAndExit {
+                flags: CLONE_NEWUSER,
+            }],
+        )
+    }
+}
+
 fn write_of(target: &str, file: UsernsFile, text: &str) -> Op {
     Op::WriteUsernsFile {
         file,
@@ -77,18 +94,7 @@ fn an_unshare_loop_gets_enospc_while_frees_are_pending() {
             name: "user.max_user_namespaces".into(),
             value: max,
         }],
-        tasks: vec![TaskSpec {
-            repeat: 20,
-            ..task(
-                "looper",
-                1,
-                "init",
-                0,
-                vec![Op::UnshareAndExit {
-                    flags: CLONE_NEWUSER,
-                }],
-            )
-        }],
+        tasks: vec![looper(20)],
         ..Setup::default()
     };
     let (outcome, results) = run(&setup(3), "v6.3", StrategySpec::Fair, 1);
@@ -254,18 +260,7 @@ fn the_running_kernel_also_fails_the_unshare_loop_while_frees_are_pending() {
             name: "user.max_user_namespaces".into(),
             value: 3,
         }],
-        tasks: vec![TaskSpec {
-            repeat: 100,
-            ..task(
-                "looper",
-                1,
-                "init",
-                0,
-                vec![Op::UnshareAndExit {
-                    flags: CLONE_NEWUSER,
-                }],
-            )
-        }],
+        tasks: vec![looper(100)],
         ..Setup::default()
     };
     let (_, results) = run(&setup, profile.name, StrategySpec::Fair, 1);

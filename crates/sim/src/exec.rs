@@ -385,7 +385,18 @@ impl Execution {
     /// Run to the end. The execution is consumed; its tasks are unwound.
     pub fn run(mut self) -> ExecReport {
         install_panic_hook();
+        /// Uninstalls the execution even if the run loop panics, before
+        /// the execution (and the tasks' stacks) is dropped: task code
+        /// unwound then must not reach freed state.
+        struct Installed;
+        impl Drop for Installed {
+            fn drop(&mut self) {
+                IN_TASK.with(|f| f.set(false));
+                rt::install(std::ptr::null());
+            }
+        }
         rt::install(&*self.core);
+        let installed = Installed;
         // Task code may run from here until tear-down; only the invariants
         // run outside it (see `Core::run_checks`).
         self.shared().in_task = true;
@@ -394,7 +405,7 @@ impl Execution {
         IN_TASK.with(|f| f.set(false));
         self.shared().in_task = false;
         self.teardown();
-        rt::install(std::ptr::null());
+        drop(installed);
         let mut s = self.core.shared.borrow_mut();
         let sched = &mut s.sched;
         let (choices, mut diverged_at) = sched.chooser.take_log();
@@ -463,7 +474,9 @@ impl Execution {
         if !self.core.shared.borrow().spawned.is_empty() {
             self.start_spawned();
         }
-        match self.core.pick(last, false) {
+        // The pick's borrow ends before the end of the run borrows again.
+        let next = pick_in(&mut self.shared(), last, false);
+        match next {
             Next::Run(t) => Some(t),
             Next::Stop => None,
             Next::Same | Next::Defer => unreachable!("only a task's own pick continues or defers"),
@@ -528,10 +541,6 @@ impl Core {
         IN_TASK.with(|f| f.set(in_task_flag));
         self.shared.borrow_mut().in_task = in_task;
         failed
-    }
-
-    fn pick(&self, last: Option<TaskId>, from_task: bool) -> Next {
-        pick_in(&mut self.shared.borrow_mut(), last, from_task)
     }
 }
 
@@ -651,29 +660,28 @@ impl Sched {
     }
 }
 
-/// Called by the running task at a scheduling point (its pending operation
-/// set, no borrow held): do what the run loop would do between this step
-/// and the next, in the same order. True if the task was picked again and
-/// goes on without a switch; otherwise it must suspend, leaving in the
-/// handoff how far it got. Tasks it spawned, an abort, and the end of the
-/// run are left to the run loop, which owns the coroutines.
+/// Called by the running task at a scheduling point when invariants run
+/// after every step (its pending operation set, no borrow held): do what
+/// the run loop would do between this step and the next, in the same
+/// order, then pick. True if the task was picked again and goes on without
+/// a switch; otherwise it must suspend, leaving in the handoff how far it
+/// got. Tasks it spawned, an abort, and the end of the run are left to the
+/// run loop, which owns the coroutines. (Without such invariants the task
+/// calls [`decide_here`] in the borrow it already holds.)
 pub(crate) fn decide_in_task(core: &Core) -> bool {
-    let checked = core.shared.borrow().sched.each_step > 0;
-    if checked {
-        {
-            let s = core.shared.borrow();
-            if !s.spawned.is_empty() || s.abort.is_some() {
-                return false;
-            }
-        }
-        if let Some(failed) = core.run_checks(false) {
-            let sched = &mut core.shared.borrow_mut().sched;
-            sched.stop = Some(failed);
-            sched.handoff = Handoff::Stop;
+    {
+        let s = core.shared.borrow();
+        if !s.spawned.is_empty() || s.abort.is_some() {
             return false;
         }
     }
-    decide_here(&mut core.shared.borrow_mut(), checked)
+    if let Some(failed) = core.run_checks(false) {
+        let sched = &mut core.shared.borrow_mut().sched;
+        sched.stop = Some(failed);
+        sched.handoff = Handoff::Stop;
+        return false;
+    }
+    decide_here(&mut core.shared.borrow_mut(), true)
 }
 
 /// The pick of a task at its scheduling point, the state borrowed (the

@@ -33,10 +33,10 @@ pub use explore::{
 };
 pub use outcome::{Outcome, WaitLink};
 pub use rt::{
-    active, block, cost, current_task, fail, free_object, lock_acquired, lock_holder, lock_point,
-    lock_released, lock_try_acquire, new_object, note, now, object_name, object_state, point,
-    queue_object, rcu_read_enter, rcu_read_exit, rcu_readers_snapshot, rcu_snapshot_done,
-    set_owner, sleep, spawn, task_name, touch, wait_until, wake_all, ObjId, ObjState,
+    active, block, cost, current_task, fail, free_object, lock_holder, lock_point, lock_released,
+    lock_try_acquire, new_object, note, now, object_name, object_state, point, queue_object,
+    rcu_read_enter, rcu_read_exit, rcu_readers_snapshot, rcu_snapshot_done, set_owner, sleep,
+    spawn, task_name, touch, wait_until, wake_all, ObjId, ObjState,
 };
 pub use strategy::ChoicePoint;
 pub use token::{Schedule, Segment, Token, TokenError};

@@ -697,19 +697,6 @@ pub fn lock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> bool {
     })
 }
 
-/// The current task took lock `obj`: it becomes the owner (for wait-for
-/// cycles) and the trace notes `acquired`.
-#[inline]
-pub fn lock_acquired(obj: ObjId) {
-    with_running(|s| {
-        let t = s.current;
-        if let Some(o) = s.objects.get_mut(obj.0 as usize) {
-            o.owner = Some(t);
-        }
-        s.note_lock("acquired", obj);
-    });
-}
-
 /// The current task takes lock `obj` if no task holds it: it becomes the
 /// owner and the trace notes `acquired`. False if another task holds it
 /// (or outside a running task).
