@@ -85,7 +85,7 @@ impl RunRecord {
             "file": sc.path.display().to_string(),
             "kernel": label,
             "profile": patches.profile,
-            "patches": patches.enabled,
+            "patches": patches.names(),
             "strategy": strategy,
             "seed": seed,
             "outcome": outcome.kind(),

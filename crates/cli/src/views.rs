@@ -131,7 +131,7 @@ fn page_meta<'a>(ctx: &'a ViewContext<'a>) -> html::Page<'a> {
         file: ctx.scenario.path.display().to_string(),
         kernel: ctx.kernel,
         profile: &ctx.patches.profile,
-        patches: ctx.patches.enabled.iter().map(String::as_str).collect(),
+        patches: ctx.patches.names(),
         token: ctx.token,
         replay_command: &ctx.replay_command,
         describe: &describe,

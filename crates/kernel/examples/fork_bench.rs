@@ -44,7 +44,7 @@ fn setup(depth: usize, forks: u64) -> Setup {
     s.tasks.push(TaskSpec {
         instances: TASKS,
         repeat: forks,
-        ..TaskSpec::new("stress-ng", &parent, UID, vec![Op::Fork, Op::Exit])
+        ..TaskSpec::new("stress-ng", &parent, UID, vec![Op::Fork {}, Op::Exit {}])
     });
     s
 }

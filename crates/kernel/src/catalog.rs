@@ -2,14 +2,56 @@
 //! operations and cost-table entries. The scenario checker validates
 //! against these lists; `nssim kernels` prints them.
 
-/// A named kernel behaviour that changed over history.
+/// A named kernel behaviour that changed over history: one entry of
+/// [`PATCHES`], made by [`declare_patches!`] from the same line as its
+/// [`Patch`] variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PatchInfo {
+    pub patch: Patch,
     pub name: &'static str,
     /// The mainline release that first had it, or `None` for proposals that
     /// were never merged (and deliberately broken variants).
     pub merged_in: Option<&'static str>,
     pub summary: &'static str,
+}
+
+/// Declares every patch once: its [`Patch`] variant, its name, the release
+/// that merged it and its summary. Model code asks for a variant
+/// ([`crate::ActivePatches::has`]), so a patch nobody declared does not
+/// compile; scenarios, tokens and `nssim kernels` use the names.
+macro_rules! declare_patches {
+    ($($variant:ident = $name:literal, merged_in: $merged:expr, $summary:literal;)*) => {
+        /// A kernel patch, by name in [`PATCHES`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Patch {
+            $($variant),*
+        }
+
+        /// Every patch, in declaration order (`Patch as usize` indexes it).
+        pub const PATCHES: &[PatchInfo] = &[
+            $(PatchInfo {
+                patch: Patch::$variant,
+                name: $name,
+                merged_in: $merged,
+                summary: $summary,
+            }),*
+        ];
+    };
+}
+
+impl Patch {
+    pub fn info(self) -> &'static PatchInfo {
+        &PATCHES[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The patch called `name`.
+    pub fn from_name(name: &str) -> Option<Patch> {
+        PATCHES.iter().find(|p| p.name == name).map(|p| p.patch)
+    }
 }
 
 /// A kernel release. Its patch set is derived, never listed: every patch
@@ -25,12 +67,15 @@ pub struct ProfileInfo {
 impl ProfileInfo {
     /// The patches this release has, in catalogue order.
     pub fn patches(&self) -> Vec<&'static str> {
+        self.merged().map(|p| p.name).collect()
+    }
+
+    /// Every patch merged by this release.
+    pub fn merged(&self) -> impl Iterator<Item = &'static PatchInfo> {
         let me = release_number(self.name);
         PATCHES
             .iter()
-            .filter(|p| p.merged_in.is_some_and(|m| release_number(m) <= me))
-            .map(|p| p.name)
-            .collect()
+            .filter(move |p| p.merged_in.is_some_and(|m| release_number(m) <= me))
     }
 }
 
@@ -42,118 +87,52 @@ pub fn release_number(name: &str) -> Vec<u32> {
         .collect()
 }
 
-pub const PATCHES: &[PatchInfo] = &[
-    PatchInfo {
-        name: "ipc-async-free",
-        merged_in: Some("v5.7"),
-        summary: "put_ipc_ns queues the namespace on free_ipc_list and free_ipc_work frees it later (one RCU grace period per namespace); before, the last put freed synchronously",
-    },
-    PatchInfo {
-        name: "ipc-wait-pending-free",
-        merged_in: Some("v6.3"),
-        summary: "create_ipc_ns: when inc_ucount fails and flush_work(&free_ipc_work) waited for pending frees, retry instead of failing with ENOSPC",
-    },
-    PatchInfo {
-        name: "ipc-batch-free",
-        merged_in: Some("v6.3"),
-        summary: "free_ipc: mnt_make_shortterm on every queued namespace, one synchronize_rcu for the whole batch, then free them all",
-    },
-    PatchInfo {
-        name: "ipc-free-no-grace-period",
-        merged_in: None,
-        summary: "deliberately broken: free_ipc frees the queued namespaces without waiting for an RCU grace period (use-after-free with RCU readers)",
-    },
-    PatchInfo {
-        name: "sysctl-store-before-permission",
-        merged_in: None,
-        summary: "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)",
-    },
-    PatchInfo {
-        name: "userns-ucounts-limits",
-        merged_in: Some("v4.9"),
-        summary: "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS",
-    },
-    PatchInfo {
-        name: "idmap-340-extents",
-        merged_in: Some("v4.15"),
-        summary: "uid/gid maps hold up to 340 extents: 5 inline, else forward and reverse arrays sorted for binary search (5 extents before)",
-    },
-    PatchInfo {
-        name: "idmap-2017-proposal",
-        merged_in: None,
-        summary: "never merged: 3 inline extents plus direct, indirect and double-indirect blocks (368 extents), linear scan; overrides idmap-340-extents",
-    },
-    PatchInfo {
-        name: "idmap-sort-after-translate",
-        merged_in: Some("v4.20"),
-        summary: "CVE-2018-18955 fix (also v4.19.2): map_write sorts and copies the reverse array after translating lower ids to kernel ids; without it, maps of more than 5 extents in nested namespaces answer from_kuid wrongly",
-    },
-    PatchInfo {
-        name: "idmap-setfcap-root",
-        merged_in: Some("v5.12"),
-        summary: "mapping parent uid 0 in a uid_map needs CAP_SETFCAP (the creator's at creation, or the opener's over the parent)",
-    },
-    PatchInfo {
-        name: "idmap-relaxed-publication",
-        merged_in: None,
-        summary: "deliberately broken: nr_extents published without smp_wmb/smp_rmb, so a lockless reader may see the count before the extents",
-    },
-    PatchInfo {
-        name: "nproc-ucounts",
-        merged_in: Some("v5.14"),
-        summary: "RLIMIT_NPROC counted in ucounts per (user namespace, kuid) and charged up the namespace tree, instead of one user_struct per kuid for the whole machine; checked before the child is counted, with `>` (one process more than the limit gets through)",
-    },
-    PatchInfo {
-        name: "ucounts-rlimit-max-check",
-        merged_in: Some("v5.16"),
-        summary: "is_rlimit_overlimit compares each ancestor level with the rlimit recorded in the namespace below it (its creator's), not with its own namespace's value",
-    },
-    PatchInfo {
-        name: "nproc-enforce-limit",
-        merged_in: Some("v5.17"),
-        summary: "copy_process checks RLIMIT_NPROC after copy_creds, on the child's ucounts: the limit, not limit+1, processes",
-    },
-    PatchInfo {
-        name: "nproc-flag-after-set-user",
-        merged_in: Some("v5.17"),
-        summary: "set*uid decides PF_NPROC_EXCEEDED (checked by the next execve) on the new ucounts after set_cred_ucounts, without capability checks; before, set_user looked at the old ucounts",
-    },
-    PatchInfo {
-        name: "nproc-ucounts-real-uid",
-        merged_in: Some("v5.17"),
-        summary: "set_cred_ucounts keys the credential's ucounts on the real uid; before, on the effective uid, while commit_creds moved the count only when the real user changed",
-    },
-    PatchInfo {
-        name: "nproc-limitnproc-regression",
-        merged_in: Some("v5.17"),
-        summary: "a user namespace created by global root in the initial namespace records no RLIMIT_NPROC (systemd LimitNPROC with private users)",
-    },
-    PatchInfo {
-        name: "nproc-per-userns-rfc-2016",
-        merged_in: None,
-        summary: "the 2016 RFC: processes counted per (user namespace, uid) up the tree, and a fork checked against the caller's own (namespace, uid) count only",
-    },
-    PatchInfo {
-        name: "uevent-inject",
-        merged_in: Some("v4.17"),
-        summary: "uevent_net_rcv_skb: a task with CAP_SYS_ADMIN over a network namespace's owning user namespace may send uevents into that namespace; before, the kernel uevent socket refused input",
-    },
-    PatchInfo {
-        name: "uevent-restrict",
-        merged_in: Some("v4.18"),
-        summary: "uevent_net_init puts only network namespaces owned by the initial user namespace on uevent_sock_list: untagged kernel uevents no longer reach containers",
-    },
-    PatchInfo {
-        name: "uevent-netns-seqnum",
-        merged_in: None,
-        summary: "the 2018 proposal: a uevent sequence number per network namespace; namespaces not owned by the initial user namespace are locked by their own sk_mutex instead of uevent_sock_mutex",
-    },
-    PatchInfo {
-        name: "uevent-atomic-seqnum",
-        merged_in: Some("v6.9"),
-        summary: "uevent_seqnum is an atomic taken before any lock; uevent_sock_mutex covers only the walk of uevent_sock_list; tagged events and injection take no lock",
-    },
-];
+declare_patches! {
+    IpcAsyncFree = "ipc-async-free", merged_in: Some("v5.7"),
+        "put_ipc_ns queues the namespace on free_ipc_list and free_ipc_work frees it later (one RCU grace period per namespace); before, the last put freed synchronously";
+    IpcWaitPendingFree = "ipc-wait-pending-free", merged_in: Some("v6.3"),
+        "create_ipc_ns: when inc_ucount fails and flush_work(&free_ipc_work) waited for pending frees, retry instead of failing with ENOSPC";
+    IpcBatchFree = "ipc-batch-free", merged_in: Some("v6.3"),
+        "free_ipc: mnt_make_shortterm on every queued namespace, one synchronize_rcu for the whole batch, then free them all";
+    IpcFreeNoGracePeriod = "ipc-free-no-grace-period", merged_in: None,
+        "deliberately broken: free_ipc frees the queued namespaces without waiting for an RCU grace period (use-after-free with RCU readers)";
+    SysctlStoreBeforePermission = "sysctl-store-before-permission", merged_in: None,
+        "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
+    UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"),
+        "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS";
+    Idmap340Extents = "idmap-340-extents", merged_in: Some("v4.15"),
+        "uid/gid maps hold up to 340 extents: 5 inline, else forward and reverse arrays sorted for binary search (5 extents before)";
+    Idmap2017Proposal = "idmap-2017-proposal", merged_in: None,
+        "never merged: 3 inline extents plus direct, indirect and double-indirect blocks (368 extents), linear scan; overrides idmap-340-extents";
+    IdmapSortAfterTranslate = "idmap-sort-after-translate", merged_in: Some("v4.20"),
+        "CVE-2018-18955 fix (also v4.19.2): map_write sorts and copies the reverse array after translating lower ids to kernel ids; without it, maps of more than 5 extents in nested namespaces answer from_kuid wrongly";
+    IdmapSetfcapRoot = "idmap-setfcap-root", merged_in: Some("v5.12"),
+        "mapping parent uid 0 in a uid_map needs CAP_SETFCAP (the creator's at creation, or the opener's over the parent)";
+    IdmapRelaxedPublication = "idmap-relaxed-publication", merged_in: None,
+        "deliberately broken: nr_extents published without smp_wmb/smp_rmb, so a lockless reader may see the count before the extents";
+    NprocUcounts = "nproc-ucounts", merged_in: Some("v5.14"),
+        "RLIMIT_NPROC counted in ucounts per (user namespace, kuid) and charged up the namespace tree, instead of one user_struct per kuid for the whole machine; checked before the child is counted, with `>` (one process more than the limit gets through)";
+    UcountsRlimitMaxCheck = "ucounts-rlimit-max-check", merged_in: Some("v5.16"),
+        "is_rlimit_overlimit compares each ancestor level with the rlimit recorded in the namespace below it (its creator's), not with its own namespace's value";
+    NprocEnforceLimit = "nproc-enforce-limit", merged_in: Some("v5.17"),
+        "copy_process checks RLIMIT_NPROC after copy_creds, on the child's ucounts: the limit, not limit+1, processes";
+    NprocFlagAfterSetUser = "nproc-flag-after-set-user", merged_in: Some("v5.17"),
+        "set*uid decides PF_NPROC_EXCEEDED (checked by the next execve) on the new ucounts after set_cred_ucounts, without capability checks; before, set_user looked at the old ucounts";
+    NprocUcountsRealUid = "nproc-ucounts-real-uid", merged_in: Some("v5.17"),
+        "set_cred_ucounts keys the credential's ucounts on the real uid; before, on the effective uid, while commit_creds moved the count only when the real user changed";
+    NprocLimitnprocRegression = "nproc-limitnproc-regression", merged_in: Some("v5.17"),
+        "a user namespace created by global root in the initial namespace records no RLIMIT_NPROC (systemd LimitNPROC with private users)";
+    NprocPerUsernsRfc2016 = "nproc-per-userns-rfc-2016", merged_in: None,
+        "the 2016 RFC: processes counted per (user namespace, uid) up the tree, and a fork checked against the caller's own (namespace, uid) count only";
+    UeventInject = "uevent-inject", merged_in: Some("v4.17"),
+        "uevent_net_rcv_skb: a task with CAP_SYS_ADMIN over a network namespace's owning user namespace may send uevents into that namespace; before, the kernel uevent socket refused input";
+    UeventRestrict = "uevent-restrict", merged_in: Some("v4.18"),
+        "uevent_net_init puts only network namespaces owned by the initial user namespace on uevent_sock_list: untagged kernel uevents no longer reach containers";
+    UeventNetnsSeqnum = "uevent-netns-seqnum", merged_in: None,
+        "the 2018 proposal: a uevent sequence number per network namespace; namespaces not owned by the initial user namespace are locked by their own sk_mutex instead of uevent_sock_mutex";
+    UeventAtomicSeqnum = "uevent-atomic-seqnum", merged_in: Some("v6.9"),
+        "uevent_seqnum is an atomic taken before any lock; uevent_sock_mutex covers only the walk of uevent_sock_list; tagged events and injection take no lock";
+}
 
 pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
@@ -318,177 +297,7 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Kind of one operation argument, for checking scenario files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArgKind {
-    /// `CLONE_NEWIPC | CLONE_NEWUSER`.
-    CloneFlags,
-    /// A sysctl name such as `user.max_ipc_namespaces`.
-    Sysctl,
-    /// A non-negative integer.
-    Int,
-    /// The name of another task of the scenario.
-    Task,
-    /// A bare name (a scenario mutex).
-    Name,
-    /// A duration: `10us`, `8ms`, `1.5s`, or an integer of nanoseconds.
-    Duration,
-    /// A double-quoted string.
-    Str,
-    /// A resource limit name: `NPROC` (or `RLIMIT_NPROC`).
-    Rlimit,
-}
-
-/// One operation a task may perform, with its arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpInfo {
-    pub name: &'static str,
-    pub args: &'static [ArgKind],
-    pub summary: &'static str,
-}
-
-pub const OPS: &[OpInfo] = &[
-    OpInfo {
-        name: "unshare",
-        args: &[ArgKind::CloneFlags],
-        summary: "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled",
-    },
-    OpInfo {
-        name: "sysctl_write",
-        args: &[ArgKind::Sysctl, ArgKind::Int],
-        summary: "write /proc/sys/<name> of the task's user namespace",
-    },
-    OpInfo {
-        name: "mq_path_walk",
-        args: &[ArgKind::Task],
-        summary: "under rcu_read_lock, walk to the mqueue mount of the named task's ipc namespace and read it",
-    },
-    OpInfo {
-        name: "uevent_listen",
-        args: &[ArgKind::Int],
-        summary: "open a NETLINK_KOBJECT_UEVENT socket in the task's network namespace and bind it to group 1, with a receive buffer of this many bytes",
-    },
-    OpInfo {
-        name: "uevent_recv",
-        args: &[],
-        summary: "receive one uevent without waiting: ok, EAGAIN when none is queued, ENOBUFS once after an overrun",
-    },
-    OpInfo {
-        name: "uevent_close",
-        args: &[],
-        summary: "close the task's uevent socket",
-    },
-    OpInfo {
-        name: "uevent_inject",
-        args: &[ArgKind::Str],
-        summary: "send a uevent (the string is its payload) to the kernel uevent socket of the task's network namespace",
-    },
-    OpInfo {
-        name: "uevent_device_event",
-        args: &[ArgKind::Str, ArgKind::Str],
-        summary: "the kernel sends an untagged uevent (action, devpath) for a device: kobject_uevent_env",
-    },
-    OpInfo {
-        name: "uevent_netdev_event",
-        args: &[ArgKind::Str, ArgKind::Str],
-        summary: "the kernel sends a tagged uevent (action, devpath) for a network device of the task's network namespace",
-    },
-    OpInfo {
-        name: "lock",
-        args: &[ArgKind::Name],
-        summary: "take a scenario mutex (for deadlock scenarios)",
-    },
-    OpInfo {
-        name: "unlock",
-        args: &[ArgKind::Name],
-        summary: "release a scenario mutex",
-    },
-    OpInfo {
-        name: "sleep",
-        args: &[ArgKind::Duration],
-        summary: "spend virtual time",
-    },
-    OpInfo {
-        name: "bug",
-        args: &[ArgKind::Str],
-        summary: "BUG(): the task panics with the message",
-    },
-    OpInfo {
-        name: "write_uid_map",
-        args: &[ArgKind::Str],
-        summary: "one write(2) of the text to /proc/self/uid_map (map_write)",
-    },
-    OpInfo {
-        name: "write_gid_map",
-        args: &[ArgKind::Str],
-        summary: "one write(2) of the text to /proc/self/gid_map (map_write)",
-    },
-    OpInfo {
-        name: "write_setgroups",
-        args: &[ArgKind::Str],
-        summary: "one write(2) of the text (\"allow\"/\"deny\") to /proc/self/setgroups",
-    },
-    OpInfo {
-        name: "write_uid_map_of",
-        args: &[ArgKind::Task, ArgKind::Str],
-        summary: "write the uid_map of the named task's user namespace, opened by this task",
-    },
-    OpInfo {
-        name: "write_gid_map_of",
-        args: &[ArgKind::Task, ArgKind::Str],
-        summary: "write the gid_map of the named task's user namespace, opened by this task",
-    },
-    OpInfo {
-        name: "write_setgroups_of",
-        args: &[ArgKind::Task, ArgKind::Str],
-        summary: "write /proc/PID/setgroups of the named task, opened by this task",
-    },
-    OpInfo {
-        name: "setns_user",
-        args: &[ArgKind::Task],
-        summary: "setns(2) into the user namespace of the named task (userns_install)",
-    },
-    OpInfo {
-        name: "unshare_and_exit",
-        args: &[ArgKind::CloneFlags],
-        summary: "a child process calls unshare(flags) and exits (`unshare -U true`); CLONE_NEWUSER is modelled",
-    },
-    OpInfo {
-        name: "fork",
-        args: &[],
-        summary: "fork(2): a child that stays alive until the task's exit(); EAGAIN at RLIMIT_NPROC",
-    },
-    OpInfo {
-        name: "clone",
-        args: &[ArgKind::CloneFlags],
-        summary: "clone(2) of a child process; CLONE_NEWUSER puts it in a new user namespace",
-    },
-    OpInfo {
-        name: "exit",
-        args: &[],
-        summary: "the task's newest live child exits and is reaped (ECHILD if none)",
-    },
-    OpInfo {
-        name: "setuid",
-        args: &[ArgKind::Int],
-        summary: "setuid(2), the uid as seen in the task's user namespace",
-    },
-    OpInfo {
-        name: "setresuid",
-        args: &[ArgKind::Int, ArgKind::Int, ArgKind::Int],
-        summary: "setresuid(2), the uids as seen in the task's user namespace",
-    },
-    OpInfo {
-        name: "execve",
-        args: &[],
-        summary: "execve(2) of a new image: EAGAIN if set*uid left the task over RLIMIT_NPROC",
-    },
-    OpInfo {
-        name: "setrlimit",
-        args: &[ArgKind::Rlimit, ArgKind::Int],
-        summary: "setrlimit(2) of soft and hard limit; NPROC is modelled",
-    },
-];
+pub use crate::ops::{op, ArgKind, OpInfo, OPS};
 
 /// Clone flags a scenario may name, and whether `unshare` models them yet.
 pub const CLONE_FLAGS: &[(&str, u64, bool)] = &[
@@ -557,10 +366,6 @@ pub fn profile_for_release(release: &str) -> Option<&'static ProfileInfo> {
 
 pub fn patch(name: &str) -> Option<&'static PatchInfo> {
     PATCHES.iter().find(|p| p.name == name)
-}
-
-pub fn op(name: &str) -> Option<&'static OpInfo> {
-    OPS.iter().find(|o| o.name == name)
 }
 
 /// Every invariant's name, in catalogue order.

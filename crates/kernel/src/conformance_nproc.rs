@@ -49,7 +49,7 @@ fn task(name: &str, userns: &str, uid: u32, ops: Vec<Op>) -> TaskSpec {
 }
 
 fn forks(n: usize) -> Vec<Op> {
-    vec![Op::Fork; n]
+    vec![Op::Fork {}; n]
 }
 
 fn sleep_ms(ms: u64) -> Op {
@@ -262,8 +262,15 @@ fn raising_the_hard_limit() -> Case {
         "uid 61003 with RLIMIT_NPROC 3:3 sets it to 5:5",
         || {
             let mut s = Setup::default();
-            s.tasks
-                .push(task("t", "init", U, vec![Op::SetrlimitNproc { limit: 5 }]));
+            s.tasks.push(task(
+                "t",
+                "init",
+                U,
+                vec![Op::Setrlimit {
+                    resource: "NPROC".into(),
+                    limit: 5,
+                }],
+            ));
             s.processes.task_nproc.insert("t".into(), 3);
             op_answer(&model(&s), "t", "setrlimit(NPROC, 5)")
         },
@@ -294,7 +301,7 @@ fn setuid_then_execve(name: &str, u: u32, running: usize, limit: u64) -> Case {
                 "root",
                 "init",
                 0,
-                vec![sleep_ms(1), Op::Setuid { uid: u }, Op::Execve],
+                vec![sleep_ms(1), Op::Setuid { uid: u }, Op::Execve {}],
             ));
             s.processes.task_nproc.insert("root".into(), limit);
             op_answer(&model(&s), "root", "execve")
@@ -403,7 +410,7 @@ fn sibling_namespaces_made_by_the_user() -> Case {
         || {
             let mut s = Setup::default();
             userns(&mut s, "a", "init", U, U, Some(3));
-            s.tasks.push(task("a", "a", U, vec![Op::Fork, sleep_ms(10)]));
+            s.tasks.push(task("a", "a", U, vec![Op::Fork {}, sleep_ms(10)]));
             let mut b_ops = vec![sleep_ms(1), Op::Unshare { flags: NS_NEWUSER }];
             b_ops.extend(forks(3));
             s.tasks.push(task("b", "init", U, b_ops));
@@ -445,7 +452,7 @@ fn nested_namespaces() -> Case {
         || {
             let mut s = Setup::default();
             userns(&mut s, "outer", "init", U, U, Some(3));
-            let mut ops = vec![Op::Fork, Op::Unshare { flags: NS_NEWUSER }];
+            let mut ops = vec![Op::Fork {}, Op::Unshare { flags: NS_NEWUSER }];
             ops.extend(forks(3));
             s.tasks.push(task("t", "outer", U, ops));
             s.processes.task_nproc.insert("t".into(), 3);

@@ -34,7 +34,13 @@ impl World {
             return None;
         }
         match op {
-            Op::WriteUsernsFile { file, target, .. } => {
+            Op::WriteUidMap { .. }
+            | Op::WriteGidMap { .. }
+            | Op::WriteSetgroups { .. }
+            | Op::WriteUidMapOf { .. }
+            | Op::WriteGidMapOf { .. }
+            | Op::WriteSetgroupsOf { .. } => {
+                let (file, target) = userns_file_of(op)?;
                 let ns = match target {
                     None => std::sync::Arc::clone(&p.cred.lock().user_ns),
                     Some(t) => std::sync::Arc::clone(&self.proc_named(t)?.cred.lock().user_ns),
@@ -57,9 +63,9 @@ impl World {
             }
             Op::Setuid { .. }
             | Op::Setresuid { .. }
-            | Op::SetrlimitNproc { .. }
-            | Op::Execve
-            | Op::Fork
+            | Op::Setrlimit { .. }
+            | Op::Execve {}
+            | Op::Fork {}
             | Op::Clone { .. } => self.nproc.peek_task(&p.name),
             _ => None,
         }
@@ -94,10 +100,24 @@ impl World {
                 invariant: INVARIANT.into(),
                 detail: format!(
                     "{} by {} failed with {errno} but changed what it targeted: {before} became {after}",
-                    super::op_label(op),
+                    op.label(),
                     p.name
                 ),
             });
         }
     }
+}
+
+/// The `/proc/PID` file a write op names, and the task whose file it is
+/// (`None`: the writer's own).
+pub(super) fn userns_file_of(op: &Op) -> Option<(UsernsFile, Option<&str>)> {
+    Some(match op {
+        Op::WriteUidMap { .. } => (UsernsFile::UidMap, None),
+        Op::WriteGidMap { .. } => (UsernsFile::GidMap, None),
+        Op::WriteSetgroups { .. } => (UsernsFile::Setgroups, None),
+        Op::WriteUidMapOf { target, .. } => (UsernsFile::UidMap, Some(target)),
+        Op::WriteGidMapOf { target, .. } => (UsernsFile::GidMap, Some(target)),
+        Op::WriteSetgroupsOf { target, .. } => (UsernsFile::Setgroups, Some(target)),
+        _ => return None,
+    })
 }

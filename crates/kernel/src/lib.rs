@@ -10,6 +10,7 @@ pub mod conformance_ipc;
 pub mod conformance_nproc;
 pub mod errno;
 pub mod net;
+pub mod ops;
 pub mod process;
 pub mod profile;
 pub mod setup;

@@ -155,27 +155,14 @@ impl NetWorld {
     pub fn do_op(&self, name: &str, cred: &Cred, op: &Op) -> Option<Result<(), Errno>> {
         Some(match op {
             Op::UeventListen { rcvbuf } => self.listen(name, *rcvbuf),
-            Op::UeventRecv => self.recv(name),
-            Op::UeventClose => self.close(name),
+            Op::UeventRecv {} => self.recv(name),
+            Op::UeventClose {} => self.close(name),
             Op::UeventInject { payload } => self.inject(name, cred, payload),
             Op::UeventDeviceEvent { action, devpath } => self.device_event(action, devpath, None),
             Op::UeventNetdevEvent { action, devpath } => {
                 let net = Arc::clone(&self.proc_net(name).lock().net_ns);
                 self.device_event(action, devpath, Some(net))
             }
-            _ => return None,
-        })
-    }
-
-    /// The label an operation's results are filed under.
-    pub fn op_label(op: &Op) -> Option<String> {
-        Some(match op {
-            Op::UeventListen { .. } => "uevent_listen".into(),
-            Op::UeventRecv => "uevent_recv".into(),
-            Op::UeventClose => "uevent_close".into(),
-            Op::UeventInject { .. } => "uevent_inject".into(),
-            Op::UeventDeviceEvent { action, .. } => format!("uevent_device_event({action})"),
-            Op::UeventNetdevEvent { action, .. } => format!("uevent_netdev_event({action})"),
             _ => return None,
         })
     }

@@ -42,6 +42,7 @@
 //! `crates/userns` replaces; everything RLIMIT_NPROC decides goes through
 //! them.
 
+use crate::catalog::Patch;
 use crate::errno::Errno;
 use crate::profile::ActivePatches;
 use crate::setup::{Op, Setup, INIT_USER_NS};
@@ -149,13 +150,13 @@ pub struct NprocPatches {
 impl NprocPatches {
     pub fn from_active(p: &ActivePatches) -> Self {
         NprocPatches {
-            ucounts: p.has("nproc-ucounts"),
-            rlimit_max_check: p.has("ucounts-rlimit-max-check"),
-            enforce_limit: p.has("nproc-enforce-limit"),
-            flag_after_set_user: p.has("nproc-flag-after-set-user"),
-            real_uid: p.has("nproc-ucounts-real-uid"),
-            limitnproc_regression: p.has("nproc-limitnproc-regression"),
-            rfc_2016: p.has("nproc-per-userns-rfc-2016"),
+            ucounts: p.has(Patch::NprocUcounts),
+            rlimit_max_check: p.has(Patch::UcountsRlimitMaxCheck),
+            enforce_limit: p.has(Patch::NprocEnforceLimit),
+            flag_after_set_user: p.has(Patch::NprocFlagAfterSetUser),
+            real_uid: p.has(Patch::NprocUcountsRealUid),
+            limitnproc_regression: p.has(Patch::NprocLimitnprocRegression),
+            rfc_2016: p.has(Patch::NprocPerUsernsRfc2016),
         }
     }
 
@@ -464,13 +465,13 @@ impl Procs {
         let task = self.tasks.get(name)?;
         let mut t = task.lock();
         Some(match op {
-            Op::Fork => self.fork(&mut t, 0),
+            Op::Fork {} => self.fork(&mut t, 0),
             Op::Clone { flags } => self.fork(&mut t, *flags),
-            Op::Exit => self.exit_child(&mut t),
+            Op::Exit {} => self.exit_child(&mut t),
             Op::Setuid { uid } => self.setuid(&mut t, *uid),
             Op::Setresuid { ruid, euid, suid } => self.setresuid(&mut t, [*ruid, *euid, *suid]),
-            Op::Execve => self.execve(&mut t),
-            Op::SetrlimitNproc { limit } => self.setrlimit_nproc(&mut t, *limit),
+            Op::Execve {} => self.execve(&mut t),
+            Op::Setrlimit { limit, .. } => self.setrlimit_nproc(&mut t, *limit),
             _ => return None,
         })
     }
@@ -1237,13 +1238,13 @@ pub fn models_processes(setup: &Setup) -> bool {
     let process_op = |op: &Op| {
         matches!(
             op,
-            Op::Fork
+            Op::Fork {}
                 | Op::Clone { .. }
-                | Op::Exit
+                | Op::Exit {}
                 | Op::Setuid { .. }
                 | Op::Setresuid { .. }
-                | Op::Execve
-                | Op::SetrlimitNproc { .. }
+                | Op::Execve {}
+                | Op::Setrlimit { .. }
         ) || matches!(op, Op::SysctlWrite { .. })
     };
     setup.processes != ProcessSetup::default()

@@ -1,21 +1,42 @@
 //! Kernel profiles: a release's patch set, plus the toggles a scenario or
 //! the command line adds.
 
-use crate::catalog;
+use crate::catalog::{self, Patch, PATCHES};
 use ipcns::IpcPatches;
-use std::collections::BTreeSet;
 use uevent::UeventPatches;
 
 /// The patches in force for one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActivePatches {
     pub profile: String,
-    pub enabled: BTreeSet<String>,
+    /// Bit `Patch as usize` set for each patch in force.
+    enabled: u64,
 }
 
+const _: () = assert!(PATCHES.len() <= 64, "ActivePatches holds one bit per patch");
+
 impl ActivePatches {
-    pub fn has(&self, patch: &str) -> bool {
-        self.enabled.contains(patch)
+    pub fn has(&self, patch: Patch) -> bool {
+        self.enabled & (1 << patch as usize) != 0
+    }
+
+    fn set(&mut self, patch: Patch, on: bool) {
+        if on {
+            self.enabled |= 1 << patch as usize;
+        } else {
+            self.enabled &= !(1 << patch as usize);
+        }
+    }
+
+    /// The names of the patches in force, sorted by name.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&str> = PATCHES
+            .iter()
+            .filter(|p| self.has(p.patch))
+            .map(|p| p.name)
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     /// The RLIMIT_NPROC behaviours in force.
@@ -25,36 +46,36 @@ impl ActivePatches {
 
     pub fn ipc(&self) -> IpcPatches {
         IpcPatches {
-            async_free: self.has("ipc-async-free"),
-            wait_pending_free: self.has("ipc-wait-pending-free"),
-            batch_free: self.has("ipc-batch-free"),
-            free_no_grace_period: self.has("ipc-free-no-grace-period"),
+            async_free: self.has(Patch::IpcAsyncFree),
+            wait_pending_free: self.has(Patch::IpcWaitPendingFree),
+            batch_free: self.has(Patch::IpcBatchFree),
+            free_no_grace_period: self.has(Patch::IpcFreeNoGracePeriod),
         }
     }
 
     pub fn uevent(&self) -> UeventPatches {
         UeventPatches {
-            inject: self.has("uevent-inject"),
-            restrict: self.has("uevent-restrict"),
-            netns_seqnum: self.has("uevent-netns-seqnum"),
-            atomic_seqnum: self.has("uevent-atomic-seqnum"),
+            inject: self.has(Patch::UeventInject),
+            restrict: self.has(Patch::UeventRestrict),
+            netns_seqnum: self.has(Patch::UeventNetnsSeqnum),
+            atomic_seqnum: self.has(Patch::UeventAtomicSeqnum),
         }
     }
 
     pub fn userns(&self) -> userns::UsernsPatches {
-        let layout = if self.has("idmap-2017-proposal") {
+        let layout = if self.has(Patch::Idmap2017Proposal) {
             userns::Layout::Proposal2017
-        } else if self.has("idmap-340-extents") {
+        } else if self.has(Patch::Idmap340Extents) {
             userns::Layout::Sorted340
         } else {
             userns::Layout::Inline5
         };
         userns::UsernsPatches {
-            ucounts_limits: self.has("userns-ucounts-limits"),
+            ucounts_limits: self.has(Patch::UsernsUcountsLimits),
             layout,
-            sort_after_translate: self.has("idmap-sort-after-translate"),
-            setfcap_root: self.has("idmap-setfcap-root"),
-            relaxed_publication: self.has("idmap-relaxed-publication"),
+            sort_after_translate: self.has(Patch::IdmapSortAfterTranslate),
+            setfcap_root: self.has(Patch::IdmapSetfcapRoot),
+            relaxed_publication: self.has(Patch::IdmapRelaxedPublication),
         }
     }
 }
@@ -69,25 +90,24 @@ pub fn resolve_patches(profile: &str, toggles: &[(String, bool)]) -> Result<Acti
             names.join(", ")
         )
     })?;
-    let mut enabled: BTreeSet<String> = p.patches().iter().map(|s| s.to_string()).collect();
+    let mut active = ActivePatches {
+        profile: profile.to_string(),
+        enabled: 0,
+    };
+    for merged in p.merged() {
+        active.set(merged.patch, true);
+    }
     for (name, on) in toggles {
-        if catalog::patch(name).is_none() {
-            let names: Vec<_> = catalog::PATCHES.iter().map(|p| p.name).collect();
+        let Some(patch) = Patch::from_name(name) else {
+            let names: Vec<_> = PATCHES.iter().map(|p| p.name).collect();
             return Err(format!(
                 "unknown patch `{name}` (known: {})",
                 names.join(", ")
             ));
-        }
-        if *on {
-            enabled.insert(name.clone());
-        } else {
-            enabled.remove(name);
-        }
+        };
+        active.set(patch, *on);
     }
-    Ok(ActivePatches {
-        profile: profile.to_string(),
-        enabled,
-    })
+    Ok(active)
 }
 
 #[cfg(test)]

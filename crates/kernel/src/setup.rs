@@ -77,70 +77,9 @@ impl TaskSpec {
     }
 }
 
-/// One operation of a task. Syscalls model the kernel paths of the same
-/// name; the others are scaffolding for scenarios (locks, sleeps, bugs).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Op {
-    /// `unshare(flags)`.
-    Unshare { flags: u64 },
-    /// Write a sysctl of the task's own user namespace.
-    SysctlWrite { name: String, value: i64 },
-    /// A reader that, under `rcu_read_lock`, walks to the mqueue mount of
-    /// the ipc namespace that task `target` (instance 0) is in and touches it.
-    MqPathWalk { target: String },
-    /// Take a named scenario mutex.
-    Lock { name: String },
-    /// Release a named scenario mutex.
-    Unlock { name: String },
-    /// Spend virtual time without a syscall.
-    Sleep { ns: u64 },
-    /// A kernel `BUG()`: the task panics with this message.
-    Bug { message: String },
-    /// Open a uevent socket in the task's network namespace, bound to
-    /// group 1, with `rcvbuf` bytes of receive buffer.
-    UeventListen { rcvbuf: u64 },
-    /// Receive one uevent without waiting.
-    UeventRecv,
-    /// Close the task's uevent socket.
-    UeventClose,
-    /// Send `payload` to the kernel uevent socket of the task's netns.
-    UeventInject { payload: String },
-    /// The kernel sends an untagged uevent for a device.
-    UeventDeviceEvent { action: String, devpath: String },
-    /// The kernel sends a tagged uevent for a network device of the
-    /// task's network namespace.
-    UeventNetdevEvent { action: String, devpath: String },
-    /// One write(2) of `text` to `/proc/PID/{uid_map,gid_map,setgroups}`
-    /// of task `target` (the writer itself when `None`), opened by the
-    /// writer.
-    WriteUsernsFile {
-        file: UsernsFile,
-        target: Option<String>,
-        text: String,
-    },
-    /// `setns(fd, CLONE_NEWUSER)` into the user namespace task `target` is in.
-    SetnsUser { target: String },
-    /// A child process with the task's credentials calls `unshare(flags)`
-    /// and exits (the shell's `unshare -U true`).
-    UnshareAndExit { flags: u64 },
-    /// `fork()`: a child that stays alive until the task's `exit()`.
-    Fork,
-    /// `clone(flags)`: a fork; with CLONE_NEWUSER the child is in a new
-    /// user namespace.
-    Clone { flags: u64 },
-    /// The task's newest live child exits and the task reaps it.
-    Exit,
-    /// `setuid(uid)`, `uid` as seen in the task's user namespace.
-    Setuid { uid: u32 },
-    /// `setresuid(ruid, euid, suid)`, as seen in the task's namespace.
-    Setresuid { ruid: u32, euid: u32, suid: u32 },
-    /// `execve()` of a new image.
-    Execve,
-    /// `setrlimit(RLIMIT_NPROC, limit)`: soft and hard limit.
-    SetrlimitNproc { limit: u64 },
-}
+pub use crate::ops::Op;
 
-/// The per-namespace files of `/proc/PID` a scenario may write.
+/// The per-namespace files of `/proc/PID` a task may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsernsFile {
     UidMap,

@@ -4,7 +4,7 @@
 
 use crate::errno::Errno;
 use crate::profile::ActivePatches;
-use crate::setup::{clone_flags, Op, Setup, TaskSpec, INIT_USER_NS};
+use crate::setup::{clone_flags, Op, Setup, TaskSpec, UsernsFile, INIT_USER_NS};
 use ipcns::{mq_path_walk, Ipc, IpcError, IpcNamespace};
 use parking_lot::Mutex;
 use sim::{CostKey, ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Outcome, Schedule};
@@ -202,7 +202,9 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             nproc,
             check_denials: spec.invariants.iter().any(|i| i == denials::INVARIANT),
             guarded_successes: std::sync::atomic::AtomicU64::new(0),
-            sysctl_store_first: spec.patches.has("sysctl-store-before-permission"),
+            sysctl_store_first: spec
+                .patches
+                .has(crate::catalog::Patch::SysctlStoreBeforePermission),
         });
         spawn_tasks(spec.setup, &world);
         world
@@ -356,52 +358,6 @@ fn spawn_instance(world: &Arc<World>, t: Arc<TaskSpec>, names: Arc<Vec<String>>,
     });
 }
 
-/// The label an operation's results are filed under.
-fn op_label(op: &Op) -> String {
-    match op {
-        Op::Unshare { flags } => {
-            let names: Vec<&str> = crate::catalog::CLONE_FLAGS
-                .iter()
-                .filter(|(_, v, _)| flags & v != 0)
-                .map(|(n, _, _)| *n)
-                .collect();
-            format!("unshare({})", names.join("|"))
-        }
-        Op::SysctlWrite { name, .. } => format!("sysctl_write({name})"),
-        Op::MqPathWalk { target } => format!("mq_path_walk({target})"),
-        Op::Lock { name } => format!("lock({name})"),
-        Op::Unlock { name } => format!("unlock({name})"),
-        Op::Sleep { .. } => "sleep".into(),
-        Op::Bug { .. } => "bug".into(),
-        Op::WriteUsernsFile { file, target, .. } => match target {
-            None => format!("write_{}", file.name()),
-            Some(t) => format!("write_{}_of({t})", file.name()),
-        },
-        Op::SetnsUser { target } => format!("setns_user({target})"),
-        Op::UnshareAndExit { flags } => {
-            let unshare = op_label(&Op::Unshare { flags: *flags });
-            format!("{unshare}+exit")
-        }
-        Op::Fork => "fork".into(),
-        Op::Clone { flags } => format!("clone({})", flag_names(*flags)),
-        Op::Exit => "exit".into(),
-        Op::Setuid { uid } => format!("setuid({uid})"),
-        Op::Setresuid { ruid, euid, suid } => format!("setresuid({ruid}, {euid}, {suid})"),
-        Op::Execve => "execve".into(),
-        Op::SetrlimitNproc { limit } => format!("setrlimit(NPROC, {limit})"),
-        other => crate::net::NetWorld::op_label(other).unwrap_or_default(),
-    }
-}
-
-fn flag_names(flags: u64) -> String {
-    let names: Vec<&str> = crate::catalog::CLONE_FLAGS
-        .iter()
-        .filter(|(_, v, _)| flags & v != 0)
-        .map(|(n, _, _)| *n)
-        .collect();
-    names.join("|")
-}
-
 impl World {
     fn run_task(&self, p: &Process, ops: &[Op], repeat: u64) {
         for _ in 0..repeat {
@@ -434,8 +390,19 @@ impl World {
                 Ok(())
             }
             Op::Bug { message } => panic!("BUG: {message}"),
-            Op::WriteUsernsFile { file, target, text } => {
-                self.write_userns_file(p, *file, target.as_deref(), text)
+            Op::WriteUidMap { text } => self.write_userns_file(p, UsernsFile::UidMap, None, text),
+            Op::WriteGidMap { text } => self.write_userns_file(p, UsernsFile::GidMap, None, text),
+            Op::WriteSetgroups { text } => {
+                self.write_userns_file(p, UsernsFile::Setgroups, None, text)
+            }
+            Op::WriteUidMapOf { target, text } => {
+                self.write_userns_file(p, UsernsFile::UidMap, Some(target), text)
+            }
+            Op::WriteGidMapOf { target, text } => {
+                self.write_userns_file(p, UsernsFile::GidMap, Some(target), text)
+            }
+            Op::WriteSetgroupsOf { target, text } => {
+                self.write_userns_file(p, UsernsFile::Setgroups, Some(target), text)
             }
             Op::SetnsUser { target } => self.setns_user(p, target),
             Op::UnshareAndExit { flags } => self.unshare_and_exit(p, *flags),
@@ -454,7 +421,7 @@ impl World {
         let stats = results
             .entry(p.name.clone())
             .or_default()
-            .entry(op_label(op))
+            .entry(op.label())
             .or_default();
         let key = match result {
             Ok(()) => "ok",

@@ -61,10 +61,10 @@ fn shared_kuid() -> Setup {
     let mut s = Setup::default();
     container(&mut s, "a", 0, 100_000);
     container(&mut s, "b", 0, 100_000);
-    let mut a = vec![Op::Fork; 5];
+    let mut a = vec![Op::Fork {}; 5];
     a.push(Op::Sleep { ns: 10_000_000 });
     s.tasks.push(task("a", "a", 100_000, a));
-    let mut b = vec![Op::Sleep { ns: 1_000_000 }, Op::Fork];
+    let mut b = vec![Op::Sleep { ns: 1_000_000 }, Op::Fork {}];
     b.push(Op::Sleep { ns: 1_000_000 });
     s.tasks.push(task("b", "b", 100_000, b));
     s.processes.task_nproc.insert("a".into(), 5);
@@ -115,8 +115,9 @@ fn the_2016_rfc_isolates_the_containers_on_v5_13() {
 #[test]
 fn exempt_callers_fork_past_the_limit() {
     let mut s = Setup::default();
-    s.tasks.push(task("root", "init", 0, vec![Op::Fork; 4]));
-    s.tasks.push(task("user", "init", 1000, vec![Op::Fork; 4]));
+    s.tasks.push(task("root", "init", 0, vec![Op::Fork {}; 4]));
+    s.tasks
+        .push(task("user", "init", 1000, vec![Op::Fork {}; 4]));
     s.processes.task_nproc.insert("root".into(), 2);
     s.processes.task_nproc.insert("user".into(), 2);
     for profile in ["v5.13", "v5.17"] {
@@ -131,8 +132,14 @@ fn exempt_callers_fork_past_the_limit() {
 fn setrlimit_raises_the_hard_limit_only_for_the_privileged() {
     let mut s = Setup::default();
     let ops = vec![
-        Op::SetrlimitNproc { limit: 3 },
-        Op::SetrlimitNproc { limit: 5 },
+        Op::Setrlimit {
+            resource: "NPROC".into(),
+            limit: 3,
+        },
+        Op::Setrlimit {
+            resource: "NPROC".into(),
+            limit: 5,
+        },
     ];
     s.tasks.push(task("root", "init", 0, ops.clone()));
     s.tasks.push(task("user", "init", 1000, ops));
@@ -181,7 +188,7 @@ fn clone_newuser_charges_user_namespaces_and_frees_them_at_exit() {
         newuser.clone(),
         newuser.clone(),
         newuser.clone(),
-        Op::Exit,
+        Op::Exit {},
         newuser,
     ];
     s.tasks.push(task("t", "init", 1000, ops));

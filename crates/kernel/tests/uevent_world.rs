@@ -129,7 +129,7 @@ fn an_overrun_is_reported_once_and_counted() {
         Op::UeventListen { rcvbuf: 1500 },
         Op::Sleep { ns: 1_000_000 },
     ];
-    ops.extend((0..6).map(|_| Op::UeventRecv));
+    ops.extend((0..6).map(|_| Op::UeventRecv {}));
     let flood = (0..5).map(|_| inject("add@/devices/x\0ACTION=add"));
     let setup = Setup {
         processes: Default::default(),
@@ -177,7 +177,7 @@ fn leak_setup() -> Setup {
                     },
                     Op::UeventListen { rcvbuf: 4096 },
                     Op::Sleep { ns: 2_000_000 },
-                    Op::UeventRecv,
+                    Op::UeventRecv {},
                 ],
             ),
             device_added_after_1ms(),
@@ -277,7 +277,7 @@ fn a_new_user_namespace_owns_the_network_namespace_made_with_it() {
                     },
                     Op::UeventListen { rcvbuf: 4096 },
                     inject("add@/devices/x"),
-                    Op::UeventRecv,
+                    Op::UeventRecv {},
                 ],
             ),
             device_added_after_1ms(),

@@ -32,10 +32,11 @@ fn looper(repeat: u64) -> TaskSpec {
 }
 
 fn write_of(target: &str, file: UsernsFile, text: &str) -> Op {
-    Op::WriteUsernsFile {
-        file,
-        target: Some(target.into()),
-        text: text.into(),
+    let (target, text) = (target.to_string(), text.to_string());
+    match file {
+        UsernsFile::UidMap => Op::WriteUidMapOf { target, text },
+        UsernsFile::GidMap => Op::WriteGidMapOf { target, text },
+        UsernsFile::Setgroups => Op::WriteSetgroupsOf { target, text },
     }
 }
 
@@ -116,22 +117,15 @@ fn nesting_stops_at_level_33_with_the_errno_of_the_era() {
         ops.push(Op::Unshare {
             flags: CLONE_NEWUSER,
         });
-        for file in [
-            UsernsFile::Setgroups,
-            UsernsFile::UidMap,
-            UsernsFile::GidMap,
-        ] {
-            let text = if file == UsernsFile::Setgroups {
-                "deny"
-            } else {
-                "0 0 1"
-            };
-            ops.push(Op::WriteUsernsFile {
-                file,
-                target: None,
-                text: text.into(),
-            });
-        }
+        ops.push(Op::WriteSetgroups {
+            text: "deny".into(),
+        });
+        ops.push(Op::WriteUidMap {
+            text: "0 0 1".into(),
+        });
+        ops.push(Op::WriteGidMap {
+            text: "0 0 1".into(),
+        });
     }
     let setup = Setup {
         user_namespaces: vec![],

@@ -8,6 +8,7 @@
 //! child is reaped before a probe returns.
 
 use std::process::{Command, Stdio};
+pub mod host_cases;
 
 /// The kernel's answer, or why this host cannot give one.
 pub type KernelAnswer = Result<String, Skip>;

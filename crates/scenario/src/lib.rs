@@ -41,9 +41,11 @@ mod error;
 mod ops;
 mod strings;
 mod suggest;
+mod tables;
 
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
+pub use tables::reference_tables;
 
 /// A checked scenario file.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,10 +1,12 @@
 //! Operations of a task, written in call syntax inside a TOML string:
 //! `unshare(CLONE_NEWIPC)`, `sysctl_write(user.max_ipc_namespaces, 5)`,
-//! `sleep(10us)`, `bug("boom")`. Checked against [`kernel::catalog::OPS`].
+//! `sleep(10us)`, `bug("boom")`. Checked against [`kernel::ops::OPS`] and built by [`Op::build`], both
+//! from the ops' one declaration.
 
 use std::ops::Range;
 
 use kernel::catalog::{self, ArgKind, OpInfo};
+use kernel::ops::ArgValue;
 use kernel::setup::Op;
 
 use crate::duration::{parse_duration, DURATION_SYNTAX};
@@ -168,7 +170,7 @@ pub(crate) fn parse_op(text: &str, tasks: &[&str]) -> Result<Op, OpError> {
     for (arg, &kind) in args.iter().zip(op.args) {
         checked.push(check_arg(arg, kind, op, tasks)?);
     }
-    build(op, checked).ok_or_else(|| {
+    Op::build(op.name, checked).ok_or_else(|| {
         OpError::new(
             name_start..name_start + name.len(),
             format!("operation `{name}` is in the kernel catalog but this scenario checker cannot build it yet"),
@@ -288,20 +290,15 @@ fn parse_quoted(cur: &mut Cursor<'_>) -> Result<String, OpError> {
     }
 }
 
-enum Value {
-    Flags(u64),
-    Sysctl(String),
-    Int(i64),
-    Task(String),
-    Name(String),
-    Duration(u64),
-    Str(String),
-}
-
-fn check_arg(arg: &Arg<'_>, kind: ArgKind, op: &OpInfo, tasks: &[&str]) -> Result<Value, OpError> {
+fn check_arg(
+    arg: &Arg<'_>,
+    kind: ArgKind,
+    op: &OpInfo,
+    tasks: &[&str],
+) -> Result<ArgValue, OpError> {
     let what = kind_name(kind);
     let bare = match (&arg.kind, kind) {
-        (ArgText::Quoted(s), ArgKind::Str) => return Ok(Value::Str(s.clone())),
+        (ArgText::Quoted(s), ArgKind::Str) => return Ok(ArgValue::Text(s.clone())),
         (ArgText::Quoted(_), _) => {
             return Err(OpError::new(
                 arg.range.clone(),
@@ -314,10 +311,10 @@ fn check_arg(arg: &Arg<'_>, kind: ArgKind, op: &OpInfo, tasks: &[&str]) -> Resul
     };
     let range = arg.range.clone();
     match kind {
-        ArgKind::CloneFlags => clone_flags(bare, range.start).map(Value::Flags),
+        ArgKind::CloneFlags => clone_flags(bare, range.start).map(ArgValue::Flags),
         ArgKind::Sysctl => {
             if catalog::sysctl(bare) {
-                Ok(Value::Sysctl(bare.to_string()))
+                Ok(ArgValue::Text(bare.to_string()))
             } else {
                 let names = || catalog::SYSCTLS.iter().map(|s| s.0);
                 Err(OpError::new(range, format!("unknown sysctl `{bare}`"))
@@ -325,10 +322,10 @@ fn check_arg(arg: &Arg<'_>, kind: ArgKind, op: &OpInfo, tasks: &[&str]) -> Resul
                     .help(did_you_mean(bare, names())))
             }
         }
-        ArgKind::Int => int_arg(bare, range).map(Value::Int),
+        ArgKind::Int => int_arg(bare, range).map(ArgValue::Int),
         ArgKind::Task => {
             if tasks.contains(&bare) {
-                Ok(Value::Task(bare.to_string()))
+                Ok(ArgValue::Text(bare.to_string()))
             } else {
                 Err(
                     OpError::new(range, format!("no task named `{bare}` in this scenario"))
@@ -344,17 +341,17 @@ fn check_arg(arg: &Arg<'_>, kind: ArgKind, op: &OpInfo, tasks: &[&str]) -> Resul
                 .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
             if ok {
-                Ok(Value::Name(bare.to_string()))
+                Ok(ArgValue::Text(bare.to_string()))
             } else {
                 Err(OpError::new(range, format!("`{bare}` is not a valid name"))
                     .expected("a name made of [A-Za-z_][A-Za-z0-9_]*"))
             }
         }
         ArgKind::Duration => parse_duration(bare)
-            .map(Value::Duration)
+            .map(ArgValue::Duration)
             .map_err(|e| OpError::new(range, e).expected(DURATION_SYNTAX)),
         ArgKind::Rlimit => match bare.strip_prefix("RLIMIT_").unwrap_or(bare) {
-            "NPROC" => Ok(Value::Name("NPROC".to_string())),
+            "NPROC" => Ok(ArgValue::Text("NPROC".to_string())),
             _ => Err(
                 OpError::new(range, format!("unknown or unmodelled resource `{bare}`"))
                     .expected("NPROC (RLIMIT_NPROC)"),
@@ -422,93 +419,4 @@ fn clone_flags(bare: &str, base: usize) -> Result<u64, OpError> {
         }
     }
     Ok(flags)
-}
-
-/// The file a `write_*` op names.
-fn userns_file(op: &str) -> kernel::setup::UsernsFile {
-    use kernel::setup::UsernsFile;
-    if op.starts_with("write_uid_map") {
-        UsernsFile::UidMap
-    } else if op.starts_with("write_gid_map") {
-        UsernsFile::GidMap
-    } else {
-        UsernsFile::Setgroups
-    }
-}
-
-fn build(op: &OpInfo, args: Vec<Value>) -> Option<Op> {
-    let mut flags = 0;
-    let mut ns = 0;
-    let mut int = 0;
-    let mut ints: Vec<i64> = Vec::new();
-    let mut strings: Vec<String> = Vec::new();
-    for v in args {
-        match v {
-            Value::Flags(f) => flags = f,
-            Value::Duration(d) => ns = d,
-            Value::Int(i) => {
-                int = i;
-                ints.push(i);
-            }
-            Value::Sysctl(s) | Value::Task(s) | Value::Name(s) | Value::Str(s) => strings.push(s),
-        }
-    }
-    let mut first = || {
-        if strings.is_empty() {
-            String::new()
-        } else {
-            strings.remove(0)
-        }
-    };
-    Some(match op.name {
-        "unshare" => Op::Unshare { flags },
-        "sysctl_write" => Op::SysctlWrite {
-            name: first(),
-            value: int,
-        },
-        "mq_path_walk" => Op::MqPathWalk { target: first() },
-        "lock" => Op::Lock { name: first() },
-        "unlock" => Op::Unlock { name: first() },
-        "sleep" => Op::Sleep { ns },
-        "bug" => Op::Bug { message: first() },
-        "uevent_listen" => Op::UeventListen { rcvbuf: int as u64 },
-        "uevent_recv" => Op::UeventRecv,
-        "uevent_close" => Op::UeventClose,
-        "uevent_inject" => Op::UeventInject { payload: first() },
-        "uevent_device_event" => Op::UeventDeviceEvent {
-            action: first(),
-            devpath: first(),
-        },
-        "uevent_netdev_event" => Op::UeventNetdevEvent {
-            action: first(),
-            devpath: first(),
-        },
-        "write_uid_map" | "write_gid_map" | "write_setgroups" => Op::WriteUsernsFile {
-            file: userns_file(op.name),
-            target: None,
-            text: first(),
-        },
-        "write_uid_map_of" | "write_gid_map_of" | "write_setgroups_of" => {
-            let target = Some(first());
-            Op::WriteUsernsFile {
-                file: userns_file(op.name),
-                target,
-                text: first(),
-            }
-        }
-        "setns_user" => Op::SetnsUser { target: first() },
-        "unshare_and_exit" => Op::UnshareAndExit { flags },
-        "fork" => Op::Fork,
-        "clone" => Op::Clone { flags },
-        "exit" => Op::Exit,
-        "setuid" => Op::Setuid { uid: int as u32 },
-        "setresuid" => Op::Setresuid {
-            ruid: ints[0] as u32,
-            euid: ints[1] as u32,
-            suid: ints[2] as u32,
-        },
-        "execve" => Op::Execve,
-        "setrlimit" => Op::SetrlimitNproc { limit: int as u64 },
-        _ => return None,
-    })
 }

@@ -47,3 +47,37 @@ fn integer_forms() {
 fn blocks_with_seed(seed: &str) -> String {
     toml_blocks()[0].replace("seed = 1\n", &format!("seed = {seed}\n"))
 }
+
+/// Every reference table of the format (ops, patches, profiles,
+/// invariants, sysctls, costs) is the rendering of its declarations.
+/// `NSSIM_BLESS=1 cargo test -p nssim-scenario --test docs` rewrites them.
+#[test]
+fn reference_tables_match_the_declarations() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/scenario-format.md");
+    let mut doc = std::fs::read_to_string(path).unwrap();
+    let mut stale = Vec::new();
+    for (name, table) in scenario::reference_tables() {
+        let start_marker = format!("<!-- table: {name} -->\n");
+        let start = doc
+            .find(&start_marker)
+            .unwrap_or_else(|| panic!("docs/scenario-format.md has no `{start_marker}`"))
+            + start_marker.len();
+        let end = start
+            + doc[start..]
+                .find("<!-- end table -->")
+                .unwrap_or_else(|| panic!("table `{name}` has no end marker"));
+        if doc[start..end] != table {
+            stale.push(name);
+            doc.replace_range(start..end, &table);
+        }
+    }
+    if std::env::var_os("NSSIM_BLESS").is_some() {
+        std::fs::write(path, doc).unwrap();
+        return;
+    }
+    assert!(
+        stale.is_empty(),
+        "docs/scenario-format.md's tables {stale:?} differ from the declarations; \
+         NSSIM_BLESS=1 cargo test -p nssim-scenario --test docs rewrites them"
+    );
+}

@@ -1,0 +1,355 @@
+//! The operations a scenario's tasks perform, each declared once in
+//! [`declare_ops!`]: its [`Op`] variant, its name, its arguments (each a
+//! field of the variant and an [`ArgKind`] the scenario checker parses),
+//! which arguments its result label shows, and its line of documentation.
+//!
+//! From that one declaration come the [`Op`] enum, the [`OPS`] table that
+//! the scenario checker, `nssim kernels` and the format reference list,
+//! [`Op::build`] (checked arguments to an op), [`Op::name`] and
+//! [`Op::label`]. The model implementation is the exhaustive `match` in
+//! `World::dispatch`: an op declared here but not implemented there does
+//! not compile.
+
+use crate::catalog::CLONE_FLAGS;
+
+/// Kind of one operation argument, for checking scenario files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// `CLONE_NEWIPC | CLONE_NEWUSER`.
+    CloneFlags,
+    /// A sysctl name such as `user.max_ipc_namespaces`.
+    Sysctl,
+    /// A non-negative integer.
+    Int,
+    /// The name of another task of the scenario.
+    Task,
+    /// A bare name (a scenario mutex).
+    Name,
+    /// A duration: `10us`, `8ms`, `1.5s`, or an integer of nanoseconds.
+    Duration,
+    /// A double-quoted string.
+    Str,
+    /// A resource limit name: `NPROC` (or `RLIMIT_NPROC`).
+    Rlimit,
+}
+
+/// One checked argument, as the scenario checker hands it to [`Op::build`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgValue {
+    Flags(u64),
+    Int(i64),
+    Duration(u64),
+    /// A sysctl, task, name, resource or string argument.
+    Text(String),
+}
+
+/// One operation a task may perform, with its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpInfo {
+    pub name: &'static str,
+    pub args: &'static [ArgKind],
+    pub summary: &'static str,
+}
+
+/// A field of an [`Op`] variant: made from a checked argument, and shown
+/// in a result label.
+trait ArgField: Sized {
+    fn from_arg(value: ArgValue) -> Option<Self>;
+    fn render(&self, kind: ArgKind) -> String;
+}
+
+impl ArgField for u64 {
+    fn from_arg(value: ArgValue) -> Option<Self> {
+        match value {
+            ArgValue::Flags(v) | ArgValue::Duration(v) => Some(v),
+            ArgValue::Int(v) => u64::try_from(v).ok(),
+            ArgValue::Text(_) => None,
+        }
+    }
+
+    fn render(&self, kind: ArgKind) -> String {
+        match kind {
+            ArgKind::CloneFlags => flag_names(*self),
+            _ => self.to_string(),
+        }
+    }
+}
+
+impl ArgField for u32 {
+    fn from_arg(value: ArgValue) -> Option<Self> {
+        match value {
+            ArgValue::Int(v) => u32::try_from(v).ok(),
+            _ => None,
+        }
+    }
+
+    fn render(&self, _: ArgKind) -> String {
+        self.to_string()
+    }
+}
+
+impl ArgField for i64 {
+    fn from_arg(value: ArgValue) -> Option<Self> {
+        match value {
+            ArgValue::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn render(&self, _: ArgKind) -> String {
+        self.to_string()
+    }
+}
+
+impl ArgField for String {
+    fn from_arg(value: ArgValue) -> Option<Self> {
+        match value {
+            ArgValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn render(&self, _: ArgKind) -> String {
+        self.clone()
+    }
+}
+
+/// `CLONE_NEWIPC|CLONE_NEWNET`: the names of the flags set in `flags`.
+pub fn flag_names(flags: u64) -> String {
+    let names: Vec<&str> = CLONE_FLAGS
+        .iter()
+        .filter(|(_, v, _)| flags & v != 0)
+        .map(|(n, _, _)| *n)
+        .collect();
+    names.join("|")
+}
+
+/// Declares every op once. Each entry:
+/// `Variant = "name" { field: Type = Kind [label], ... } "summary";`
+/// where `[label]` marks the fields its result label shows
+/// (`unshare(CLONE_NEWIPC)`); an op without one is labelled by its name.
+macro_rules! declare_ops {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal {
+            $($field:ident : $ty:ty = $kind:ident $([$shown:ident])?),*
+        } $summary:literal;
+    )*) => {
+        /// One operation of a task, declared in [`declare_ops!`].
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Op {
+            $($(#[$doc])* $variant { $($field: $ty),* },)*
+        }
+
+        /// Every op, in declaration order.
+        pub const OPS: &[OpInfo] = &[
+            $(OpInfo {
+                name: $name,
+                args: &[$(ArgKind::$kind),*],
+                summary: $summary,
+            }),*
+        ];
+
+        impl Op {
+            /// The op's name, as scenarios write it.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Op::$variant { .. } => $name,)*
+                }
+            }
+
+            /// The op `name` with checked `args` (as many as [`OPS`] lists,
+            /// of its kinds); `None` when they do not fit.
+            pub fn build(name: &str, args: Vec<ArgValue>) -> Option<Op> {
+                let mut args = args.into_iter();
+                let op = match name {
+                    $($name => Op::$variant {
+                        $($field: <$ty as ArgField>::from_arg(args.next()?)?,)*
+                    },)*
+                    _ => return None,
+                };
+                args.next().is_none().then_some(op)
+            }
+
+            /// The label its results are filed under: the name, with the
+            /// arguments that tell calls apart
+            /// (`sysctl_write(user.max_ipc_namespaces)`).
+            pub fn label(&self) -> String {
+                match self {
+                    $(Op::$variant { $($field),* } => {
+                        #[allow(unused_mut)]
+                        let mut shown: Vec<String> = Vec::new();
+                        $(if shown!($($shown)?) {
+                            shown.push(ArgField::render($field, ArgKind::$kind));
+                        })*
+                        $(let _ = $field;)*
+                        label_of($name, &shown)
+                    })*
+                }
+            }
+        }
+    };
+}
+
+/// Whether a field of [`declare_ops!`] is marked `[label]`.
+macro_rules! shown {
+    () => {
+        false
+    };
+    ($marker:ident) => {
+        true
+    };
+}
+
+fn label_of(name: &str, shown: &[String]) -> String {
+    if shown.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}({})", shown.join(", "))
+    }
+}
+
+declare_ops! {
+    /// `unshare(flags)`.
+    Unshare = "unshare" { flags: u64 = CloneFlags [label] }
+        "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled";
+    /// Write a sysctl of the task's own user namespace.
+    SysctlWrite = "sysctl_write" { name: String = Sysctl [label], value: i64 = Int }
+        "write /proc/sys/<name> of the task's user namespace";
+    /// A reader that, under `rcu_read_lock`, walks to the mqueue mount of
+    /// the ipc namespace that task `target` (instance 0) is in.
+    MqPathWalk = "mq_path_walk" { target: String = Task [label] }
+        "under rcu_read_lock, walk to the mqueue mount of the named task's ipc namespace and read it";
+    /// Open a uevent socket in the task's network namespace.
+    UeventListen = "uevent_listen" { rcvbuf: u64 = Int }
+        "open a NETLINK_KOBJECT_UEVENT socket in the task's network namespace and bind it to group 1, with a receive buffer of this many bytes";
+    /// Receive one uevent without waiting.
+    UeventRecv = "uevent_recv" {}
+        "receive one uevent without waiting: ok, EAGAIN when none is queued, ENOBUFS once after an overrun";
+    /// Close the task's uevent socket.
+    UeventClose = "uevent_close" {}
+        "close the task's uevent socket";
+    /// Send `payload` to the kernel uevent socket of the task's netns.
+    UeventInject = "uevent_inject" { payload: String = Str }
+        "send a uevent (the string is its payload) to the kernel uevent socket of the task's network namespace";
+    /// The kernel sends an untagged uevent for a device.
+    UeventDeviceEvent = "uevent_device_event" { action: String = Str [label], devpath: String = Str }
+        "the kernel sends an untagged uevent (action, devpath) for a device: kobject_uevent_env";
+    /// The kernel sends a uevent tagged with the task's network namespace.
+    UeventNetdevEvent = "uevent_netdev_event" { action: String = Str [label], devpath: String = Str }
+        "the kernel sends a tagged uevent (action, devpath) for a network device of the task's network namespace";
+    /// Take a named scenario mutex.
+    Lock = "lock" { name: String = Name [label] }
+        "take a scenario mutex (for deadlock scenarios)";
+    /// Release a named scenario mutex.
+    Unlock = "unlock" { name: String = Name [label] }
+        "release a scenario mutex";
+    /// Spend virtual time without a syscall.
+    Sleep = "sleep" { ns: u64 = Duration }
+        "spend virtual time";
+    /// A kernel `BUG()`: the task panics with this message.
+    Bug = "bug" { message: String = Str }
+        "BUG(): the task panics with the message";
+    /// One write(2) to the task's own `/proc/self/uid_map`.
+    WriteUidMap = "write_uid_map" { text: String = Str }
+        "one write(2) of the text to /proc/self/uid_map (map_write)";
+    /// One write(2) to the task's own `/proc/self/gid_map`.
+    WriteGidMap = "write_gid_map" { text: String = Str }
+        "one write(2) of the text to /proc/self/gid_map (map_write)";
+    /// One write(2) to the task's own `/proc/self/setgroups`.
+    WriteSetgroups = "write_setgroups" { text: String = Str }
+        "one write(2) of the text (\"allow\"/\"deny\") to /proc/self/setgroups";
+    /// The uid_map of task `target`'s user namespace, opened by this task.
+    WriteUidMapOf = "write_uid_map_of" { target: String = Task [label], text: String = Str }
+        "write the uid_map of the named task's user namespace, opened by this task";
+    /// The gid_map of task `target`'s user namespace, opened by this task.
+    WriteGidMapOf = "write_gid_map_of" { target: String = Task [label], text: String = Str }
+        "write the gid_map of the named task's user namespace, opened by this task";
+    /// `/proc/PID/setgroups` of task `target`, opened by this task.
+    WriteSetgroupsOf = "write_setgroups_of" { target: String = Task [label], text: String = Str }
+        "write /proc/PID/setgroups of the named task, opened by this task";
+    /// `setns(fd, CLONE_NEWUSER)` into the user namespace task `target` is in.
+    SetnsUser = "setns_user" { target: String = Task [label] }
+        "setns(2) into the user namespace of the named task (userns_install)";
+    /// A child process with the task's credentials calls `unshare(flags)`
+    /// and exits (the shell's `unshare -U true`).
+    UnshareAndExit = "unshare_and_exit" { flags: u64 = CloneFlags [label] }
+        "a child process calls unshare(flags) and exits (`unshare -U true`)";
+    /// `fork()`: a child that stays alive until the task's `exit()`.
+    Fork = "fork" {}
+        "fork(2): a child that stays alive until the task's exit(); EAGAIN at RLIMIT_NPROC";
+    /// `clone(flags)`: a fork; with CLONE_NEW* flags the child is in new
+    /// namespaces.
+    Clone = "clone" { flags: u64 = CloneFlags [label] }
+        "clone(2) of a child process; CLONE_NEW* flags put it in new namespaces";
+    /// The task's newest live child exits and the task reaps it.
+    Exit = "exit" {}
+        "the task's newest live child exits and is reaped (ECHILD if none)";
+    /// `setuid(uid)`, `uid` as seen in the task's user namespace.
+    Setuid = "setuid" { uid: u32 = Int [label] }
+        "setuid(2), the uid as seen in the task's user namespace";
+    /// `setresuid(ruid, euid, suid)`, as seen in the task's namespace.
+    Setresuid = "setresuid" { ruid: u32 = Int [label], euid: u32 = Int [label], suid: u32 = Int [label] }
+        "setresuid(2), the uids as seen in the task's user namespace";
+    /// `execve()` of a new image.
+    Execve = "execve" {}
+        "execve(2) of a new image: EAGAIN if set*uid left the task over RLIMIT_NPROC";
+    /// `setrlimit(RLIMIT_NPROC, limit)`: soft and hard limit.
+    Setrlimit = "setrlimit" { resource: String = Rlimit [label], limit: u64 = Int [label] }
+        "setrlimit(2) of soft and hard limit; NPROC is modelled";
+}
+
+impl Op {
+    /// Its declaration in [`OPS`].
+    pub fn info(&self) -> &'static OpInfo {
+        let name = self.name();
+        OPS.iter()
+            .find(|o| o.name == name)
+            .expect("every op is declared in OPS")
+    }
+}
+
+/// The declaration of op `name`.
+pub fn op(name: &str) -> Option<&'static OpInfo> {
+    OPS.iter().find(|o| o.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_show_the_marked_arguments() {
+        let unshare = Op::build("unshare", vec![ArgValue::Flags(0x0800_0000)]).unwrap();
+        assert_eq!(unshare.label(), "unshare(CLONE_NEWIPC)");
+        let setres = Op::build(
+            "setresuid",
+            vec![ArgValue::Int(0), ArgValue::Int(1), ArgValue::Int(2)],
+        );
+        assert_eq!(setres.unwrap().label(), "setresuid(0, 1, 2)");
+        let rl = Op::build(
+            "setrlimit",
+            vec![ArgValue::Text("NPROC".into()), ArgValue::Int(3)],
+        );
+        assert_eq!(rl.unwrap().label(), "setrlimit(NPROC, 3)");
+        assert_eq!(Op::build("fork", vec![]).unwrap().label(), "fork");
+        let write = Op::build("write_uid_map", vec![ArgValue::Text("0 0 1".into())]);
+        assert_eq!(write.unwrap().label(), "write_uid_map");
+    }
+
+    #[test]
+    fn build_refuses_arguments_that_do_not_fit() {
+        assert!(Op::build("fork", vec![ArgValue::Int(1)]).is_none());
+        assert!(Op::build("setuid", vec![]).is_none());
+        assert!(Op::build("setuid", vec![ArgValue::Text("x".into())]).is_none());
+        assert!(Op::build("nope", vec![]).is_none());
+    }
+
+    #[test]
+    fn every_declared_op_has_a_unique_name() {
+        let mut names: Vec<&str> = OPS.iter().map(|o| o.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), OPS.len());
+    }
+}
