@@ -12,6 +12,7 @@ pub fn all_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     cases.extend(kernel::conformance_ipc::conformance_cases());
     cases.extend(kernel::net::conformance_cases());
+    cases.extend(kernel::conformance_nsproxy::conformance_cases());
     cases.extend(userns::conformance::conformance_cases());
     cases.extend(kernel::conformance_nproc::conformance_cases());
     cases

@@ -192,8 +192,12 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                 }
             }
         }
-        let all_as_wanted = !got.is_empty() && got.keys().all(|r| *r == want.result);
-        if !all_as_wanted {
+        let as_wanted = if want.at_least_once {
+            got.contains_key(want.result.as_str())
+        } else {
+            !got.is_empty() && got.keys().all(|r| *r == want.result)
+        };
+        if !as_wanted {
             let seen = if got.is_empty() {
                 "no call".to_string()
             } else {
@@ -203,8 +207,11 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                     .join(", ")
             };
             out.push(format!(
-                "{} {}: expected {}, got {seen}",
-                want.task, want.op, want.result
+                "{} {}: expected {}{}, got {seen}",
+                want.task,
+                want.op,
+                if want.at_least_once { "some " } else { "" },
+                want.result
             ));
         }
     }

@@ -24,7 +24,7 @@ const NS_NEWUSER: u64 = crate::setup::clone_flags::CLONE_NEWUSER;
 const SLEEP: &str = "sleep 30 >/dev/null 2>&1";
 
 /// The profile that models the running kernel (the newest if unknown).
-fn host_profile() -> &'static str {
+pub(crate) fn host_profile() -> &'static str {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     catalog::profile_for_release(release.trim())
         .or(catalog::PROFILES.last())
@@ -156,6 +156,12 @@ fn case(
     }
 }
 
+/// A container as global root's `unshare -U -r` leaves it: owned by uid 0,
+/// its root mapped to `outside` in both maps.
+pub(crate) fn mapped_container(s: &mut Setup, name: &str, outside: u32) {
+    userns(s, name, "init", 0, outside, None);
+}
+
 /// A set-up user namespace made by `owner` with root mapped to `outside`.
 fn userns(
     s: &mut Setup,
@@ -170,14 +176,14 @@ fn userns(
         parent: parent.into(),
         owner,
     });
-    s.processes.maps.insert(
-        name.into(),
-        UidMap {
-            inside: 0,
-            outside,
-            count: 1,
-        },
-    );
+    // `unshare -U -r` maps root to the creator in both maps.
+    let map = UidMap {
+        inside: 0,
+        outside,
+        count: 1,
+    };
+    s.processes.maps.insert(name.into(), map);
+    s.processes.gid_maps.insert(name.into(), map);
     if let Some(l) = creator_nproc {
         s.processes.creator_nproc.insert(name.into(), l);
     }

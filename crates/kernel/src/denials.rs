@@ -11,9 +11,10 @@
 //! RLIMIT_NPROC and children. (An injected uevent that is refused must not
 //! be delivered: `uevent.injection_permitted` checks that.)
 
-use super::{Process, World};
+use super::World;
 use crate::errno::Errno;
 use crate::setup::{Op, UsernsFile};
+use crate::task::Task;
 use sim::Outcome;
 use std::sync::atomic::Ordering;
 use ucounts::UcountType;
@@ -24,12 +25,12 @@ pub const INVARIANT: &str = "security.denied_changes_nothing";
 impl World {
     /// The state `op` targets and the count of guarded operations that
     /// succeeded so far, when denials are checked and `op` is guarded.
-    pub(super) fn denial_target(&self, p: &Process, op: &Op) -> Option<(String, u64)> {
+    pub(super) fn denial_target(&self, p: &Task, op: &Op) -> Option<(String, u64)> {
         let state = self.targeted_state(p, op)?;
         Some((state, self.guarded_successes.load(Ordering::Relaxed)))
     }
 
-    fn targeted_state(&self, p: &Process, op: &Op) -> Option<String> {
+    fn targeted_state(&self, p: &Task, op: &Op) -> Option<String> {
         if !self.check_denials {
             return None;
         }
@@ -42,8 +43,8 @@ impl World {
             | Op::WriteSetgroupsOf { .. } => {
                 let (file, target) = userns_file_of(op)?;
                 let ns = match target {
-                    None => std::sync::Arc::clone(&p.cred.lock().user_ns),
-                    Some(t) => std::sync::Arc::clone(&self.proc_named(t)?.cred.lock().user_ns),
+                    None => p.user_ns(),
+                    Some(t) => self.task_named(t)?.user_ns(),
                 };
                 Some(match file {
                     UsernsFile::UidMap => {
@@ -59,14 +60,14 @@ impl World {
             }
             Op::SysctlWrite { name, .. } => {
                 let t = UcountType::from_sysctl(name)?;
-                Some(format!("{name} = {}", p.user_ns().peek_max(t)))
+                Some(format!("{name} = {}", p.user_ns().ucounts_ns.peek_max(t)))
             }
             Op::Setuid { .. }
             | Op::Setresuid { .. }
             | Op::Setrlimit { .. }
             | Op::Execve {}
             | Op::Fork {}
-            | Op::Clone { .. } => self.nproc.peek_task(&p.name),
+            | Op::Clone { .. } => Some(crate::process::peek_task(p)),
             _ => None,
         }
     }
@@ -76,7 +77,7 @@ impl World {
     /// succeeded meanwhile.
     pub(super) fn check_denial(
         &self,
-        p: &Process,
+        p: &Task,
         op: &Op,
         result: Result<(), Errno>,
         before: (String, u64),

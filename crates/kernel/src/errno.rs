@@ -70,3 +70,15 @@ impl fmt::Display for Errno {
         f.write_str(self.name())
     }
 }
+
+/// The errno of a user-namespace path.
+pub fn from_userns(e: userns::Error) -> Errno {
+    match e {
+        userns::Error::EPERM => Errno::EPERM,
+        userns::Error::EINVAL => Errno::EINVAL,
+        userns::Error::ENOSPC => Errno::ENOSPC,
+        userns::Error::EUSERS => Errno::EUSERS,
+        userns::Error::ENOMEM => Errno::ENOMEM,
+        userns::Error::EACCES => Errno::EACCES,
+    }
+}

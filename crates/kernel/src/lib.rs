@@ -8,12 +8,14 @@
 pub mod catalog;
 pub mod conformance_ipc;
 pub mod conformance_nproc;
+pub mod conformance_nsproxy;
 pub mod errno;
 pub mod net;
 pub mod ops;
 pub mod process;
 pub mod profile;
 pub mod setup;
+pub mod task;
 pub mod world;
 
 pub use errno::Errno;

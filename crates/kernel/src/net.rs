@@ -11,26 +11,20 @@
 
 use crate::errno::Errno;
 use crate::setup::Op;
+use crate::task::Task;
 use parking_lot::Mutex;
 use sim::{Execution, ObjId, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
 use ucounts::UcountsTable;
-use uevent::{Kobject, Listener, Net, Uevent, UeventError, UeventPatches};
+use uevent::{Kobject, Net, Uevent, UeventError, UeventPatches};
 use userns::caps::CAP_SYS_ADMIN;
 use userns::{ns_capable, Cred, UserNamespace, Userns};
 
-/// The network side of one process: its netns and its uevent socket.
-struct ProcNet {
-    net_ns: Arc<Net>,
-    sock: Option<Arc<Listener>>,
-}
-
-/// Every process's network side, and the uevent subsystem.
+/// The uevent subsystem, and the owners of network namespaces.
 pub struct NetWorld {
     pub uevent: Arc<Uevent>,
-    procs: BTreeMap<String, Mutex<ProcNet>>,
     /// `net->user_ns` as a user namespace of the `userns` crate (the
     /// `uevent` crate knows only its ucounts side), by network namespace
     /// id; each holds a reference until `cleanup_net` frees the namespace.
@@ -55,13 +49,12 @@ impl NetWorld {
     /// The subsystem, and every named process in `init_net` (whose
     /// references are not counted: it is never freed). Call while the
     /// execution is set up.
-    pub fn new<'a>(
+    pub fn new(
         patches: UeventPatches,
         ucounts: &Arc<UcountsTable>,
         userns: &Arc<Userns>,
         init_user_ns: &Arc<UserNamespace>,
         wq: &Arc<Workqueue>,
-        processes: impl IntoIterator<Item = &'a String>,
     ) -> Arc<NetWorld> {
         let uevent = Uevent::new(patches, Arc::clone(ucounts), &init_user_ns.ucounts_ns, wq);
         let owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>> = Arc::default();
@@ -72,19 +65,8 @@ impl NetWorld {
                 sys.put_user_ns(&owner);
             }
         });
-        let procs = processes
-            .into_iter()
-            .map(|name| {
-                let pn = ProcNet {
-                    net_ns: Arc::clone(&uevent.init_net),
-                    sock: None,
-                };
-                (name.clone(), Mutex::new(pn))
-            })
-            .collect();
         Arc::new(NetWorld {
             uevent,
-            procs,
             owners,
             init_user_ns: Arc::clone(init_user_ns),
         })
@@ -99,21 +81,10 @@ impl NetWorld {
             .unwrap_or_else(|| Arc::clone(&self.init_user_ns))
     }
 
-    fn proc_net(&self, name: &str) -> &Mutex<ProcNet> {
-        &self.procs[name]
-    }
-
-    /// `copy_net_ns` for an `unshare(CLONE_NEWNET)` by a task with `cred`.
-    ///
-    /// `unshare_nsproxy_namespaces` first asks for CAP_SYS_ADMIN in the
-    /// caller's user namespace (EPERM). The model asks it for
-    /// CLONE_NEWNET only, so that ipc runs are as they were. The new
-    /// namespace takes a reference on its owner (`get_user_ns`).
+    /// `copy_net_ns` with CLONE_NEWNET for a task with `cred`: the new
+    /// namespace is owned by `cred`'s user namespace and takes a reference
+    /// on it (`get_user_ns`).
     pub fn copy_net_ns(&self, cred: &Cred) -> Result<Arc<Net>, Errno> {
-        if !ns_capable(cred, &cred.user_ns, CAP_SYS_ADMIN) {
-            sim::note("copy_net_ns", ObjId::NONE, Errno::EPERM.as_return());
-            return Err(Errno::EPERM);
-        }
         let created = self.uevent.copy_net_ns(&cred.user_ns.ucounts_ns, cred.euid);
         match &created {
             Ok(net) => {
@@ -126,64 +97,23 @@ impl NetWorld {
         created.map_err(errno)
     }
 
-    /// `switch_task_namespaces` for the net namespace: install `new`,
-    /// drop the old one.
-    pub fn install(&self, name: &str, new: Arc<Net>) {
-        let old = std::mem::replace(&mut self.proc_net(name).lock().net_ns, new);
-        self.uevent.put_net(old);
-    }
-
-    /// `exit_task_namespaces` and the files closed at exit: the socket,
-    /// then the namespace.
-    pub fn exit_task(&self, name: &str) {
-        let (sock, net) = {
-            let mut pn = self.proc_net(name).lock();
-            let init = Arc::clone(&self.uevent.init_net);
-            (pn.sock.take(), std::mem::replace(&mut pn.net_ns, init))
-        };
-        if let Some(s) = sock {
-            self.uevent.uevent_close(&s);
-        }
-        // A task that never left init_net has nothing to drop (and takes
-        // no step for it, so runs without network operations are as they
-        // were before network namespaces were modelled).
-        self.uevent.put_net(net);
-    }
-
-    /// Perform a network operation of task `name`; `None` when `op` is
-    /// not one.
-    pub fn do_op(&self, name: &str, cred: &Cred, op: &Op) -> Option<Result<(), Errno>> {
-        Some(match op {
-            Op::UeventListen { rcvbuf } => self.listen(name, *rcvbuf),
-            Op::UeventRecv {} => self.recv(name),
-            Op::UeventClose {} => self.close(name),
-            Op::UeventInject { payload } => self.inject(name, cred, payload),
-            Op::UeventDeviceEvent { action, devpath } => self.device_event(action, devpath, None),
-            Op::UeventNetdevEvent { action, devpath } => {
-                let net = Arc::clone(&self.proc_net(name).lock().net_ns);
-                self.device_event(action, devpath, Some(net))
-            }
-            _ => return None,
-        })
-    }
-
     /// `socket` + `bind(groups = 1)`; a second listen replaces the first
     /// socket.
-    fn listen(&self, name: &str, rcvbuf: u64) -> Result<(), Errno> {
+    pub fn listen(&self, task: &Task, rcvbuf: u64) -> Result<(), Errno> {
         sim::point("socket", ObjId::NONE, &crate::world::SYSCALL);
-        let net = Arc::clone(&self.proc_net(name).lock().net_ns);
+        let net = Arc::clone(&task.nsproxy().net_ns);
         let rcvbuf = usize::try_from(rcvbuf).unwrap_or(usize::MAX);
-        let sock = self.uevent.uevent_listen(&net, name, rcvbuf);
-        let old = self.proc_net(name).lock().sock.replace(sock);
+        let sock = self.uevent.uevent_listen(&net, &task.name, rcvbuf);
+        let old = task.own.lock().uevent_sock.replace(sock);
         if let Some(old) = old {
             self.uevent.uevent_close(&old);
         }
         Ok(())
     }
 
-    fn recv(&self, name: &str) -> Result<(), Errno> {
+    pub fn recv(&self, task: &Task) -> Result<(), Errno> {
         sim::point("recvmsg", ObjId::NONE, &crate::world::SYSCALL);
-        let Some(sock) = self.proc_net(name).lock().sock.clone() else {
+        let Some(sock) = task.own.lock().uevent_sock.clone() else {
             return Err(Errno::ENOENT);
         };
         match self.uevent.uevent_recv(&sock) {
@@ -198,19 +128,19 @@ impl NetWorld {
         }
     }
 
-    fn close(&self, name: &str) -> Result<(), Errno> {
+    pub fn close(&self, task: &Task) -> Result<(), Errno> {
         sim::point("close", ObjId::NONE, &crate::world::SYSCALL);
-        let sock = self.proc_net(name).lock().sock.take();
+        let sock = task.own.lock().uevent_sock.take();
         let sock = sock.ok_or(Errno::ENOENT)?;
         self.uevent.uevent_close(&sock);
         Ok(())
     }
 
     /// `sendto` to the kernel socket (portid 0) of the task's netns.
-    fn inject(&self, name: &str, cred: &Cred, payload: &str) -> Result<(), Errno> {
+    pub fn inject(&self, task: &Task, payload: &str) -> Result<(), Errno> {
         sim::point("sendto", ObjId::NONE, &crate::world::SYSCALL);
-        let net = Arc::clone(&self.proc_net(name).lock().net_ns);
-        let capable = ns_capable(cred, &self.owner(&net), CAP_SYS_ADMIN);
+        let net = Arc::clone(&task.nsproxy().net_ns);
+        let capable = ns_capable(&task.cred(), &self.owner(&net), CAP_SYS_ADMIN);
         let r = self.uevent.uevent_net_rcv_skb(&net, capable, payload);
         match r {
             Ok(seqnum) => sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64),
@@ -220,7 +150,7 @@ impl NetWorld {
     }
 
     /// `kobject_uevent_env` for a device at `devpath`, tagged with `tag`.
-    fn device_event(
+    pub fn device_event(
         &self,
         action: &str,
         devpath: &str,

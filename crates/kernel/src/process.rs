@@ -1,7 +1,11 @@
-//! Processes and credentials as RLIMIT_NPROC sees them: `fork`/`clone`
-//! (with and without CLONE_NEWUSER), exit and reaping, `setuid`,
-//! `setresuid`, `execve`, `setrlimit(RLIMIT_NPROC)`, and `unshare` of a
-//! user namespace.
+//! The process accounting of a simulated machine, as RLIMIT_NPROC sees
+//! it: credentials copied, committed and put (`prepare_creds`,
+//! `copy_creds`, `commit_creds`, `set_cred_ucounts`), the RLIMIT_NPROC
+//! checks of `fork`/`clone`, `setuid`, `setresuid`, `execve` and
+//! `setrlimit(RLIMIT_NPROC)`, and the oracles that judge them. The
+//! credentials are the `userns` crate's ([`userns::Cred`]); the syscall
+//! paths that also touch namespaces (`copy_process`, `unshare`) are the
+//! world's, which call in here.
 //!
 //! Models kernel/fork.c (`copy_process`'s RLIMIT_NPROC check), kernel/cred.c
 //! (`copy_creds`, `commit_creds`, `set_cred_ucounts`), kernel/sys.c
@@ -35,27 +39,26 @@
 //! Exemptions: the initial user (real kuid 0) and a caller with
 //! CAP_SYS_RESOURCE or CAP_SYS_ADMIN in the initial user namespace.
 //!
-//! **Seam for the user-namespace crate.** User namespaces here are a
-//! minimal stand-in ([`UserNs`]): an owner, a parent, at most one uid map
-//! range (`inside outside count`), and the functions [`make_kuid`],
-//! [`capable`] and [`ns_capable`]. Those are what the integration with
-//! `crates/userns` replaces; everything RLIMIT_NPROC decides goes through
-//! them.
 
 use crate::catalog::Patch;
 use crate::errno::Errno;
 use crate::profile::ActivePatches;
-use crate::setup::{Op, Setup, INIT_USER_NS};
+use crate::setup::{Op, Setup};
+use crate::task::{Own, Task};
 use parking_lot::Mutex;
 use sim::{CostKey, ObjId, Outcome};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as StdOrdering};
 use std::sync::Arc;
-use sync::{AtomicI64, Ordering};
+use sync::Ordering;
 use ucounts::{
-    dec_rlimit_ucounts, inc_rlimit_ucounts, is_rlimit_overlimit, RlimitCheck, RlimitType,
-    UcountType, Ucounts, UcountsNs, UcountsTable, RLIM_INFINITY,
+    dec_rlimit_ucounts, inc_rlimit_ucounts, is_rlimit_overlimit, RlimitCheck, RlimitType, Ucounts,
+    UcountsTable, RLIM_INFINITY,
 };
+use userns::caps::{CAP_SETUID, CAP_SYS_ADMIN, CAP_SYS_RESOURCE};
+use userns::{ns_capable, CapSet, Cred, UserNamespace, UserStruct, Userns, UNMAPPED};
+
+pub use crate::setup::{ProcessSetup, UidMap};
 
 pub static COPY_PROCESS: CostKey = CostKey::new(
     "copy_process",
@@ -79,61 +82,6 @@ pub static EXECVE: CostKey = CostKey::new(
 );
 /// Cost-table entries of this module.
 pub static COSTS: &[&CostKey] = &[&COPY_PROCESS, &EXIT_AND_REAP, &CRED, &EXECVE];
-
-/// CLONE_NEWUSER.
-const CLONE_NEWUSER: u64 = crate::setup::clone_flags::CLONE_NEWUSER;
-/// The deepest user-namespace nesting (`create_user_ns`: EUSERS above 32).
-const MAX_USER_NS_LEVEL: u32 = 32;
-
-// ------------------------------------------------------------------ setup
-
-/// A single-range uid map, `inside outside count` as in
-/// `/proc/PID/uid_map`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UidMap {
-    pub inside: u32,
-    pub outside: u32,
-    pub count: u32,
-}
-
-impl UidMap {
-    /// Parse `"0 100000 65536"`.
-    pub fn parse(text: &str) -> Result<UidMap, String> {
-        let parts: Vec<&str> = text.split_whitespace().collect();
-        let nums: Result<Vec<u32>, _> = parts.iter().map(|p| p.parse::<u32>()).collect();
-        match nums.as_deref() {
-            Ok([inside, outside, count]) if *count > 0 => {
-                if inside.checked_add(count - 1).is_none() || outside.checked_add(count - 1).is_none() {
-                    return Err(format!("uid map `{text}` runs past uid 4294967295"));
-                }
-                Ok(UidMap {
-                    inside: *inside,
-                    outside: *outside,
-                    count: *count,
-                })
-            }
-            Ok([_, _, 0]) => Err(format!("uid map `{text}` has a count of 0")),
-            _ => Err(format!(
-                "`{text}` is not a uid map line `inside outside count` (three non-negative integers)"
-            )),
-        }
-    }
-}
-
-/// What processes need from a scenario beyond the common set-up: uid maps
-/// and the creator's RLIMIT_NPROC of set-up user namespaces, and each
-/// task's RLIMIT_NPROC.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProcessSetup {
-    /// By set-up user namespace name.
-    pub maps: BTreeMap<String, UidMap>,
-    /// The RLIMIT_NPROC its creator had when it made the namespace (by
-    /// set-up user namespace name; unlimited when absent).
-    pub creator_nproc: BTreeMap<String, u64>,
-    /// RLIMIT_NPROC (soft and hard) of each task (by task name; unlimited
-    /// when absent).
-    pub task_nproc: BTreeMap<String, u64>,
-}
 
 /// The RLIMIT_NPROC behaviours of a profile.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -174,159 +122,30 @@ impl NprocPatches {
     }
 }
 
-// ------------------------------------------------- user namespaces (seam)
-
-/// A user namespace as RLIMIT_NPROC sees it (seam: see the module docs).
-pub struct UserNs {
-    pub name: String,
-    /// The ucounts side: limits, recorded rlimits, the parent charge.
-    pub ns: Arc<UcountsNs>,
-    pub parent: Option<Arc<UserNs>>,
-    /// kuid of the creator's euid.
-    pub owner: u32,
-    pub map: Option<UidMap>,
-    /// Made by a task (freed with its last credential), not at set-up.
-    runtime: bool,
-    refs: AtomicU64,
-    obj: ObjId,
-}
-
-impl UserNs {
-    pub fn is_init(&self) -> bool {
-        self.parent.is_none()
-    }
-}
-
-/// `make_kuid(ns, uid)`: the kuid `uid` of `ns` stands for. The initial
-/// namespace maps every uid to itself; a namespace without a map maps
-/// none.
-pub fn make_kuid(ns: &UserNs, uid: u32) -> Option<u32> {
-    if ns.is_init() {
-        return Some(uid);
-    }
-    let m = ns.map?;
-    let inner =
-        (uid >= m.inside && uid - m.inside < m.count).then(|| m.outside + (uid - m.inside))?;
-    make_kuid(ns.parent.as_ref()?, inner)
-}
-
-/// `from_kuid`: the uid of `ns` that `kuid` appears as, if mapped.
-pub fn from_kuid(ns: &UserNs, kuid: u32) -> Option<u32> {
-    if ns.is_init() {
-        return Some(kuid);
-    }
-    let outer = from_kuid(ns.parent.as_ref()?, kuid)?;
-    let m = ns.map?;
-    (outer >= m.outside && outer - m.outside < m.count).then(|| m.inside + (outer - m.outside))
-}
-
-/// The capabilities the model tells apart: the ones RLIMIT_NPROC and the
-/// `max_*` sysctls ask about. The model gives a credential all of them or
-/// none (root or not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cap {
-    SysResource,
-    SysAdmin,
-    Setuid,
-}
-
-/// `ns_capable(ns, cap)` for `cred` (`cap_capable`'s walk): full
-/// capabilities in its own namespace if it has them, and in any
-/// descendant namespace whose owner (or whose ancestor's owner, below the
-/// credential's namespace) is the credential's euid.
-pub fn ns_capable(cred: &Cred, target: &UserNs, _cap: Cap) -> bool {
-    let mut ns = target;
-    loop {
-        if std::ptr::eq(Arc::as_ptr(&cred.user_ns), ns) {
-            return cred.caps;
-        }
-        if ns.ns.level <= cred.user_ns.ns.level {
-            return false;
-        }
-        let Some(parent) = ns.parent.as_deref() else {
-            return false;
-        };
-        if std::ptr::eq(Arc::as_ptr(&cred.user_ns), parent) && ns.owner == cred.euid {
-            return true;
-        }
-        ns = parent;
-    }
-}
-
-/// `capable(cap)`: capable in the initial user namespace.
-pub fn capable(cred: &Cred, init: &UserNs, cap: Cap) -> bool {
-    ns_capable(cred, init, cap)
-}
-
-// -------------------------------------------------------- credentials
-
-/// `struct user_struct`: the per-kuid process count before v5.14.
-pub struct UserStruct {
-    pub uid: u32,
-    processes: AtomicI64,
-}
-
-impl UserStruct {
-    pub fn peek_processes(&self) -> i64 {
-        self.processes.peek()
-    }
-}
-
-/// `struct cred`, reduced to what RLIMIT_NPROC uses. Each field that is a
-/// reference is one (`get_*` when copied, `put_*` in [`Procs::put_cred`]).
-#[derive(Clone)]
-pub struct Cred {
-    pub uid: u32,
-    pub euid: u32,
-    pub suid: u32,
-    pub user_ns: Arc<UserNs>,
-    /// Full effective capabilities in `user_ns` (else none).
-    pub caps: bool,
-    /// `cred->ucounts`: (user_ns, uid), keyed by the euid before v5.17.
-    pub ucounts: Arc<Ucounts>,
-    /// `cred->user`: the user_struct of the real uid.
-    pub user: Arc<UserStruct>,
-}
-
-/// A process of the model: a scenario task, or a child it forked, which
-/// stays alive until its parent's `exit()`.
-struct Task {
-    pid: u64,
-    cred: Cred,
-    /// RLIMIT_NPROC (soft, hard).
-    rlimit: (u64, u64),
-    /// PF_NPROC_EXCEEDED.
-    nproc_exceeded: bool,
-    /// Live children, newest last.
-    children: Vec<Task>,
-}
-
 /// One process as the checkers see it.
 #[derive(Clone)]
 struct Live {
     /// The fork that made it has succeeded (else it is counted but may
     /// still be refused).
     committed: bool,
-    ns: Arc<UserNs>,
+    ns: Arc<UserNamespace>,
     /// Its credential's ucounts (what it must be counted in).
     ucounts: Arc<Ucounts>,
     real_uid: u32,
 }
 
-/// The process side of a simulated machine.
+/// The process accounting of a simulated machine.
 pub struct Procs {
     patches: NprocPatches,
+    /// Whether the run accounts processes at all (see [`models_processes`]):
+    /// runs without process operations take no scheduling point for it.
+    pub enabled: bool,
     ucounts: Arc<UcountsTable>,
-    init_ns: Arc<UserNs>,
-    user_ns: BTreeMap<String, Arc<UserNs>>,
+    userns: Arc<Userns>,
     users: Mutex<BTreeMap<u32, Arc<UserStruct>>>,
-    tasks: BTreeMap<String, Mutex<Task>>,
     next_pid: AtomicU64,
-    next_ns_id: AtomicU32,
     /// Live processes, for the checkers.
     live: Mutex<BTreeMap<u64, Live>>,
-    /// Namespaces made by tasks and still alive, for the checkers.
-    runtime_ns: Mutex<Vec<Arc<UserNs>>>,
     /// Operations half-way through changing counts.
     in_flight: AtomicU32,
     /// `nproc.execve_enforced`: by pid, whether the last set*uid moved the
@@ -338,7 +157,7 @@ pub struct Procs {
 }
 
 /// Why `copy_process` failed.
-enum ForkError {
+pub enum ForkError {
     /// EAGAIN from the RLIMIT_NPROC check.
     Nproc,
     Other(Errno),
@@ -350,7 +169,8 @@ impl From<Errno> for ForkError {
     }
 }
 
-struct Flight<'a>(&'a AtomicU32);
+/// An accounting operation under way: the balance checker waits for it.
+pub struct Flight<'a>(&'a AtomicU32);
 
 impl Drop for Flight<'_> {
     fn drop(&mut self) {
@@ -358,233 +178,258 @@ impl Drop for Flight<'_> {
     }
 }
 
+/// The ucounts of a credential the machine accounts.
+fn ucounts_of(c: &Cred) -> &Arc<Ucounts> {
+    c.ucounts
+        .as_ref()
+        .expect("an accounted credential has ucounts")
+}
+
+fn user_of(c: &Cred) -> &Arc<UserStruct> {
+    c.user.as_ref().expect("an accounted credential has a user")
+}
+
+/// `make_kuid`, `None` when `uid` is unmapped in `ns`.
+fn make_kuid(ns: &UserNamespace, uid: u32) -> Option<u32> {
+    Some(userns::make_kuid(ns, uid)).filter(|k| *k != UNMAPPED)
+}
+
 impl Procs {
-    /// Build the processes of `setup`: user namespaces over the set-up
-    /// `ucounts_ns` (by name), one counted task per task instance.
     pub fn new(
-        setup: &Setup,
         patches: &ActivePatches,
         ucounts: &Arc<UcountsTable>,
-        ucounts_ns: &BTreeMap<String, Arc<UcountsNs>>,
-        instances: &[(String, String)],
+        userns: &Arc<Userns>,
+        enabled: bool,
     ) -> Arc<Procs> {
-        let user_ns = setup_user_namespaces(setup, ucounts_ns);
-        let mut procs = Procs {
+        Arc::new(Procs {
             patches: NprocPatches::from_active(patches),
+            enabled,
             ucounts: Arc::clone(ucounts),
-            init_ns: Arc::clone(&user_ns[INIT_USER_NS]),
-            user_ns,
+            userns: Arc::clone(userns),
             users: Mutex::new(BTreeMap::new()),
-            tasks: BTreeMap::new(),
             next_pid: AtomicU64::new(1),
-            next_ns_id: AtomicU32::new(setup.user_namespaces.len() as u32 + 1),
             live: Mutex::new(BTreeMap::new()),
-            runtime_ns: Mutex::new(Vec::new()),
             in_flight: AtomicU32::new(0),
             setuid_over: Mutex::new(BTreeMap::new()),
             violation: Mutex::new(None),
             oracles: Mutex::new(Vec::new()),
-        };
-        if !models_processes(setup) {
-            // Nothing to account: the run stays exactly what it was
-            // without this module (no objects, no scheduling points).
-            return Arc::new(procs);
-        }
-        for (instance, task_name) in instances {
-            let spec = setup.tasks.iter().find(|t| &t.name == task_name);
-            let Some(spec) = spec else { continue };
-            let task = procs.setup_task(spec, setup);
-            procs.tasks.insert(instance.clone(), Mutex::new(task));
-        }
-        Arc::new(procs)
+        })
     }
 
-    fn setup_task(&self, spec: &crate::setup::TaskSpec, setup: &Setup) -> Task {
-        let ns = Arc::clone(&self.user_ns[&spec.userns]);
-        let kuid = spec.uid;
-        let root = from_kuid(&ns, kuid) == Some(0);
-        // A set-up task in a namespace without a map is its creator having
-        // entered it (as `unshare -U` leaves it): all capabilities there.
-        let caps = root || (!ns.is_init() && ns.map.is_none() && ns.owner == kuid);
-        let ucounts = self
-            .ucounts
-            .alloc_ucounts(&ns.ns, kuid)
-            .expect("set-up ucounts");
-        get_user_ns(&ns);
-        let cred = Cred {
-            uid: kuid,
-            euid: kuid,
-            suid: kuid,
-            user_ns: ns,
-            caps,
-            ucounts,
-            user: self.alloc_uid(kuid),
+    pub fn next_pid(&self) -> u64 {
+        self.next_pid.fetch_add(1, StdOrdering::SeqCst)
+    }
+
+    /// The credentials a set-up task starts with: kernel uid and gid
+    /// `kuid` in `ns`; every capability (within `bset`) for root of `ns`,
+    /// and for the creator of a child namespace without a uid map (as
+    /// `unshare -U` leaves it); none otherwise. Counted as one process of
+    /// its user when the machine accounts processes.
+    pub fn setup_cred(
+        &self,
+        pid: u64,
+        ns: &Arc<UserNamespace>,
+        kuid: u32,
+        kgid: u32,
+        bset: CapSet,
+    ) -> Cred {
+        let root = userns::from_kuid(ns, kuid) == 0;
+        let creator = ns.parent.is_some() && ns.uid_map.nr_extents() == 0 && ns.owner == kuid;
+        let caps = if root || creator {
+            CapSet(CapSet::FULL.0 & bset.0)
+        } else {
+            CapSet::EMPTY
         };
-        let limit = setup
-            .processes
-            .task_nproc
-            .get(&spec.name)
-            .copied()
-            .unwrap_or(RLIM_INFINITY);
-        let pid = self.next_pid.fetch_add(1, StdOrdering::SeqCst);
-        self.count_process(&cred);
-        self.live.lock().insert(pid, live_of(&cred, true));
-        Task {
-            pid,
-            cred,
-            rlimit: (limit, limit),
-            nproc_exceeded: false,
-            children: Vec::new(),
+        let mut cred = Cred::new(ns, kuid, kgid, caps);
+        cred.cap_bset = bset;
+        if self.enabled {
+            cred.ucounts = Some(
+                self.ucounts
+                    .alloc_ucounts(&ns.ucounts_ns, kuid)
+                    .expect("set-up ucounts"),
+            );
+            cred.user = Some(self.alloc_uid(kuid));
+            self.count_process(&cred);
+            self.live.lock().insert(pid, live_of(&cred, true));
         }
+        ns.get();
+        cred
     }
 
     /// `alloc_uid`: the user_struct of `kuid` (kept for the whole run).
     fn alloc_uid(&self, kuid: u32) -> Arc<UserStruct> {
         let mut users = self.users.lock();
-        Arc::clone(users.entry(kuid).or_insert_with(|| {
-            Arc::new(UserStruct {
-                uid: kuid,
-                processes: AtomicI64::new("user_struct.processes", 0),
-            })
-        }))
+        Arc::clone(
+            users
+                .entry(kuid)
+                .or_insert_with(|| Arc::new(UserStruct::new(kuid))),
+        )
     }
 
-    fn flight(&self) -> Flight<'_> {
+    pub fn flight(&self) -> Flight<'_> {
         self.in_flight.fetch_add(1, StdOrdering::SeqCst);
         Flight(&self.in_flight)
     }
 
-    /// The machine's initial user namespace.
-    pub fn init_user_ns(&self) -> &Arc<UserNs> {
-        &self.init_ns
-    }
-
-    /// Run one process operation of task `name`; `None` if `op` is not
-    /// one of this module's.
-    pub fn do_op(&self, name: &str, op: &Op) -> Option<Result<(), Errno>> {
-        let task = self.tasks.get(name)?;
-        let mut t = task.lock();
-        Some(match op {
-            Op::Fork {} => self.fork(&mut t, 0),
-            Op::Clone { flags } => self.fork(&mut t, *flags),
-            Op::Exit {} => self.exit_child(&mut t),
-            Op::Setuid { uid } => self.setuid(&mut t, *uid),
-            Op::Setresuid { ruid, euid, suid } => self.setresuid(&mut t, [*ruid, *euid, *suid]),
-            Op::Execve {} => self.execve(&mut t),
-            Op::Setrlimit { limit, .. } => self.setrlimit_nproc(&mut t, *limit),
-            _ => return None,
-        })
-    }
-
     // ----------------------------------------------------------- fork
 
-    fn fork(&self, parent: &mut Task, flags: u64) -> Result<(), Errno> {
-        sim::point("fork", ObjId::NONE, &crate::world::SYSCALL);
-        match self.copy_process(parent, flags) {
-            Ok(child) => {
-                sim::note("fork", ObjId::NONE, child.pid as i64);
-                parent.children.push(child);
-                Ok(())
-            }
-            Err(ForkError::Nproc) => {
-                sim::note("fork: RLIMIT_NPROC", ObjId::NONE, Errno::EAGAIN.as_return());
-                Err(Errno::EAGAIN)
-            }
-            Err(ForkError::Other(e)) => {
-                sim::note("fork", ObjId::NONE, e.as_return());
-                Err(e)
-            }
+    /// `copy_process`'s RLIMIT_NPROC check before v5.17: made on the
+    /// parent's credentials before the child is counted. `Err` to refuse.
+    pub fn check_before_copy(&self, parent: &Cred, own: &Own, pid: u64) -> Result<(), ForkError> {
+        let limit = own.rlimit_nproc.0;
+        if !self.patches.enforce_limit
+            && self.over_before_copy(parent, limit)
+            && !self.exempt(parent)
+        {
+            self.check_isolated(pid, parent, own, 1);
+            return Err(ForkError::Nproc);
+        }
+        Ok(())
+    }
+
+    /// The v5.17 check after `copy_creds`, on the child's ucounts; a
+    /// refused child is uncounted and its credentials put.
+    pub fn check_after_copy(
+        &self,
+        parent: &Cred,
+        own: &Own,
+        parent_pid: u64,
+        child: &Cred,
+    ) -> Result<(), ForkError> {
+        let limit = own.rlimit_nproc.0;
+        if self.patches.enforce_limit
+            && self.is_overlimit(ucounts_of(child), limit)
+            && !self.exempt(parent)
+        {
+            self.check_isolated(parent_pid, parent, own, 0);
+            return Err(ForkError::Nproc);
+        }
+        Ok(())
+    }
+
+    /// The child was made: the checkers count it as committed.
+    pub fn fork_committed(&self, parent: &Cred, own: &mut Own, child: &Cred, child_pid: u64) {
+        own.nproc_exceeded = false;
+        if !self.enabled {
+            return;
+        }
+        self.check_within_limits(child, own.rlimit_nproc.0, parent);
+        if let Some(l) = self.live.lock().get_mut(&child_pid) {
+            l.committed = true;
         }
     }
 
-    /// `copy_process`, as far as credentials and RLIMIT_NPROC go.
-    fn copy_process(&self, parent: &mut Task, flags: u64) -> Result<Task, ForkError> {
-        sim::point("copy_process", ObjId::NONE, &COPY_PROCESS);
-        let _flight = self.flight();
-        let limit = parent.rlimit.0;
-        if !self.patches.enforce_limit
-            && self.over_before_copy(&parent.cred, limit)
-            && !self.exempt(&parent.cred)
-        {
-            self.check_isolated(parent, 1);
-            return Err(ForkError::Nproc);
+    /// Undo a child that was counted but not made.
+    pub fn fork_undone(&self, child: Cred, child_pid: u64) {
+        if self.enabled {
+            self.uncount_process(&child);
+            self.live.lock().remove(&child_pid);
         }
-        let pid = self.next_pid.fetch_add(1, StdOrdering::SeqCst);
-        let cred = self.copy_creds(&parent.cred, flags, limit, pid)?;
-        if self.patches.enforce_limit
-            && self.is_overlimit(&cred.ucounts, limit)
-            && !self.exempt(&parent.cred)
-        {
-            self.check_isolated(parent, 0);
-            self.uncount_process(&cred);
-            self.live.lock().remove(&pid);
-            self.put_cred(cred);
-            return Err(ForkError::Nproc);
-        }
-        parent.nproc_exceeded = false;
-        self.check_within_limits(&cred, limit, &parent.cred);
-        if let Some(l) = self.live.lock().get_mut(&pid) {
-            l.committed = true;
-        }
-        Ok(Task {
-            pid,
-            cred,
-            rlimit: parent.rlimit,
-            nproc_exceeded: false,
-            children: Vec::new(),
-        })
+        self.put_cred(child);
     }
 
     /// The check made before the child is counted (before v5.17).
     fn over_before_copy(&self, cred: &Cred, limit: u64) -> bool {
+        if !self.enabled {
+            return false;
+        }
         if self.patches.ucounts {
-            return self.is_overlimit(&cred.ucounts, limit);
+            return self.is_overlimit(ucounts_of(cred), limit);
         }
         if self.patches.rfc_2016 {
             // The RFC: the caller's own (namespace, uid) count only.
-            return ucounts_nproc(&cred.ucounts) >= clamp(limit);
+            return ucounts_nproc(ucounts_of(cred)) >= clamp(limit);
         }
-        cred.user.processes.load(Ordering::Relaxed) >= clamp(limit)
+        user_of(cred).processes.load(Ordering::Relaxed) >= clamp(limit)
     }
 
     fn is_overlimit(&self, u: &Arc<Ucounts>, limit: u64) -> bool {
         is_rlimit_overlimit(u, RlimitType::Nproc, limit, self.patches.check())
     }
 
+    /// `capable(cap)`: `cap` in the initial user namespace.
+    fn capable(&self, cred: &Cred, cap: u32) -> bool {
+        ns_capable(cred, &self.userns.init, cap)
+    }
+
     /// The RLIMIT_NPROC exemptions: the initial user (real kuid 0), or
     /// CAP_SYS_RESOURCE or CAP_SYS_ADMIN in the initial user namespace.
     fn exempt(&self, cred: &Cred) -> bool {
-        cred.user.uid == 0
-            || capable(cred, &self.init_ns, Cap::SysResource)
-            || capable(cred, &self.init_ns, Cap::SysAdmin)
+        cred.uid == 0 || self.capable(cred, CAP_SYS_RESOURCE) || self.capable(cred, CAP_SYS_ADMIN)
     }
 
     /// `copy_creds`: the child's credential (a new user namespace with
-    /// CLONE_NEWUSER), counted as one more process of its user.
-    fn copy_creds(
+    /// CLONE_NEWUSER, made by the one `create_user_ns`), counted as one
+    /// more process of its user.
+    pub fn copy_creds(
         &self,
         old: &Cred,
-        flags: u64,
+        new_user_ns: Option<&str>,
         creator_nproc: u64,
         pid: u64,
     ) -> Result<Cred, Errno> {
         sim::point("prepare_creds", ObjId::NONE, &CRED);
         let mut new = self.get_cred(old);
-        if flags & CLONE_NEWUSER != 0 {
-            if let Err(e) = self.create_user_ns(&mut new, creator_nproc) {
-                self.put_cred(new);
-                return Err(e);
-            }
-            if let Err(e) = self.set_cred_ucounts(&mut new, old) {
-                self.put_cred(new);
-                return Err(e);
-            }
+        if let Some(name) = new_user_ns {
+            new = self.create_user_cred(new, name, creator_nproc)?;
         }
-        // Known to the checkers before the count starts, so they never see
-        // a charge they cannot attribute.
-        self.live.lock().insert(pid, live_of(&new, false));
-        self.count_process(&new);
+        if self.enabled {
+            // Known to the checkers before the count starts, so they never
+            // see a charge they cannot attribute.
+            self.live.lock().insert(pid, live_of(&new, false));
+            self.count_process(&new);
+        }
         Ok(new)
+    }
+
+    /// `create_user_ns` on `new` (its own copy of the caller's
+    /// credentials), then `set_cred_ucounts`: the credentials in the new
+    /// namespace, or `new` put and the errno.
+    pub fn create_user_cred(
+        &self,
+        new: Cred,
+        name: &str,
+        creator_nproc: u64,
+    ) -> Result<Cred, Errno> {
+        let rlimits = self
+            .enabled
+            .then(|| self.recorded_rlimits(&new, creator_nproc));
+        let made = self.userns.create_user_ns_with_rlimits(&new, name, rlimits);
+        let code = made
+            .as_ref()
+            .map_or_else(|e| crate::errno::from_userns(*e).as_return(), |_| 0);
+        let obj = made.as_ref().map_or(ObjId::NONE, |c| c.user_ns.obj);
+        sim::note("create_user_ns", obj, code);
+        let mut made = match made {
+            Ok(c) => c,
+            Err(e) => {
+                self.put_cred(new);
+                return Err(crate::errno::from_userns(e));
+            }
+        };
+        // The reference `new` held on the parent namespace is the new
+        // namespace's now (`ns->parent`); the new credentials hold the
+        // new namespace's first reference.
+        if let Err(e) = self.set_cred_ucounts(&mut made, &new) {
+            self.put_cred(made);
+            return Err(e);
+        }
+        Ok(made)
+    }
+
+    /// What `set_userns_rlimits` records in a new namespace: the creator's
+    /// RLIMIT_NPROC (`enforced_nproc_rlimit`: none for global root from
+    /// v5.17).
+    fn recorded_rlimits(&self, cred: &Cred, rlimit: u64) -> [u64; RlimitType::COUNT] {
+        let global_root = cred.uid == 0 && cred.user_ns.parent.is_none();
+        let nproc = if self.patches.limitnproc_regression && global_root {
+            RLIM_INFINITY
+        } else {
+            rlimit
+        };
+        let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
+        rlimits[RlimitType::Nproc as usize] = nproc;
+        rlimits
     }
 
     /// Count one process of `cred`'s user.
@@ -592,66 +437,21 @@ impl Procs {
         if self.patches.in_ucounts() {
             inc_rlimit_ucounts(
                 &self.ucounts,
-                &cred.ucounts,
+                ucounts_of(cred),
                 RlimitType::Nproc,
                 1,
                 self.patches.check(),
             );
         } else {
-            cred.user.processes.fetch_add(1, Ordering::Relaxed);
+            user_of(cred).processes.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     fn uncount_process(&self, cred: &Cred) {
         if self.patches.in_ucounts() {
-            dec_rlimit_ucounts(&self.ucounts, &cred.ucounts, RlimitType::Nproc, 1);
+            dec_rlimit_ucounts(&self.ucounts, ucounts_of(cred), RlimitType::Nproc, 1);
         } else {
-            cred.user.processes.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-
-    // ------------------------------------------------- user namespaces
-
-    /// `create_user_ns`: charge the new namespace to (parent, euid) up the
-    /// tree, record the creator's RLIMIT_NPROC, and give `new` all
-    /// capabilities in it.
-    fn create_user_ns(&self, new: &mut Cred, creator_nproc: u64) -> Result<(), Errno> {
-        let parent = Arc::clone(&new.user_ns);
-        if parent.ns.level >= MAX_USER_NS_LEVEL {
-            return Err(Errno::EUSERS);
-        }
-        let charge = self
-            .ucounts
-            .inc_ucount(&parent.ns, new.euid, UcountType::UserNamespaces)
-            .ok_or(Errno::ENOSPC)?;
-        let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
-        rlimits[RlimitType::Nproc as usize] = self.enforced_nproc_rlimit(new, creator_nproc);
-        let id = self.next_ns_id.fetch_add(1, StdOrdering::SeqCst);
-        let name = format!("userns{id}");
-        let ns = UcountsNs::child_with_rlimits(id, &name, &parent.ns, Some(charge), rlimits);
-        let user_ns = Arc::new(UserNs {
-            name,
-            ns,
-            parent: Some(parent),
-            owner: new.euid,
-            map: None,
-            runtime: true,
-            refs: AtomicU64::new(1),
-            obj: sim::new_object("user_ns"),
-        });
-        self.runtime_ns.lock().push(Arc::clone(&user_ns));
-        let old = std::mem::replace(&mut new.user_ns, user_ns);
-        self.put_user_ns(&old);
-        new.caps = true;
-        Ok(())
-    }
-
-    /// `enforced_nproc_rlimit` (v5.17): global root records no limit.
-    fn enforced_nproc_rlimit(&self, cred: &Cred, rlimit: u64) -> u64 {
-        if self.patches.limitnproc_regression && cred.uid == 0 && cred.user_ns.is_init() {
-            RLIM_INFINITY
-        } else {
-            rlimit
+            user_of(cred).processes.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -659,7 +459,7 @@ impl Procs {
     /// from `old`, point `new` at the ucounts of (its namespace, its uid):
     /// the real uid from v5.17, the effective one before.
     fn set_cred_ucounts(&self, new: &mut Cred, old: &Cred) -> Result<(), Errno> {
-        if new.uid == old.uid && new.user_ns.ns.id == old.user_ns.ns.id {
+        if !self.enabled || (new.uid == old.uid && Arc::ptr_eq(&new.user_ns, &old.user_ns)) {
             return Ok(());
         }
         let key = if self.patches.real_uid || !self.patches.ucounts {
@@ -667,153 +467,114 @@ impl Procs {
         } else {
             new.euid
         };
-        if new.ucounts.ns.id == new.user_ns.ns.id && new.ucounts.uid == key {
+        let current = ucounts_of(new);
+        if current.ns.id == new.user_ns.ucounts_ns.id && current.uid == key {
             return Ok(());
         }
         let fresh = self
             .ucounts
-            .alloc_ucounts(&new.user_ns.ns, key)
+            .alloc_ucounts(&new.user_ns.ucounts_ns, key)
             .ok_or(Errno::EAGAIN)?;
-        let old = std::mem::replace(&mut new.ucounts, fresh);
+        let old = new.ucounts.replace(fresh).expect("accounted");
         self.ucounts.put_ucounts(&old);
         Ok(())
     }
 
-    /// `put_user_ns`: the last reference to a namespace a task made frees
-    /// it (`free_user_ns`): its UCOUNT_USER_NAMESPACES charge goes, and
-    /// the reference on its parent.
-    fn put_user_ns(&self, ns: &Arc<UserNs>) {
-        if !ns.runtime {
-            return;
-        }
-        sim::touch(ns.obj, "put_user_ns");
-        if ns.refs.fetch_sub(1, StdOrdering::SeqCst) != 1 {
-            return;
-        }
-        self.runtime_ns.lock().retain(|n| !Arc::ptr_eq(n, ns));
-        if let Some(charge) = &ns.ns.ucounts {
-            self.ucounts.dec_ucount(charge, UcountType::UserNamespaces);
-        }
-        sim::free_object(ns.obj);
-        if let Some(parent) = &ns.parent {
-            self.put_user_ns(parent);
-        }
-    }
-
-    /// `unshare(CLONE_NEWUSER)` of task `name`: a new user namespace for
-    /// the task itself, its count moved to its new ucounts by
-    /// `commit_creds`.
-    pub fn unshare_user(&self, name: &str) -> Option<Result<(), Errno>> {
-        let task = self.tasks.get(name)?;
-        let mut t = task.lock();
-        sim::point("unshare_userns", ObjId::NONE, &CRED);
-        let _flight = self.flight();
-        let mut new = self.get_cred(&t.cred);
-        let limit = t.rlimit.0;
-        if let Err(e) = self.create_user_ns(&mut new, limit) {
-            self.put_cred(new);
-            return Some(Err(e));
-        }
-        if let Err(e) = self.set_cred_ucounts(&mut new, &t.cred) {
-            self.put_cred(new);
-            return Some(Err(e));
-        }
-        self.commit_creds(&mut t, new);
-        Some(Ok(()))
-    }
-
     // ------------------------------------------------- credential refs
 
-    fn get_cred(&self, c: &Cred) -> Cred {
-        let ucounts = self
-            .ucounts
-            .get_ucounts(&c.ucounts)
-            .expect("a live credential's ucounts");
-        get_user_ns(&c.user_ns);
-        Cred {
-            ucounts,
-            ..c.clone()
+    /// `prepare_creds`: a copy holding its own references.
+    pub fn get_cred(&self, c: &Cred) -> Cred {
+        if let Some(u) = &c.ucounts {
+            self.ucounts
+                .get_ucounts(u)
+                .expect("a live credential's ucounts");
         }
+        c.user_ns.get();
+        c.clone()
     }
 
-    /// `put_cred`: drop the credential's references.
+    /// `put_cred`: drop the credential's references. The kernel drops
+    /// them all from `put_cred_rcu` after a grace period; the model drops
+    /// the ucounts reference at once (nothing observes the delay) and the
+    /// user namespace after the grace period.
     pub fn put_cred(&self, c: Cred) {
-        self.ucounts.put_ucounts(&c.ucounts);
-        self.put_user_ns(&c.user_ns);
+        if let Some(u) = &c.ucounts {
+            self.ucounts.put_ucounts(u);
+        }
+        self.userns.put_cred(c);
     }
 
     /// `commit_creds`: install `new`; when the real user or the namespace
     /// changes the process's count moves from the old ucounts to the new.
-    fn commit_creds(&self, t: &mut Task, new: Cred) {
+    pub fn commit_creds(&self, task: &Task, new: Cred) {
         sim::point("commit_creds", ObjId::NONE, &CRED);
-        let moved = new.user.uid != t.cred.user.uid || new.user_ns.ns.id != t.cred.user_ns.ns.id;
+        let _flight = self.flight();
+        let old_cred = task.cred();
+        let moved = self.enabled
+            && (new.uid != old_cred.uid || !Arc::ptr_eq(&new.user_ns, &old_cred.user_ns));
         if moved {
             self.count_process(&new);
         }
-        let old = std::mem::replace(&mut t.cred, new);
+        let old = task.replace_cred(new);
         if moved {
             self.uncount_process(&old);
         }
-        self.live.lock().insert(t.pid, live_of(&t.cred, true));
+        if self.enabled {
+            self.live
+                .lock()
+                .insert(task.pid, live_of(&task.cred(), true));
+        }
         self.put_cred(old);
     }
 
-    // ----------------------------------------------------------- exit
-
-    /// The newest child exits and the task reaps it (`release_task`
-    /// uncounts it and drops its credential).
-    fn exit_child(&self, t: &mut Task) -> Result<(), Errno> {
-        sim::point("wait4", ObjId::NONE, &crate::world::SYSCALL);
-        let Some(child) = t.children.pop() else {
-            return Err(Errno::ECHILD);
-        };
-        self.release(child);
+    /// `userns_install`'s new credentials: in `ns` (a reference taken),
+    /// with every capability there, their ucounts moved by
+    /// `set_cred_ucounts`, then committed.
+    pub fn commit_setns_user(&self, task: &Task, ns: &Arc<UserNamespace>) -> Result<(), Errno> {
+        let old = task.cred();
+        let mut new = self.get_cred(&old);
+        ns.get();
+        self.userns.put_user_ns(&new.user_ns);
+        new.user_ns = Arc::clone(ns);
+        new.cap_effective = new.full_caps();
+        if let Err(e) = self.set_cred_ucounts(&mut new, &old) {
+            self.put_cred(new);
+            return Err(e);
+        }
+        self.commit_creds(task, new);
         Ok(())
     }
 
-    fn release(&self, mut t: Task) {
-        for c in std::mem::take(&mut t.children) {
-            self.release(c);
+    /// `release_task`: the exiting process is uncounted and its
+    /// credentials put.
+    pub fn release(&self, task: &Task) {
+        let cred = task.cred();
+        if self.enabled {
+            // Runs that account no processes take no step for it.
+            sim::point("release_task", ObjId::NONE, &EXIT_AND_REAP);
+            let _flight = self.flight();
+            // Exiting: no longer a committed process for the limit
+            // checkers, still counted (and so still an explanation for a
+            // refusal).
+            if let Some(l) = self.live.lock().get_mut(&task.pid) {
+                l.committed = false;
+            }
+            self.uncount_process(&cred);
+            self.live.lock().remove(&task.pid);
         }
-        sim::point("release_task", ObjId::NONE, &EXIT_AND_REAP);
-        let _flight = self.flight();
-        // Exiting: no longer a committed process for the limit checkers,
-        // still counted (and so still an explanation for a refusal).
-        if let Some(l) = self.live.lock().get_mut(&t.pid) {
-            l.committed = false;
-        }
-        self.uncount_process(&t.cred);
-        self.live.lock().remove(&t.pid);
-        self.put_cred(t.cred);
-    }
-
-    /// Task `name` exits: its children first, then itself.
-    pub fn exit_task(&self, name: &str) {
-        let Some(task) = self.tasks.get(name) else {
-            return;
-        };
-        let mut guard = task.lock();
-        let placeholder = Task {
-            pid: 0,
-            cred: guard.cred.clone(),
-            rlimit: guard.rlimit,
-            nproc_exceeded: false,
-            children: Vec::new(),
-        };
-        let t = std::mem::replace(&mut *guard, placeholder);
-        drop(guard);
-        self.release(t);
+        self.put_cred(cred);
     }
 
     // ---------------------------------------------------------- set*uid
 
     /// `setuid(uid)`: with CAP_SETUID in the namespace, all three uids;
     /// else the euid, to the real or saved uid only.
-    fn setuid(&self, t: &mut Task, uid: u32) -> Result<(), Errno> {
+    pub fn setuid(&self, task: &Task, own: &mut Own, uid: u32) -> Result<(), Errno> {
         sim::point("setuid", ObjId::NONE, &crate::world::SYSCALL);
-        let kuid = make_kuid(&t.cred.user_ns, uid).ok_or(Errno::EINVAL)?;
-        let privileged = ns_capable(&t.cred, &t.cred.user_ns, Cap::Setuid);
-        let (r, s) = (t.cred.uid, t.cred.suid);
+        let cred = task.cred();
+        let kuid = make_kuid(&cred.user_ns, uid).ok_or(Errno::EINVAL)?;
+        let privileged = ns_capable(&cred, &cred.user_ns, CAP_SETUID);
+        let (r, s) = (cred.uid, cred.suid);
         let ids = if privileged {
             [kuid, kuid, kuid]
         } else if kuid == r || kuid == s {
@@ -821,61 +582,61 @@ impl Procs {
         } else {
             return Err(Errno::EPERM);
         };
-        self.change_uids(t, ids)
+        self.change_uids(task, own, ids)
     }
 
     /// `setresuid(ruid, euid, suid)`: each must be one of the current three
     /// unless the caller has CAP_SETUID in its namespace.
-    fn setresuid(&self, t: &mut Task, ids: [u32; 3]) -> Result<(), Errno> {
+    pub fn setresuid(&self, task: &Task, own: &mut Own, ids: [u32; 3]) -> Result<(), Errno> {
         sim::point("setresuid", ObjId::NONE, &crate::world::SYSCALL);
+        let cred = task.cred();
         let mut kuids = [0; 3];
         for (k, id) in kuids.iter_mut().zip(ids) {
-            *k = make_kuid(&t.cred.user_ns, id).ok_or(Errno::EINVAL)?;
+            *k = make_kuid(&cred.user_ns, id).ok_or(Errno::EINVAL)?;
         }
-        let cur = [t.cred.uid, t.cred.euid, t.cred.suid];
-        if !ns_capable(&t.cred, &t.cred.user_ns, Cap::Setuid)
-            && kuids.iter().any(|k| !cur.contains(k))
-        {
+        let cur = [cred.uid, cred.euid, cred.suid];
+        if !ns_capable(&cred, &cred.user_ns, CAP_SETUID) && kuids.iter().any(|k| !cur.contains(k)) {
             return Err(Errno::EPERM);
         }
-        self.change_uids(t, kuids)
+        self.change_uids(task, own, kuids)
     }
 
     /// The common tail of set*uid: `set_user` when the real uid changes,
     /// the capability rules of `cap_task_fix_setuid`, `set_cred_ucounts`,
     /// `flag_nproc_exceeded` (v5.17) and `commit_creds`.
-    fn change_uids(&self, t: &mut Task, [r, e, s]: [u32; 3]) -> Result<(), Errno> {
+    fn change_uids(&self, task: &Task, own: &mut Own, [r, e, s]: [u32; 3]) -> Result<(), Errno> {
         let _flight = self.flight();
         sim::point("prepare_creds", ObjId::NONE, &CRED);
-        let mut new = self.get_cred(&t.cred);
+        let old = task.cred();
+        let mut new = self.get_cred(&old);
         let root = make_kuid(&new.user_ns, 0);
         let was_root = [new.uid, new.euid, new.suid]
             .iter()
             .any(|k| Some(*k) == root);
-        (new.uid, new.euid, new.suid) = (r, e, s);
+        (new.uid, new.euid, new.suid, new.fsuid) = (r, e, s, e);
         let now_root = Some(new.euid) == root;
         if now_root {
-            new.caps = true;
-        } else if was_root && t.cred.euid != new.euid {
-            new.caps = false;
+            new.cap_effective = new.full_caps();
+        } else if was_root && old.euid != new.euid {
+            new.cap_effective = CapSet::EMPTY;
         }
-        if new.uid != t.cred.uid {
-            new.user = self.alloc_uid(new.uid);
+        if new.uid != old.uid && self.enabled {
+            new.user = Some(self.alloc_uid(new.uid));
             if !self.patches.flag_after_set_user {
-                t.nproc_exceeded = self.set_user_flag(&new, t.rlimit.0);
+                own.nproc_exceeded = self.set_user_flag(&new, own.rlimit_nproc.0);
             }
         }
         if self.patches.ucounts || self.patches.rfc_2016 {
-            if let Err(err) = self.set_cred_ucounts(&mut new, &t.cred) {
+            if let Err(err) = self.set_cred_ucounts(&mut new, &old) {
                 self.put_cred(new);
                 return Err(err);
             }
         }
-        if self.patches.flag_after_set_user {
-            self.flag_nproc_exceeded(t, &new);
+        if self.patches.flag_after_set_user && self.enabled {
+            self.flag_nproc_exceeded(own, &old, &new);
         }
-        self.note_setuid_oracle(t, &new);
-        self.commit_creds(t, new);
+        self.note_setuid_oracle(task.pid, own, &old, &new);
+        self.commit_creds(task, new);
         Ok(())
     }
 
@@ -883,48 +644,56 @@ impl Procs {
     /// is over its limit (before v5.14 by its user_struct; from v5.14 by
     /// `new->ucounts`, which at that point are still the old ones).
     fn set_user_flag(&self, new: &Cred, limit: u64) -> bool {
-        if new.user.uid == 0 {
+        if new.uid == 0 {
             return false;
         }
         if self.patches.in_ucounts() {
-            self.is_overlimit(&new.ucounts, limit)
+            self.is_overlimit(ucounts_of(new), limit)
         } else {
-            new.user.processes.load(Ordering::Relaxed) >= clamp(limit)
+            user_of(new).processes.load(Ordering::Relaxed) >= clamp(limit)
         }
     }
 
     /// `flag_nproc_exceeded` (v5.17): decided on the new ucounts, after
     /// `set_cred_ucounts`; nothing when they did not change.
-    fn flag_nproc_exceeded(&self, t: &mut Task, new: &Cred) {
-        if Arc::ptr_eq(&new.ucounts, &t.cred.ucounts) {
+    fn flag_nproc_exceeded(&self, own: &mut Own, old: &Cred, new: &Cred) {
+        if Arc::ptr_eq(ucounts_of(new), ucounts_of(old)) {
             return;
         }
-        t.nproc_exceeded = self.is_overlimit(&new.ucounts, t.rlimit.0) && new.user.uid != 0;
+        own.nproc_exceeded = self.is_overlimit(ucounts_of(new), own.rlimit_nproc.0) && new.uid != 0;
     }
 
     // ----------------------------------------------------------- execve
 
     /// `execve`: refused with EAGAIN when set*uid flagged the process and
     /// its user is still over the limit; capabilities are recomputed
-    /// (root keeps them, anyone else loses them).
-    fn execve(&self, t: &mut Task) -> Result<(), Errno> {
+    /// (root keeps them within the bounding set, anyone else loses them).
+    pub fn execve(&self, task: &Task, own: &mut Own) -> Result<(), Errno> {
         sim::point("execve", ObjId::NONE, &crate::world::SYSCALL);
-        let limit = t.rlimit.0;
-        if t.nproc_exceeded {
+        let limit = own.rlimit_nproc.0;
+        let cred = task.cred();
+        if own.nproc_exceeded && self.enabled {
             let over = if self.patches.in_ucounts() {
-                self.is_overlimit(&t.cred.ucounts, limit)
+                self.is_overlimit(ucounts_of(&cred), limit)
             } else {
-                t.cred.user.processes.load(Ordering::Relaxed) > clamp(limit)
+                user_of(&cred).processes.load(Ordering::Relaxed) > clamp(limit)
             };
             if over {
                 return Err(Errno::EAGAIN);
             }
         }
-        t.nproc_exceeded = false;
-        self.check_execve(t);
+        own.nproc_exceeded = false;
+        self.check_execve(task.pid, &cred, own);
         sim::point("exec_binprm", ObjId::NONE, &EXECVE);
-        let root = make_kuid(&t.cred.user_ns, 0);
-        t.cred.caps = Some(t.cred.euid) == root;
+        let root = make_kuid(&cred.user_ns, 0);
+        let mut new = cred;
+        new.cap_effective = if Some(new.euid) == root {
+            new.full_caps()
+        } else {
+            CapSet::EMPTY
+        };
+        // The new image's credentials keep the same references.
+        task.replace_cred(new);
         Ok(())
     }
 
@@ -932,20 +701,13 @@ impl Procs {
 
     /// `setrlimit(RLIMIT_NPROC, limit)` (soft and hard): raising the hard
     /// limit needs CAP_SYS_RESOURCE in the initial user namespace.
-    fn setrlimit_nproc(&self, t: &mut Task, limit: u64) -> Result<(), Errno> {
+    pub fn setrlimit_nproc(&self, task: &Task, own: &mut Own, limit: u64) -> Result<(), Errno> {
         sim::point("setrlimit", ObjId::NONE, &crate::world::SYSCALL);
-        if limit > t.rlimit.1 && !capable(&t.cred, &self.init_ns, Cap::SysResource) {
+        if limit > own.rlimit_nproc.1 && !self.capable(&task.cred(), CAP_SYS_RESOURCE) {
             return Err(Errno::EPERM);
         }
-        t.rlimit = (limit, limit);
+        own.rlimit_nproc = (limit, limit);
         Ok(())
-    }
-
-    /// May task `name` write the `max_*` sysctls of its own user namespace
-    /// (CAP_SYS_RESOURCE there)?
-    pub fn may_write_max_sysctl(&self, name: &str) -> Option<bool> {
-        let t = self.tasks.get(name)?.lock();
-        Some(ns_capable(&t.cred, &t.cred.user_ns, Cap::SysResource))
     }
 
     // ---------------------------------------------------------- oracles
@@ -966,19 +728,19 @@ impl Procs {
     /// its descendants, never those in a sibling branch of the tree,
     /// against the smallest limit on its chain.
     /// `uncounted` is 1 when the refused child is not counted yet.
-    fn check_isolated(&self, t: &Task, uncounted: u64) {
+    fn check_isolated(&self, _pid: u64, cred: &Cred, own: &Own, uncounted: u64) {
         if !self.wants("nproc.isolated") {
             return;
         }
-        let ns = &t.cred.user_ns;
-        let own = self
+        let ns = &cred.user_ns;
+        let counted = self
             .live
             .lock()
             .values()
             .filter(|l| {
-                l.real_uid == t.cred.uid
-                    && (l.ns.ns.is_same_or_descendant_of(&ns.ns)
-                        || ns.ns.is_same_or_descendant_of(&l.ns.ns))
+                l.real_uid == cred.uid
+                    && (l.ns.ucounts_ns.is_same_or_descendant_of(&ns.ucounts_ns)
+                        || ns.ucounts_ns.is_same_or_descendant_of(&l.ns.ucounts_ns))
             })
             .count() as u64
             + uncounted;
@@ -986,23 +748,23 @@ impl Procs {
         // creator's recorded one above it.
         let limit = if self.patches.in_ucounts() {
             ucounts::rlimit::level_maxima(
-                &t.cred.ucounts,
+                ucounts_of(cred),
                 RlimitType::Nproc,
-                t.rlimit.0,
+                own.rlimit_nproc.0,
                 RlimitCheck::NamespaceBelow,
             )
             .into_iter()
             .min()
-            .map_or(t.rlimit.0, |m| u64::try_from(m).unwrap_or(0))
+            .map_or(own.rlimit_nproc.0, |m| u64::try_from(m).unwrap_or(0))
         } else {
-            t.rlimit.0
+            own.rlimit_nproc.0
         };
-        if own <= limit {
+        if counted <= limit {
             self.fail(
                 "nproc.isolated",
                 format!(
-                    "fork refused with EAGAIN in user namespace {} for kuid {}, although with the new process its processes in that namespace, its ancestors and descendants would number {own}, within the limit of {limit}: the rest of the count comes from sibling namespaces",
-                    ns.name, t.cred.uid
+                    "fork refused with EAGAIN in user namespace {} for kuid {}, although with the new process its processes in that namespace, its ancestors and descendants would number {counted}, within the limit of {limit}: the rest of the count comes from sibling namespaces",
+                    ns.name, cred.uid
                 ),
             );
         }
@@ -1044,12 +806,12 @@ impl Procs {
             return;
         }
         let maxima = ucounts::rlimit::level_maxima(
-            &child.ucounts,
+            ucounts_of(child),
             RlimitType::Nproc,
             limit,
             RlimitCheck::NamespaceBelow,
         );
-        for (u, max) in ucounts::levels(&child.ucounts).iter().zip(maxima) {
+        for (u, max) in ucounts::levels(ucounts_of(child)).iter().zip(maxima) {
             let n = count_at(u);
             if n > max {
                 self.fail(
@@ -1066,43 +828,43 @@ impl Procs {
 
     /// Remember, for `nproc.execve_enforced`, whether the set*uid moved the
     /// task to a (non-root) user already at or over its limit.
-    fn note_setuid_oracle(&self, t: &mut Task, new: &Cred) {
-        if !self.wants("nproc.execve_enforced") || new.uid == t.cred.uid || new.uid == 0 {
+    fn note_setuid_oracle(&self, pid: u64, own: &Own, old: &Cred, new: &Cred) {
+        if !self.wants("nproc.execve_enforced") || new.uid == old.uid || new.uid == 0 {
             return;
         }
         let others = self
             .live
             .lock()
             .iter()
-            .filter(|(pid, l)| {
-                **pid != t.pid
+            .filter(|(p, l)| {
+                **p != pid
                     && l.committed
                     && l.real_uid == new.uid
-                    && l.ns.ns.id == new.user_ns.ns.id
+                    && Arc::ptr_eq(&l.ns, &new.user_ns)
             })
             .count() as u64;
-        self.setuid_over.lock().insert(t.pid, others > t.rlimit.0);
+        self.setuid_over
+            .lock()
+            .insert(pid, others > own.rlimit_nproc.0);
     }
 
     /// `nproc.execve_enforced` at a successful execve: the task was moved
     /// to an over-limit user, and that user (the task included) is still
     /// over the limit now.
-    fn check_execve(&self, t: &Task) {
-        let armed = self.setuid_over.lock().remove(&t.pid).unwrap_or(false);
+    fn check_execve(&self, pid: u64, cred: &Cred, own: &Own) {
+        let armed = self.setuid_over.lock().remove(&pid).unwrap_or(false);
         let now = self
             .live
             .lock()
             .values()
-            .filter(|l| {
-                l.committed && l.real_uid == t.cred.uid && l.ns.ns.id == t.cred.user_ns.ns.id
-            })
+            .filter(|l| l.committed && l.real_uid == cred.uid && Arc::ptr_eq(&l.ns, &cred.user_ns))
             .count() as u64;
-        if armed && now > t.rlimit.0 {
+        if armed && now > own.rlimit_nproc.0 {
             self.fail(
                 "nproc.execve_enforced",
                 format!(
                     "execve succeeded after set*uid to kuid {}, which was over RLIMIT_NPROC {}",
-                    t.cred.uid, t.rlimit.0
+                    cred.uid, own.rlimit_nproc.0
                 ),
             );
         }
@@ -1173,18 +935,12 @@ impl Procs {
     }
 
     /// `ucounts.no_leak` at the end: every hashed entry is referenced by
-    /// exactly the holders the model knows (live credentials and live
-    /// namespaces' parent charges); an entry nobody holds is freed.
+    /// exactly the holders the model knows once every process has exited
+    /// (the live namespaces' parent charges); an entry nobody holds is freed.
     pub fn check_no_leak(&self) -> Option<String> {
         let mut holders: BTreeMap<(u32, u32), i64> = BTreeMap::new();
-        for t in self.tasks.values() {
-            let t = t.lock();
-            if t.pid != 0 {
-                *holders.entry(key(&t.cred.ucounts)).or_default() += 1;
-            }
-        }
-        for ns in self.user_ns.values().chain(self.runtime_ns.lock().iter()) {
-            if let Some(u) = &ns.ns.ucounts {
+        for ns in self.userns.namespaces() {
+            if let Some(u) = ns.charge() {
                 *holders.entry(key(u)).or_default() += 1;
             }
         }
@@ -1213,22 +969,21 @@ impl Procs {
     pub fn peek_live(&self) -> usize {
         self.live.lock().len()
     }
+}
 
-    /// What a task's denied operations must leave as it was: its uids,
-    /// RLIMIT_NPROC and how many children it has (`None` for a task the model does not
-    /// track).
-    pub fn peek_task(&self, name: &str) -> Option<String> {
-        let t = self.tasks.get(name)?.lock();
-        let c = &t.cred;
-        Some(format!(
-            "uids {}/{}/{}, rlimit {:?}, {} children",
-            c.uid,
-            c.euid,
-            c.suid,
-            t.rlimit,
-            t.children.len()
-        ))
-    }
+/// What a task's denied operations must leave as it was: its uids,
+/// RLIMIT_NPROC and how many children it has.
+pub fn peek_task(task: &Task) -> String {
+    let c = task.cred();
+    let own = task.own.lock();
+    format!(
+        "uids {}/{}/{}, rlimit {:?}, {} children",
+        c.uid,
+        c.euid,
+        c.suid,
+        own.rlimit_nproc,
+        own.children.len()
+    )
 }
 
 /// Does `setup` use processes: a process operation, a user namespace made
@@ -1259,15 +1014,8 @@ fn live_of(c: &Cred, committed: bool) -> Live {
     Live {
         committed,
         ns: Arc::clone(&c.user_ns),
-        ucounts: Arc::clone(&c.ucounts),
+        ucounts: Arc::clone(ucounts_of(c)),
         real_uid: c.uid,
-    }
-}
-
-fn get_user_ns(ns: &UserNs) {
-    if ns.runtime {
-        sim::touch(ns.obj, "get_user_ns");
-        ns.refs.fetch_add(1, StdOrdering::SeqCst);
     }
 }
 
@@ -1279,51 +1027,13 @@ fn ucounts_nproc(u: &Ucounts) -> i64 {
     u.peek_rlimit(RlimitType::Nproc)
 }
 
-/// The set-up user namespaces over their ucounts side, with their maps.
-fn setup_user_namespaces(
-    setup: &Setup,
-    ucounts_ns: &BTreeMap<String, Arc<UcountsNs>>,
-) -> BTreeMap<String, Arc<UserNs>> {
-    let mut map: BTreeMap<String, Arc<UserNs>> = BTreeMap::new();
-    map.insert(
-        INIT_USER_NS.to_string(),
-        Arc::new(UserNs {
-            name: INIT_USER_NS.to_string(),
-            ns: Arc::clone(&ucounts_ns[INIT_USER_NS]),
-            parent: None,
-            owner: 0,
-            map: None,
-            runtime: false,
-            refs: AtomicU64::new(1),
-            obj: ObjId::NONE,
-        }),
-    );
-    for spec in &setup.user_namespaces {
-        let ns = Arc::new(UserNs {
-            name: spec.name.clone(),
-            ns: Arc::clone(&ucounts_ns[&spec.name]),
-            parent: Some(Arc::clone(&map[&spec.parent])),
-            owner: spec.owner,
-            map: setup.processes.maps.get(&spec.name).copied(),
-            runtime: false,
-            refs: AtomicU64::new(1),
-            obj: ObjId::NONE,
-        });
-        map.insert(spec.name.clone(), ns);
-    }
-    map
-}
-
-/// The ucounts side of set-up user namespace number `index` of `setup`:
-/// charged to (parent, owner), recording its creator's RLIMIT_NPROC (none
-/// for global root from v5.17).
-pub fn setup_ucounts_ns(
+/// The rlimits a set-up user namespace records: its creator's
+/// RLIMIT_NPROC (none for global root from v5.17).
+pub fn setup_rlimits(
     setup: &Setup,
     index: usize,
-    parent: &Arc<UcountsNs>,
-    charge: Option<Arc<Ucounts>>,
     patches: &ActivePatches,
-) -> Arc<UcountsNs> {
+) -> [u64; RlimitType::COUNT] {
     let spec = &setup.user_namespaces[index];
     let creator = setup
         .processes
@@ -1331,15 +1041,15 @@ pub fn setup_ucounts_ns(
         .get(&spec.name)
         .copied()
         .unwrap_or(RLIM_INFINITY);
-    let root_creator = spec.owner == 0 && spec.parent == INIT_USER_NS;
-    let recorded = if root_creator && NprocPatches::from_active(patches).limitnproc_regression {
+    let root_creator = spec.owner == 0 && spec.parent == crate::setup::INIT_USER_NS;
+    let recorded = if root_creator && patches.has(Patch::NprocLimitnprocRegression) {
         RLIM_INFINITY
     } else {
         creator
     };
     let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
     rlimits[RlimitType::Nproc as usize] = recorded;
-    UcountsNs::child_with_rlimits(index as u32 + 1, &spec.name, parent, charge, rlimits)
+    rlimits
 }
 
 /// Install the process invariants a run asks for.

@@ -2,6 +2,8 @@
 //! sysctls, tasks and what each task does. The scenario crate builds a
 //! [`Setup`] from a scenario file; [`crate::World`] turns it into a run.
 
+use std::collections::BTreeMap;
+
 /// Name of the initial user namespace in a [`Setup`].
 pub const INIT_USER_NS: &str = "init";
 
@@ -22,7 +24,7 @@ pub struct Setup {
     /// The tasks; each instance becomes one simulated process.
     pub tasks: Vec<TaskSpec>,
     /// Uid maps, creators' and tasks' RLIMIT_NPROC (see [`crate::process`]).
-    pub processes: crate::process::ProcessSetup,
+    pub processes: ProcessSetup,
 }
 
 /// A user namespace made at set-up time.
@@ -95,4 +97,55 @@ impl UsernsFile {
             UsernsFile::Setgroups => "setgroups",
         }
     }
+}
+
+/// A single-range uid map, `inside outside count` as in
+/// `/proc/PID/uid_map`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UidMap {
+    pub inside: u32,
+    pub outside: u32,
+    pub count: u32,
+}
+
+impl UidMap {
+    /// Parse `"0 100000 65536"`.
+    pub fn parse(text: &str) -> Result<UidMap, String> {
+        let parts: Vec<&str> = text.split_whitespace().collect();
+        let nums: Result<Vec<u32>, _> = parts.iter().map(|p| p.parse::<u32>()).collect();
+        match nums.as_deref() {
+            Ok([inside, outside, count]) if *count > 0 => {
+                if inside.checked_add(count - 1).is_none() || outside.checked_add(count - 1).is_none() {
+                    return Err(format!("uid map `{text}` runs past uid 4294967295"));
+                }
+                Ok(UidMap {
+                    inside: *inside,
+                    outside: *outside,
+                    count: *count,
+                })
+            }
+            Ok([_, _, 0]) => Err(format!("uid map `{text}` has a count of 0")),
+            _ => Err(format!(
+                "`{text}` is not a uid map line `inside outside count` (three non-negative integers)"
+            )),
+        }
+    }
+}
+
+/// What processes need from a scenario beyond the common set-up: uid maps
+/// and the creator's RLIMIT_NPROC of set-up user namespaces, and each
+/// task's RLIMIT_NPROC.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessSetup {
+    /// Uid maps, by set-up user namespace name.
+    pub maps: BTreeMap<String, UidMap>,
+    /// Gid maps, by set-up user namespace name (no gid is mapped without
+    /// one).
+    pub gid_maps: BTreeMap<String, UidMap>,
+    /// The RLIMIT_NPROC its creator had when it made the namespace (by
+    /// set-up user namespace name; unlimited when absent).
+    pub creator_nproc: BTreeMap<String, u64>,
+    /// RLIMIT_NPROC (soft and hard) of each task (by task name; unlimited
+    /// when absent).
+    pub task_nproc: BTreeMap<String, u64>,
 }

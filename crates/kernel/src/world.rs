@@ -2,23 +2,31 @@
 //! subsystem, a kworker, and one process per task instance running its
 //! operations. Also the entry points that explore or replay one kernel run.
 
+use crate::catalog::Patch;
 use crate::errno::Errno;
 use crate::profile::ActivePatches;
-use crate::setup::{clone_flags, Op, Setup, TaskSpec, UsernsFile, INIT_USER_NS};
-use ipcns::{mq_path_walk, Ipc, IpcError, IpcNamespace};
+use crate::setup::{Op, Setup, TaskSpec, UsernsFile, INIT_USER_NS};
+use crate::task::{Nsproxy, Task, TaskIdx};
+use ipcns::{mq_path_walk, Ipc};
 use parking_lot::Mutex;
 use sim::{CostKey, ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Outcome, Schedule};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
 use ucounts::{UcountType, UcountsNs, UcountsTable, UCOUNT_MAX_LIMIT};
-use userns::{UserNamespace, Userns};
+use userns::{caps, ns_capable, CapSet, MapKind, UserNamespace, Userns};
 
 #[path = "userns_ops.rs"]
 mod userns_ops;
 
 #[path = "denials.rs"]
 mod denials;
+
+#[path = "nsproxy.rs"]
+mod nsproxy;
+
+#[path = "fork.rs"]
+mod fork;
 
 pub static SYSCALL: CostKey = CostKey::new("syscall", 150, "entering and leaving a syscall");
 pub static SWITCH_NS: CostKey = CostKey::new(
@@ -39,27 +47,6 @@ pub struct SyscallStats {
 /// Per task instance, per operation label.
 pub type Results = BTreeMap<String, BTreeMap<String, SyscallStats>>;
 
-/// `struct nsproxy`, reduced to what the model uses.
-struct Nsproxy {
-    ipc_ns: Arc<IpcNamespace>,
-}
-
-/// A simulated process.
-struct Process {
-    name: String,
-    uid: u32,
-    /// `task->cred`: ids, user namespace and capabilities.
-    cred: Mutex<userns::Cred>,
-    nsproxy: Mutex<Nsproxy>,
-}
-
-impl Process {
-    /// The ucounts side of the task's current user namespace.
-    fn user_ns(&self) -> Arc<UcountsNs> {
-        Arc::clone(&self.cred.lock().user_ns.ucounts_ns)
-    }
-}
-
 /// A scenario's named lock (`lock(A)`): a plain sleeping lock that records
 /// its holder, so a deadlock report can show the wait-for cycle.
 struct ScenarioLock {
@@ -70,16 +57,20 @@ struct ScenarioLock {
 struct World {
     ipc: Arc<Ipc>,
     ucounts: Arc<UcountsTable>,
-    user_ns: BTreeMap<String, Arc<UcountsNs>>,
     userns: Arc<Userns>,
     /// User namespaces made so far by tasks (for their names).
     userns_made: std::sync::atomic::AtomicU32,
-    procs: BTreeMap<String, Arc<Process>>,
+    /// One task per scenario task instance, in set-up order.
+    tasks: Vec<Arc<Task>>,
+    /// Task instances by name, for the ops that name another task.
+    task_index: BTreeMap<String, TaskIdx>,
+    /// The namespaces a task points at once it has exited.
+    init_nsproxy: Arc<Nsproxy>,
     locks: BTreeMap<String, ScenarioLock>,
     results: Mutex<Results>,
     net: Arc<crate::net::NetWorld>,
-    /// Processes and credentials (RLIMIT_NPROC).
-    nproc: Arc<crate::process::Procs>,
+    /// Process accounting (RLIMIT_NPROC) and its oracles.
+    procs: Arc<crate::process::Procs>,
     /// The scenario checks `security.denied_changes_nothing`.
     check_denials: bool,
     /// Guarded operations (see `denials.rs`) that succeeded so far.
@@ -156,111 +147,101 @@ pub fn replay_run(spec: &RunSpec<'_>, schedule: &Schedule, record: bool) -> (Exe
 fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
     let world = e.setup(|| {
         let ucounts = Arc::new(UcountsTable::new());
-        let user_ns = make_user_namespaces(spec.setup, &ucounts, spec.patches);
-        apply_sysctls(spec.setup, &user_ns);
         let wq = Workqueue::new("system_wq");
         wq.start_worker("kworker");
-        let (userns, user_namespaces) = adopt_user_namespaces(spec, &ucounts, &user_ns, &wq);
-        let ipc = Ipc::new(
-            spec.patches.ipc(),
-            Arc::clone(&ucounts),
-            &user_ns[INIT_USER_NS],
-            &wq,
-        );
-        let procs = make_processes(spec.setup, &user_namespaces, &ipc);
+        let (userns, user_namespaces) = make_user_namespaces(spec, &ucounts, &wq);
+        apply_sysctls(spec.setup, &user_namespaces);
+        let init_ucounts = &user_namespaces[INIT_USER_NS].ucounts_ns;
+        let ipc = Ipc::new(spec.patches.ipc(), Arc::clone(&ucounts), init_ucounts, &wq);
         let net = crate::net::NetWorld::new(
             spec.patches.uevent(),
             &ucounts,
             &userns,
             &user_namespaces[INIT_USER_NS],
             &wq,
-            procs.keys(),
         );
-        let locks = make_locks(spec.setup);
-        let instances: Vec<(String, String)> = spec
-            .setup
-            .tasks
-            .iter()
-            .flat_map(|t| {
-                instance_names(&t.name, t.instances)
-                    .into_iter()
-                    .map(|i| (i, t.name.clone()))
-            })
-            .collect();
-        let nproc =
-            crate::process::Procs::new(spec.setup, spec.patches, &ucounts, &user_ns, &instances);
+        let procs = crate::process::Procs::new(
+            spec.patches,
+            &ucounts,
+            &userns,
+            crate::process::models_processes(spec.setup),
+        );
+        let init_nsproxy = Arc::new(Nsproxy {
+            ipc_ns: Arc::clone(&ipc.init_ipc_ns),
+            net_ns: Arc::clone(&net.uevent.init_net),
+        });
+        let (tasks, task_index) = make_tasks(spec.setup, &user_namespaces, &ipc, &net, &procs);
         let world = Arc::new(World {
             ipc,
             ucounts,
-            user_ns,
             userns,
             userns_made: std::sync::atomic::AtomicU32::new(0),
-            procs,
-            locks,
+            tasks,
+            task_index,
+            init_nsproxy,
+            locks: make_locks(spec.setup),
             results: Mutex::new(Results::new()),
             net,
-            nproc,
+            procs,
             check_denials: spec.invariants.iter().any(|i| i == denials::INVARIANT),
             guarded_successes: std::sync::atomic::AtomicU64::new(0),
-            sysctl_store_first: spec
-                .patches
-                .has(crate::catalog::Patch::SysctlStoreBeforePermission),
+            sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
         });
         spawn_tasks(spec.setup, &world);
         world
     });
     install_invariants(e, &world, spec.invariants);
     crate::net::install_invariants(e, &world.net, spec.invariants);
-    crate::process::install_invariants(e, &world.nproc, spec.invariants);
+    crate::process::install_invariants(e, &world.procs, spec.invariants);
     world
 }
 
+/// The user-namespace subsystem and the set-up's namespaces, parents
+/// first: each charged to (parent, owner), recording its creator's
+/// rlimits, with the uid and gid maps the scenario gives it.
 fn make_user_namespaces(
-    setup: &Setup,
-    table: &UcountsTable,
-    patches: &ActivePatches,
-) -> BTreeMap<String, Arc<UcountsNs>> {
-    let mut map = BTreeMap::new();
-    map.insert(INIT_USER_NS.to_string(), UcountsNs::init(0));
-    for (i, spec) in setup.user_namespaces.iter().enumerate() {
-        let parent = Arc::clone(&map[&spec.parent]);
-        // The namespace's creation is charged to (parent, owner).
-        let charge = table.alloc_ucounts(&parent, spec.owner);
-        let ns = crate::process::setup_ucounts_ns(setup, i, &parent, charge, patches);
-        map.insert(spec.name.clone(), ns);
-    }
-    map
-}
-
-/// The user-namespace subsystem around the set-up's namespaces.
-fn adopt_user_namespaces(
     spec: &RunSpec<'_>,
-    ucounts: &Arc<UcountsTable>,
-    user_ns: &BTreeMap<String, Arc<UcountsNs>>,
+    table: &Arc<UcountsTable>,
     wq: &Arc<Workqueue>,
 ) -> (Arc<Userns>, BTreeMap<String, Arc<UserNamespace>>) {
-    let first_child_id = spec.setup.user_namespaces.len() as u32 + 1;
+    let setup = spec.setup;
+    let first_child_id = setup.user_namespaces.len() as u32 + 1;
     let sys = Userns::with_workqueue(
         spec.patches.userns(),
-        Arc::clone(ucounts),
-        &user_ns[INIT_USER_NS],
+        Arc::clone(table),
+        &UcountsNs::init(0),
         first_child_id,
         wq,
     );
     let mut all = BTreeMap::new();
     all.insert(INIT_USER_NS.to_string(), Arc::clone(&sys.init));
-    for s in &spec.setup.user_namespaces {
-        let parent = Arc::clone(&all[&s.parent]);
-        let ns = sys.adopt(&parent, s.owner, s.owner, Arc::clone(&user_ns[&s.name]));
+    for (i, s) in setup.user_namespaces.iter().enumerate() {
+        let parent: Arc<UserNamespace> = Arc::clone(&all[&s.parent]);
+        let charge = table.alloc_ucounts(&parent.ucounts_ns, s.owner);
+        let rlimits = crate::process::setup_rlimits(setup, i, spec.patches);
+        let ucounts_ns = UcountsNs::child_with_rlimits(
+            i as u32 + 1,
+            &s.name,
+            &parent.ucounts_ns,
+            charge,
+            rlimits,
+        );
+        let ns = sys.adopt(&parent, s.owner, s.owner, ucounts_ns);
+        if let Some(m) = setup.processes.maps.get(&s.name) {
+            sys.install_setup_map(&ns, MapKind::Uid, m.inside, m.outside, m.count);
+        }
+        if let Some(m) = setup.processes.gid_maps.get(&s.name) {
+            sys.install_setup_map(&ns, MapKind::Gid, m.inside, m.outside, m.count);
+        }
         all.insert(s.name.clone(), ns);
     }
     (sys, all)
 }
 
-fn apply_sysctls(setup: &Setup, user_ns: &BTreeMap<String, Arc<UcountsNs>>) {
+fn apply_sysctls(setup: &Setup, user_ns: &BTreeMap<String, Arc<UserNamespace>>) {
     for s in &setup.sysctls {
         if let (Some(ns), Some(t)) = (user_ns.get(&s.userns), UcountType::from_sysctl(&s.name)) {
-            ns.set_max(t, s.value);
+            ns.ucounts_ns.set_max(t, s.value);
         }
     }
 }
@@ -273,29 +254,38 @@ fn instance_names(name: &str, instances: u32) -> Vec<String> {
     }
 }
 
-fn make_processes(
+/// One task per instance: its credentials in its user namespace, and an
+/// nsproxy of its own in the initial namespaces (each holds a reference
+/// to the initial ipc namespace).
+fn make_tasks(
     setup: &Setup,
     user_ns: &BTreeMap<String, Arc<UserNamespace>>,
     ipc: &Arc<Ipc>,
-) -> BTreeMap<String, Arc<Process>> {
-    let mut procs = BTreeMap::new();
+    net: &crate::net::NetWorld,
+    procs: &crate::process::Procs,
+) -> (Vec<Arc<Task>>, BTreeMap<String, TaskIdx>) {
+    let mut tasks = Vec::new();
+    let mut index = BTreeMap::new();
     for t in &setup.tasks {
+        let limit = setup
+            .processes
+            .task_nproc
+            .get(&t.name)
+            .copied()
+            .unwrap_or(ucounts::RLIM_INFINITY);
         for name in instance_names(&t.name, t.instances) {
-            // Every process starts in the initial ipc namespace and holds a
-            // reference to it through its nsproxy.
             ipc.init_ipc_ns.get();
-            let p = Process {
-                name: name.clone(),
-                uid: t.uid,
-                cred: Mutex::new(userns_ops::initial_cred(&user_ns[&t.userns], t.uid)),
-                nsproxy: Mutex::new(Nsproxy {
-                    ipc_ns: Arc::clone(&ipc.init_ipc_ns),
-                }),
-            };
-            procs.insert(name, Arc::new(p));
+            let nsproxy = Arc::new(Nsproxy {
+                ipc_ns: Arc::clone(&ipc.init_ipc_ns),
+                net_ns: Arc::clone(&net.uevent.init_net),
+            });
+            let pid = procs.next_pid();
+            let cred = procs.setup_cred(pid, &user_ns[&t.userns], t.uid, t.uid, CapSet::FULL);
+            index.insert(name.clone(), tasks.len());
+            tasks.push(Arc::new(Task::new(pid, name, cred, nsproxy, limit)));
         }
     }
-    procs
+    (tasks, index)
 }
 
 fn make_locks(setup: &Setup) -> BTreeMap<String, ScenarioLock> {
@@ -326,62 +316,73 @@ fn intern(name: &str) -> &'static str {
 }
 
 fn spawn_tasks(setup: &Setup, world: &Arc<World>) {
+    let mut next = 0;
     for t in &setup.tasks {
-        let names = instance_names(&t.name, t.instances);
+        let first = next;
+        next += t.instances.max(1) as usize;
         if t.sequential {
-            spawn_instance(world, Arc::new(t.clone()), Arc::new(names), 0);
+            spawn_instance(world, Arc::new(t.clone()), first..next, first);
         } else {
-            for name in &names {
-                spawn_one(world, &t.ops, t.repeat, name);
+            for idx in first..next {
+                spawn_one(world, &t.ops, t.repeat, idx);
             }
         }
     }
 }
 
-fn spawn_one(world: &Arc<World>, ops: &[Op], repeat: u64, name: &str) {
+fn spawn_one(world: &Arc<World>, ops: &[Op], repeat: u64, idx: TaskIdx) {
     let w = Arc::clone(world);
-    let proc_ = Arc::clone(&world.procs[name]);
+    let task = Arc::clone(&world.tasks[idx]);
     let ops = ops.to_vec();
-    sim::spawn(name, false, move || w.run_task(&proc_, &ops, repeat));
+    sim::spawn(task.name.clone(), false, move || {
+        w.run_task(&task, &ops, repeat)
+    });
 }
 
 /// Instance `i` of a sequential task; when it exits it starts `i + 1`, as
 /// a shell loop forks the next child once `wait` returns.
-fn spawn_instance(world: &Arc<World>, t: Arc<TaskSpec>, names: Arc<Vec<String>>, i: usize) {
+fn spawn_instance(
+    world: &Arc<World>,
+    t: Arc<TaskSpec>,
+    range: std::ops::Range<TaskIdx>,
+    i: TaskIdx,
+) {
     let w = Arc::clone(world);
-    let proc_ = Arc::clone(&world.procs[&names[i]]);
-    sim::spawn(names[i].clone(), false, move || {
-        w.run_task(&proc_, &t.ops, t.repeat);
-        if i + 1 < names.len() {
-            spawn_instance(&w, t, names, i + 1);
+    let task = Arc::clone(&world.tasks[i]);
+    sim::spawn(task.name.clone(), false, move || {
+        w.run_task(&task, &t.ops, t.repeat);
+        if i + 1 < range.end {
+            spawn_instance(&w, t, range, i + 1);
         }
     });
 }
 
 impl World {
-    fn run_task(&self, p: &Process, ops: &[Op], repeat: u64) {
+    fn run_task(&self, task: &Task, ops: &[Op], repeat: u64) {
         for _ in 0..repeat {
             for op in ops {
-                self.do_op(p, op);
+                self.do_op(task, op);
             }
         }
-        self.exit_task_namespaces(p);
-        self.nproc.exit_task(&p.name);
+        self.do_exit(task);
     }
 
-    fn do_op(&self, p: &Process, op: &Op) {
-        let target = self.denial_target(p, op);
-        let result = self.dispatch(p, op);
+    fn do_op(&self, task: &Task, op: &Op) {
+        let target = self.denial_target(task, op);
+        let result = self.dispatch(task, op);
         if let Some(before) = target {
-            self.check_denial(p, op, result, before);
+            self.check_denial(task, op, result, before);
         }
-        self.record(p, op, result);
+        self.record(task, op, result);
     }
 
-    fn dispatch(&self, p: &Process, op: &Op) -> Result<(), Errno> {
+    /// Every op's model implementation (no wildcard arm: an op declared
+    /// in `ops.rs` must be implemented here).
+    fn dispatch(&self, task: &Task, op: &Op) -> Result<(), Errno> {
+        let procs = &self.procs;
         match op {
-            Op::Unshare { flags } => self.ksys_unshare(p, *flags),
-            Op::SysctlWrite { name, value } => self.sysctl_write(p, name, *value),
+            Op::Unshare { flags } => self.ksys_unshare(task, *flags),
+            Op::SysctlWrite { name, value } => self.sysctl_write(task, name, *value),
             Op::MqPathWalk { target } => self.mq_path_walk(target),
             Op::Lock { name } => self.lock(name),
             Op::Unlock { name } => self.unlock(name),
@@ -390,36 +391,58 @@ impl World {
                 Ok(())
             }
             Op::Bug { message } => panic!("BUG: {message}"),
-            Op::WriteUidMap { text } => self.write_userns_file(p, UsernsFile::UidMap, None, text),
-            Op::WriteGidMap { text } => self.write_userns_file(p, UsernsFile::GidMap, None, text),
+            Op::WriteUidMap { text } => {
+                self.write_userns_file(task, UsernsFile::UidMap, None, text)
+            }
+            Op::WriteGidMap { text } => {
+                self.write_userns_file(task, UsernsFile::GidMap, None, text)
+            }
             Op::WriteSetgroups { text } => {
-                self.write_userns_file(p, UsernsFile::Setgroups, None, text)
+                self.write_userns_file(task, UsernsFile::Setgroups, None, text)
             }
             Op::WriteUidMapOf { target, text } => {
-                self.write_userns_file(p, UsernsFile::UidMap, Some(target), text)
+                self.write_userns_file(task, UsernsFile::UidMap, Some(target), text)
             }
             Op::WriteGidMapOf { target, text } => {
-                self.write_userns_file(p, UsernsFile::GidMap, Some(target), text)
+                self.write_userns_file(task, UsernsFile::GidMap, Some(target), text)
             }
             Op::WriteSetgroupsOf { target, text } => {
-                self.write_userns_file(p, UsernsFile::Setgroups, Some(target), text)
+                self.write_userns_file(task, UsernsFile::Setgroups, Some(target), text)
             }
-            Op::SetnsUser { target } => self.setns_user(p, target),
-            Op::UnshareAndExit { flags } => self.unshare_and_exit(p, *flags),
-            other => match self.net.do_op(&p.name, &self.cred(p), other) {
-                Some(r) => r,
-                None => self.nproc.do_op(&p.name, op).unwrap_or(Err(Errno::ENOENT)),
-            },
+            Op::SetnsUser { target } => self.setns_user(task, target),
+            Op::UnshareAndExit { flags } => self.unshare_and_exit(task, *flags),
+            Op::UeventListen { rcvbuf } => self.net.listen(task, *rcvbuf),
+            Op::UeventRecv {} => self.net.recv(task),
+            Op::UeventClose {} => self.net.close(task),
+            Op::UeventInject { payload } => self.net.inject(task, payload),
+            Op::UeventDeviceEvent { action, devpath } => {
+                self.net.device_event(action, devpath, None)
+            }
+            Op::UeventNetdevEvent { action, devpath } => {
+                let net = Arc::clone(&task.nsproxy().net_ns);
+                self.net.device_event(action, devpath, Some(net))
+            }
+            Op::Fork {} => self.fork(task, 0),
+            Op::Clone { flags } => self.fork(task, *flags),
+            Op::Exit {} => self.wait_child(task),
+            Op::Setuid { uid } => procs.setuid(task, &mut task.own.lock(), *uid),
+            Op::Setresuid { ruid, euid, suid } => {
+                procs.setresuid(task, &mut task.own.lock(), [*ruid, *euid, *suid])
+            }
+            Op::Execve {} => procs.execve(task, &mut task.own.lock()),
+            Op::Setrlimit { limit, .. } => {
+                procs.setrlimit_nproc(task, &mut task.own.lock(), *limit)
+            }
         }
     }
 
-    fn record(&self, p: &Process, op: &Op, result: Result<(), Errno>) {
+    fn record(&self, task: &Task, op: &Op, result: Result<(), Errno>) {
         if matches!(op, Op::Sleep { .. }) {
             return;
         }
         let mut results = self.results.lock();
         let stats = results
-            .entry(p.name.clone())
+            .entry(task.name.clone())
             .or_default()
             .entry(op.label())
             .or_default();
@@ -434,145 +457,43 @@ impl World {
         stats.calls += 1;
     }
 
-    /// `ksys_unshare` with the namespaces the model has: create the new
-    /// ones, then switch the task to them and drop the old ones.
-    fn ksys_unshare(&self, p: &Process, flags: u64) -> Result<(), Errno> {
-        sim::point("unshare", ObjId::NONE, &SYSCALL);
-        // The user namespace comes first; the other namespaces are made
-        // with the new credentials, which are installed last.
-        let new_cred = if flags & clone_flags::CLONE_NEWUSER != 0 {
-            Some(self.unshare_userns(p, &self.cred(p))?)
-        } else {
-            None
-        };
-        if flags & clone_flags::CLONE_NEWIPC == 0 {
-            let cred = new_cred.clone().unwrap_or_else(|| self.cred(p));
-            if let Err(e) = self.unshare_net(p, flags, &cred, None) {
-                if let Some(c) = new_cred {
-                    self.userns.put_cred(c);
-                }
-                return Err(e);
-            }
-            if let Some(c) = new_cred {
-                *p.cred.lock() = c;
-            }
-            return Ok(());
-        }
-        let user_ns = new_cred
-            .as_ref()
-            .map_or_else(|| p.user_ns(), |c| Arc::clone(&c.user_ns.ucounts_ns));
-        let call = self
-            .ipc
-            .oracle
-            .begin_call(ucounts::charge_chain(&user_ns, p.uid));
-        let created = self.ipc.create_ipc_ns(&user_ns, p.uid);
-        self.ipc.oracle.end_call(call, created.is_err(), &p.name);
-        let new_ns = match created {
-            Ok(ns) => ns,
-            Err(IpcError::NoSpace) => {
-                sim::note("unshare", ObjId::NONE, Errno::ENOSPC.as_return());
-                if let Some(c) = new_cred {
-                    // abort_creds: the new namespace's only reference goes.
-                    self.userns.put_cred(c);
-                }
-                return Err(Errno::ENOSPC);
-            }
-        };
-        sim::note("unshare", new_ns.obj, 0);
-        let cred = new_cred.clone().unwrap_or_else(|| self.cred(p));
-        if let Err(e) = self.unshare_net(p, flags, &cred, Some(new_ns)) {
-            if let Some(c) = new_cred {
-                self.userns.put_cred(c);
-            }
-            return Err(e);
-        }
-        if let Some(c) = new_cred {
-            *p.cred.lock() = c;
-        }
-        Ok(())
+    /// A task instance by name, or instance 0 of a task with instances.
+    fn task_named(&self, name: &str) -> Option<&Arc<Task>> {
+        let idx = self
+            .task_index
+            .get(name)
+            .or_else(|| self.task_index.get(&format!("{name}.0")))?;
+        Some(&self.tasks[*idx])
     }
 
-    /// The rest of `create_new_namespaces` after the ipc namespace: the
-    /// network namespace, made with `cred` (the new credentials after a
-    /// CLONE_NEWUSER), unwinding `new_ipc` when it fails; then switch.
-    fn unshare_net(
-        &self,
-        p: &Process,
-        flags: u64,
-        cred: &userns::Cred,
-        new_ipc: Option<Arc<IpcNamespace>>,
-    ) -> Result<(), Errno> {
-        let new_net = if flags & clone_flags::CLONE_NEWNET != 0 {
-            match self.net.copy_net_ns(cred) {
-                Ok(net) => Some(net),
-                Err(e) => {
-                    if let Some(ipc) = new_ipc {
-                        self.ipc.put_ipc_ns(ipc);
-                    }
-                    return Err(e);
-                }
-            }
-        } else {
-            None
-        };
-        if let Some(ipc) = new_ipc {
-            self.switch_task_namespaces(p, ipc);
-        }
-        if let Some(net) = new_net {
-            self.net.install(&p.name, net);
-        }
-        Ok(())
-    }
-
-    /// Install the new namespace, then put the old one.
-    fn switch_task_namespaces(&self, p: &Process, new_ns: Arc<IpcNamespace>) {
-        sim::point("switch_task_namespaces", new_ns.obj, &SWITCH_NS);
-        let old = std::mem::replace(&mut p.nsproxy.lock().ipc_ns, new_ns);
-        self.ipc.put_ipc_ns(old);
-    }
-
-    /// `exit_task_namespaces`: the exiting task drops its namespaces.
-    fn exit_task_namespaces(&self, p: &Process) {
-        sim::point("exit_task_namespaces", ObjId::NONE, &SWITCH_NS);
-        let old = std::mem::replace(
-            &mut p.nsproxy.lock().ipc_ns,
-            Arc::clone(&self.ipc.init_ipc_ns),
-        );
-        self.ipc.put_ipc_ns(old);
-        self.net.exit_task(&p.name);
-        // exit_creds: the task's credentials go after a grace period.
-        self.userns.put_cred(self.cred(p));
-    }
-
-    /// Write a `max_*` sysctl of the task's own user namespace.
-    fn sysctl_write(&self, p: &Process, name: &str, value: i64) -> Result<(), Errno> {
+    /// Write a `max_*` sysctl of the task's own user namespace: the file
+    /// is writable with CAP_SYS_RESOURCE in that namespace (kernel/ucount.c
+    /// `set_permissions`), read-only to anyone else (EACCES).
+    fn sysctl_write(&self, task: &Task, name: &str, value: i64) -> Result<(), Errno> {
         sim::point("sysctl_write", ObjId::NONE, &SYSCALL);
         let t = UcountType::from_sysctl(name).ok_or(Errno::ENOENT)?;
+        let cred = task.cred();
+        let ns = &cred.user_ns.ucounts_ns;
         if self.sysctl_store_first && (0..=UCOUNT_MAX_LIMIT).contains(&value) {
-            p.user_ns().set_max(t, value);
+            ns.set_max(t, value);
         }
-        // Only CAP_SYS_RESOURCE in the file's user namespace may write it.
-        if self.nproc.may_write_max_sysctl(&p.name) == Some(false) {
+        if !ns_capable(&cred, &cred.user_ns, caps::CAP_SYS_RESOURCE) {
             return Err(Errno::EACCES);
         }
         if !(0..=UCOUNT_MAX_LIMIT).contains(&value) {
             return Err(Errno::EINVAL);
         }
-        p.user_ns().set_max(t, value);
+        ns.set_max(t, value);
         self.ipc.oracle.limits_changed();
         Ok(())
     }
 
     fn mq_path_walk(&self, target: &str) -> Result<(), Errno> {
         sim::point("mq_path_walk", ObjId::NONE, &SYSCALL);
-        let Some(target) = self
-            .procs
-            .get(target)
-            .or_else(|| self.procs.get(&format!("{target}.0")))
-        else {
+        let Some(target) = self.task_named(target) else {
             return Err(Errno::ENOENT);
         };
-        let reached = mq_path_walk(|| Arc::clone(&target.nsproxy.lock().ipc_ns));
+        let reached = mq_path_walk(|| Arc::clone(&target.nsproxy().ipc_ns));
         if reached {
             Ok(())
         } else {
@@ -681,5 +602,4 @@ fn install_invariants(e: &mut Execution, world: &Arc<World>, invariants: &[Strin
         });
     }
     userns_ops::install_userns_invariants(e, world, wants);
-    let _ = &world.user_ns;
 }

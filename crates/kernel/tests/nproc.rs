@@ -174,7 +174,7 @@ fn setuid_needs_a_mapped_uid_and_cap_setuid() {
 }
 
 #[test]
-fn clone_newuser_charges_user_namespaces_and_frees_them_at_exit() {
+fn clone_newuser_charges_user_namespaces_and_frees_them_later() {
     let mut s = Setup::default();
     s.sysctls.push(SysctlSpec {
         userns: "init".into(),
@@ -198,8 +198,12 @@ fn clone_newuser_charges_user_namespaces_and_frees_them_at_exit() {
         Outcome::Pass,
         "balanced and no leak once all exited"
     );
-    assert_eq!(count(&r, "t", "clone(CLONE_NEWUSER)", "ok"), 3);
-    assert_eq!(count(&r, "t", "clone(CLONE_NEWUSER)", "ENOSPC"), 1);
+    // The third is over the limit. The reaped child's namespace is freed
+    // from a work item after its credentials' grace period, as the
+    // kernel frees it, so the clone right after the reap is refused too
+    // (probe::host_cases::userns_create_exit_loop_enospc asks the kernel).
+    assert_eq!(count(&r, "t", "clone(CLONE_NEWUSER)", "ok"), 2);
+    assert_eq!(count(&r, "t", "clone(CLONE_NEWUSER)", "ENOSPC"), 2);
     assert_eq!(count(&r, "t", "exit", "ok"), 1);
 }
 

@@ -113,6 +113,7 @@ pub mod caps {
     pub const CAP_SETGID: u32 = 6;
     pub const CAP_SETUID: u32 = 7;
     pub const CAP_SYS_ADMIN: u32 = 21;
+    pub const CAP_SYS_RESOURCE: u32 = 24;
     pub const CAP_SETFCAP: u32 = 31;
     /// `CAP_LAST_CAP` of recent kernels.
     pub const CAP_LAST_CAP: u32 = 40;
@@ -219,16 +220,47 @@ impl UserNamespace {
     }
 }
 
-/// Credentials (`struct cred`), ids as kernel ids.
+/// `struct user_struct` (kernel/user.c): the per-kuid process count that
+/// RLIMIT_NPROC checks before v5.14.
+pub struct UserStruct {
+    pub uid: u32,
+    pub processes: sync::AtomicI64,
+}
+
+impl UserStruct {
+    pub fn new(uid: u32) -> UserStruct {
+        UserStruct {
+            uid,
+            processes: sync::AtomicI64::new("user_struct.processes", 0),
+        }
+    }
+
+    pub fn peek_processes(&self) -> i64 {
+        self.processes.peek()
+    }
+}
+
+/// Credentials (`struct cred`), ids as kernel ids: the one model of a
+/// task's credentials, whichever syscall asks.
 #[derive(Clone)]
 pub struct Cred {
     pub uid: u32,
     pub euid: u32,
+    pub suid: u32,
     pub fsuid: u32,
     pub gid: u32,
     pub egid: u32,
     pub user_ns: Arc<UserNamespace>,
     pub cap_effective: CapSet,
+    /// `cap_bset`: what the task can ever gain (execve as root, a new user
+    /// namespace).
+    pub cap_bset: CapSet,
+    /// `cred->ucounts`: (user_ns, uid) of the process count. `None` for a
+    /// credential made outside a simulated machine (tests, the idmap
+    /// checker), which counts nothing.
+    pub ucounts: Option<Arc<Ucounts>>,
+    /// `cred->user`: the user_struct of the real uid (`None` likewise).
+    pub user: Option<Arc<UserStruct>>,
 }
 
 impl Cred {
@@ -237,12 +269,22 @@ impl Cred {
         Cred {
             uid,
             euid: uid,
+            suid: uid,
             fsuid: uid,
             gid,
             egid: gid,
             user_ns: Arc::clone(ns),
             cap_effective: caps,
+            cap_bset: CapSet::FULL,
+            ucounts: None,
+            user: None,
         }
+    }
+
+    /// Every capability the bounding set allows (root's set after execve,
+    /// the creator's in a new user namespace).
+    pub fn full_caps(&self) -> CapSet {
+        CapSet(CapSet::FULL.0 & self.cap_bset.0)
     }
 }
 
@@ -390,6 +432,7 @@ impl Userns {
 
     /// A namespace object with empty maps (used by [`create_user_ns`]
     /// and by set-ups that build a tree directly).
+    #[allow(clippy::too_many_arguments)]
     fn alloc_ns(
         &self,
         name: &str,
@@ -398,9 +441,13 @@ impl Userns {
         group: u32,
         parent_could_setfcap: bool,
         charge: Option<Arc<Ucounts>>,
+        rlimits: Option<[u64; ucounts::RlimitType::COUNT]>,
     ) -> Arc<UserNamespace> {
         let id = self.next_id.fetch_add(1, StdOrdering::Relaxed);
-        let ucounts_ns = UcountsNs::child(id, name, &parent.ucounts_ns, charge);
+        let ucounts_ns = match rlimits {
+            Some(r) => UcountsNs::child_with_rlimits(id, name, &parent.ucounts_ns, charge, r),
+            None => UcountsNs::child(id, name, &parent.ucounts_ns, charge),
+        };
         let ns = self.build_ns(parent, owner, group, parent_could_setfcap, ucounts_ns);
         self.register(ns)
     }
@@ -436,6 +483,17 @@ impl Userns {
     /// caller, and return the caller's new credentials (full capabilities
     /// in the new namespace, ids unchanged).
     pub fn create_user_ns(&self, cred: &Cred, name: &str) -> Result<Cred, Error> {
+        self.create_user_ns_with_rlimits(cred, name, None)
+    }
+
+    /// [`Userns::create_user_ns`], recording `rlimits` (the creator's, as
+    /// `set_userns_rlimits` does from v5.14) in the new namespace.
+    pub fn create_user_ns_with_rlimits(
+        &self,
+        cred: &Cred,
+        name: &str,
+        rlimits: Option<[u64; ucounts::RlimitType::COUNT]>,
+    ) -> Result<Cred, Error> {
         let parent = &cred.user_ns;
         if parent.level > MAX_PARENT_LEVEL {
             return Err(self.limit_errno());
@@ -460,11 +518,19 @@ impl Userns {
         let ns = {
             // The parent's flags are copied under userns_state_mutex.
             let _g = self.state_mutex.lock();
-            self.alloc_ns(name, parent, cred.euid, cred.egid, could_setfcap, charge)
+            self.alloc_ns(
+                name,
+                parent,
+                cred.euid,
+                cred.egid,
+                could_setfcap,
+                charge,
+                rlimits,
+            )
         };
         let mut new = cred.clone();
         new.user_ns = ns;
-        new.cap_effective = CapSet::FULL;
+        new.cap_effective = cred.full_caps();
         Ok(new)
     }
 
@@ -545,6 +611,29 @@ impl Userns {
             }
         });
         schedule_work(&work);
+    }
+
+    /// Give a set-up namespace the one-range map `inside outside count`
+    /// (`outside` as the parent sees it), as if its creator had written it:
+    /// translated to kernel ids through the parent's map, no permission
+    /// asked. A range the parent does not map is left unmapped.
+    pub fn install_setup_map(
+        &self,
+        ns: &UserNamespace,
+        kind: MapKind,
+        inside: u32,
+        outside: u32,
+        count: u32,
+    ) {
+        let Some(parent) = &ns.parent else {
+            return;
+        };
+        let lower = parent.map(kind).map_id_range_down(outside, count);
+        if lower == UNMAPPED {
+            return;
+        }
+        let extent = [Extent::new(inside, lower, count)];
+        ns.map(kind).install(&extent, &extent);
     }
 
     /// `kuid_has_mapping` for both the euid and egid of `cred` in `ns`.

@@ -1,0 +1,233 @@
+//! Questions about the one namespace path (`unshare`, `clone`, the
+//! `unshare -U true` child) and the one credential model, asked of the
+//! model under the profile of the running kernel and of the running kernel
+//! itself ([`probe::host_cases`] holds the kernel halves, which name the
+//! answers they give). Each question is also a scenario of the library
+//! (named in the case's question) that asserts the kernel's answer.
+
+use crate::conformance_nproc::{host_profile, mapped_container};
+use crate::setup::clone_flags::{CLONE_NEWNET, CLONE_NEWUSER};
+use crate::setup::{Op, Setup, SysctlSpec, TaskSpec};
+use crate::world::{replay_run, Results, RunSpec};
+use probe::{host_cases, Case, KernelAnswer};
+use sim::{ExecConfig, ExploreConfig, Schedule, StrategySpec};
+
+fn model(setup: &Setup) -> Results {
+    let patches = crate::resolve_patches(host_profile(), &[]).expect("host profile");
+    let spec = RunSpec {
+        setup,
+        patches: &patches,
+        invariants: &[],
+        explore: ExploreConfig::new(StrategySpec::Fair, 1, 1, ExecConfig::default()),
+    };
+    replay_run(&spec, &Schedule::Fair, false).1
+}
+
+/// The results of `task`'s `label` calls: `ok`, an errno, or `ok then
+/// EPERM`-style when they differ (in call order of first appearance).
+fn answer(results: &Results, task: &str, label: &str) -> String {
+    let Some(stats) = results.get(task).and_then(|r| r.get(label)) else {
+        return "no call".into();
+    };
+    let mut names: Vec<&str> = stats.results.keys().map(String::as_str).collect();
+    names.sort_by_key(|n| (*n != "ok", *n));
+    names.join(" then ")
+}
+
+/// `ENOSPC at least once` or `never ENOSPC` for a loop's calls.
+fn loop_answer(results: &Results, task: &str, label: &str) -> String {
+    let enospc = results
+        .get(task)
+        .and_then(|r| r.get(label))
+        .and_then(|s| s.results.get("ENOSPC"))
+        .is_some_and(|n| *n > 0);
+    if enospc {
+        "ENOSPC at least once".into()
+    } else {
+        "never ENOSPC".into()
+    }
+}
+
+fn case(
+    subsystem: &'static str,
+    name: &str,
+    question: &str,
+    model: impl Fn() -> String + Send + Sync + 'static,
+    kernel: fn() -> KernelAnswer,
+) -> Case {
+    Case {
+        subsystem,
+        name: name.to_string(),
+        question: question.to_string(),
+        model: Box::new(model),
+        kernel: Box::new(kernel),
+    }
+}
+
+/// A container (as `unshare -U -r` leaves it) limited to `limit` of `sysctl`,
+/// with one task, its root, running `ops` `repeat` times.
+fn container_loop(sysctl: &str, limit: i64, ops: Vec<Op>, repeat: u64) -> Setup {
+    let mut s = Setup::default();
+    mapped_container(&mut s, "c", 0);
+    s.sysctls.push(SysctlSpec {
+        userns: "c".into(),
+        name: sysctl.into(),
+        value: limit,
+    });
+    let mut t = TaskSpec::new("t", "c", 0, ops);
+    t.repeat = repeat;
+    s.tasks.push(t);
+    s
+}
+
+pub fn conformance_cases() -> Vec<Case> {
+    vec![
+        case(
+            "userns",
+            "userns.unshare_in_mapped_ns",
+            "root of a container whose uid and gid maps are written unshares a user namespace (scenario userns-nest-in-mapped-container)",
+            || {
+                let mut s = Setup::default();
+                mapped_container(&mut s, "c", 0);
+                let ops = vec![Op::Unshare { flags: CLONE_NEWUSER }];
+                s.tasks.push(TaskSpec::new("t", "c", 0, ops));
+                answer(&model(&s), "t", "unshare(CLONE_NEWUSER)")
+            },
+            host_cases::unshare_user_in_mapped_ns,
+        ),
+        case(
+            "userns",
+            "userns.second_uid_map_write",
+            "a container's uid_map, written once, is written again (scenario userns-nest-in-mapped-container)",
+            || {
+                let mut s = Setup::default();
+                mapped_container(&mut s, "c", 0);
+                let ops = vec![Op::WriteUidMap {
+                    text: "0 0 1".into(),
+                }];
+                s.tasks.push(TaskSpec::new("t", "c", 0, ops));
+                answer(&model(&s), "t", "write_uid_map")
+            },
+            host_cases::second_uid_map_write,
+        ),
+        case(
+            "netns",
+            "netns.create_exit_loop_enospc",
+            "20 x `unshare -n true` under max_net_namespaces = 1 in a container (scenario netns-create-exit-limit-one)",
+            || {
+                let op = Op::UnshareAndExit {
+                    flags: CLONE_NEWNET,
+                };
+                let s = container_loop("user.max_net_namespaces", 1, vec![op], 20);
+                loop_answer(&model(&s), "t", "unshare_and_exit(CLONE_NEWNET)")
+            },
+            host_cases::netns_create_exit_loop_enospc,
+        ),
+        case(
+            "userns",
+            "userns.create_exit_loop_enospc",
+            "20 x `unshare -U true` under max_user_namespaces = 1 in a container (scenario userns-clone-reap-limit-one)",
+            || {
+                let op = Op::UnshareAndExit {
+                    flags: CLONE_NEWUSER,
+                };
+                let s = container_loop("user.max_user_namespaces", 1, vec![op], 20);
+                loop_answer(&model(&s), "t", "unshare_and_exit(CLONE_NEWUSER)")
+            },
+            host_cases::userns_create_exit_loop_enospc,
+        ),
+        case(
+            "userns",
+            "userns.nesting_depth",
+            "how many nested user namespaces can be made from the initial one (scenario userns-nesting-depth)",
+            || {
+                let mut ops = Vec::new();
+                for _ in 0..34 {
+                    ops.push(Op::Unshare { flags: CLONE_NEWUSER });
+                    ops.push(Op::WriteSetgroups {
+                        text: "deny".into(),
+                    });
+                    ops.push(Op::WriteUidMap {
+                        text: "0 0 1".into(),
+                    });
+                    ops.push(Op::WriteGidMap {
+                        text: "0 0 1".into(),
+                    });
+                }
+                let mut s = Setup::default();
+                s.tasks.push(TaskSpec::new("t", "init", 0, ops));
+                let r = model(&s);
+                let stats = &r["t"]["unshare(CLONE_NEWUSER)"];
+                let ok = stats.results.get("ok").copied().unwrap_or(0);
+                let failed = stats.results.keys().find(|k| *k != "ok");
+                match failed {
+                    Some(e) => format!("{ok} ok, then {e}"),
+                    None => format!("{ok} ok"),
+                }
+            },
+            host_cases::userns_nesting_depth,
+        ),
+        case(
+            "userns",
+            "userns.creator_writes_own_max_sysctl",
+            "uid 1000 unshares a user namespace and writes its user.max_ipc_namespaces (scenario userns-creator-writes-limit)",
+            || {
+                let mut s = Setup::default();
+                let ops = vec![
+                    Op::Unshare { flags: CLONE_NEWUSER },
+                    Op::SysctlWrite {
+                        name: "user.max_ipc_namespaces".into(),
+                        value: 5,
+                    },
+                ];
+                s.tasks.push(TaskSpec::new("t", "init", 1000, ops));
+                answer(&model(&s), "t", "sysctl_write(user.max_ipc_namespaces)")
+            },
+            host_cases::creator_writes_own_max_sysctl,
+        ),
+        case(
+            "userns",
+            "userns.creator_after_exec_writes_own_max_sysctl",
+            "the same write after an execve, unmapped (scenario userns-creator-writes-limit)",
+            || {
+                let mut s = Setup::default();
+                let ops = vec![
+                    Op::Unshare { flags: CLONE_NEWUSER },
+                    Op::Execve {},
+                    Op::SysctlWrite {
+                        name: "user.max_ipc_namespaces".into(),
+                        value: 5,
+                    },
+                ];
+                s.tasks.push(TaskSpec::new("t", "init", 1000, ops));
+                answer(&model(&s), "t", "sysctl_write(user.max_ipc_namespaces)")
+            },
+            host_cases::creator_after_exec_writes_own_max_sysctl,
+        ),
+        case(
+            "userns",
+            "userns.unmapped_creator_unshare",
+            "a task of a user namespace whose maps were never written unshares another (create_user_ns wants its ids mapped)",
+            || {
+                let mut s = Setup::default();
+                let ops = vec![
+                    Op::Unshare { flags: CLONE_NEWUSER },
+                    Op::Unshare { flags: CLONE_NEWUSER },
+                ];
+                s.tasks.push(TaskSpec::new("t", "init", 1000, ops));
+                let r = model(&s);
+                let stats = &r["t"]["unshare(CLONE_NEWUSER)"];
+                match stats.first_failure {
+                    Some(1) => stats
+                        .results
+                        .keys()
+                        .find(|k| *k != "ok")
+                        .cloned()
+                        .unwrap_or_default(),
+                    _ => format!("{:?}", stats.results),
+                }
+            },
+            host_cases::unmapped_creator_unshare_user,
+        ),
+    ]
+}

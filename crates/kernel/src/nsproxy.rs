@@ -1,0 +1,221 @@
+//! The one path every namespace kind takes: `unshare` (kernel/fork.c
+//! `ksys_unshare`, `unshare_userns`), the `unshare -U true` child, and the
+//! namespaces of `clone` (kernel/nsproxy.c `copy_namespaces`,
+//! `create_new_namespaces`, `switch_task_namespaces`,
+//! `exit_task_namespaces`).
+//!
+//! The checks come in the kernel's order: a new user namespace first
+//! (`create_user_ns`: depth, `max_user_namespaces` charged up the tree,
+//! the creator's ids mapped), then CAP_SYS_ADMIN over the user namespace
+//! that will own the others, then each kind in `create_new_namespaces`'s
+//! order (ipc, then net), each charged to its owner's ucounts. Each kind
+//! is freed with the kernel's timing: ipc namespaces through the free
+//! queue, network namespaces through `cleanup_net` (a work item and a
+//! grace period), user namespaces from a work item after their last
+//! credential's grace period.
+
+use super::{World, SWITCH_NS, SYSCALL};
+use crate::errno::Errno;
+use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
+use crate::task::{Nsproxy, Task};
+use ipcns::{IpcError, IpcNamespace};
+use sim::ObjId;
+use std::sync::Arc;
+use userns::{caps, ns_capable, Cred};
+
+/// The flags that make a namespace other than a user namespace.
+const CLONE_NEW_NSPROXY: u64 = CLONE_NEWIPC | CLONE_NEWNET;
+
+impl World {
+    /// `ksys_unshare`: a new user namespace (new credentials), then new
+    /// other namespaces made with those credentials; both installed only
+    /// once everything was made.
+    pub(super) fn ksys_unshare(&self, task: &Task, flags: u64) -> Result<(), Errno> {
+        sim::point("unshare", ObjId::NONE, &SYSCALL);
+        self.unshare_in(task, flags)
+    }
+
+    /// The body of `unshare(flags)` by `task`.
+    fn unshare_in(&self, task: &Task, flags: u64) -> Result<(), Errno> {
+        let old = task.cred();
+        let new_cred = if flags & CLONE_NEWUSER != 0 {
+            Some(self.unshare_userns(task, &old)?)
+        } else {
+            None
+        };
+        let new_nsproxy = if flags & CLONE_NEW_NSPROXY != 0 {
+            let cred = new_cred.as_ref().unwrap_or(&old);
+            match self.unshare_nsproxy_namespaces(task, flags, cred) {
+                Ok(ns) => Some(ns),
+                Err(e) => {
+                    if let Some(c) = new_cred {
+                        // abort_creds: the new namespace's only reference goes.
+                        self.procs.put_cred(c);
+                    }
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(ns) = new_nsproxy {
+            self.switch_task_namespaces(task, ns);
+        }
+        if let Some(c) = new_cred {
+            self.procs.commit_creds(task, c);
+        }
+        Ok(())
+    }
+
+    /// `unshare_userns`: a copy of the caller's credentials in a new child
+    /// namespace it owns (the caller installs them once every other
+    /// namespace was made).
+    fn unshare_userns(&self, task: &Task, old: &Cred) -> Result<Cred, Errno> {
+        let new = self.procs.get_cred(old);
+        let limit = task.own.lock().rlimit_nproc.0;
+        let name = self.next_userns_name(task);
+        self.procs.create_user_cred(new, &name, limit)
+    }
+
+    /// `unshare_nsproxy_namespaces`: CAP_SYS_ADMIN over the user namespace
+    /// of `cred` (the new one after CLONE_NEWUSER), then the namespaces.
+    fn unshare_nsproxy_namespaces(
+        &self,
+        task: &Task,
+        flags: u64,
+        cred: &Cred,
+    ) -> Result<Arc<Nsproxy>, Errno> {
+        if !ns_capable(cred, &cred.user_ns, caps::CAP_SYS_ADMIN) {
+            sim::note("unshare", ObjId::NONE, Errno::EPERM.as_return());
+            return Err(Errno::EPERM);
+        }
+        self.create_new_namespaces(flags, task, cred)
+    }
+
+    /// `create_new_namespaces`: for each kind, a new namespace owned by
+    /// `cred`'s user namespace when its flag is set, else a reference to
+    /// the task's; what was made is put again when a later kind fails.
+    pub(super) fn create_new_namespaces(
+        &self,
+        flags: u64,
+        task: &Task,
+        cred: &Cred,
+    ) -> Result<Arc<Nsproxy>, Errno> {
+        let old = task.nsproxy();
+        let ipc_ns = if flags & CLONE_NEWIPC != 0 {
+            self.copy_ipc_ns(task, cred)?
+        } else {
+            old.ipc_ns.get();
+            Arc::clone(&old.ipc_ns)
+        };
+        let net_ns = if flags & CLONE_NEWNET != 0 {
+            match self.net.copy_net_ns(cred) {
+                Ok(net) => net,
+                Err(e) => {
+                    self.ipc.put_ipc_ns(ipc_ns);
+                    return Err(e);
+                }
+            }
+        } else {
+            old.net_ns.get();
+            Arc::clone(&old.net_ns)
+        };
+        Ok(Arc::new(Nsproxy { ipc_ns, net_ns }))
+    }
+
+    /// `copy_ipc_ns` with CLONE_NEWIPC: `create_ipc_ns` charged to the
+    /// owner's (user namespace, euid), watched by the false-ENOSPC oracle.
+    fn copy_ipc_ns(&self, task: &Task, cred: &Cred) -> Result<Arc<IpcNamespace>, Errno> {
+        let user_ns = &cred.user_ns.ucounts_ns;
+        let call = self
+            .ipc
+            .oracle
+            .begin_call(ucounts::charge_chain(user_ns, cred.euid));
+        let created = self.ipc.create_ipc_ns(user_ns, cred.euid);
+        self.ipc.oracle.end_call(call, created.is_err(), &task.name);
+        match created {
+            Ok(ns) => {
+                sim::note("unshare", ns.obj, 0);
+                Ok(ns)
+            }
+            Err(IpcError::NoSpace) => {
+                sim::note("unshare", ObjId::NONE, Errno::ENOSPC.as_return());
+                Err(Errno::ENOSPC)
+            }
+        }
+    }
+
+    /// Install `new`, then put the old nsproxy.
+    pub(super) fn switch_task_namespaces(&self, task: &Task, new: Arc<Nsproxy>) {
+        sim::point("switch_task_namespaces", new.ipc_ns.obj, &SWITCH_NS);
+        let old = task.replace_nsproxy(new);
+        self.put_nsproxy(old);
+    }
+
+    /// `put_nsproxy`: the last reference puts each namespace in it.
+    pub(super) fn put_nsproxy(&self, ns: Arc<Nsproxy>) {
+        if let Some(ns) = Arc::into_inner(ns) {
+            self.ipc.put_ipc_ns(ns.ipc_ns);
+            self.net.uevent.put_net(ns.net_ns);
+        }
+    }
+
+    /// `do_exit` of `task`: its live children exit first (a simplification:
+    /// the kernel reparents them), then its files (the uevent socket) and
+    /// namespaces go, and `release_task` uncounts it and puts its
+    /// credentials.
+    pub(super) fn do_exit(&self, task: &Task) {
+        let children = std::mem::take(&mut task.own.lock().children);
+        for child in children {
+            self.do_exit(&child);
+        }
+        self.exit_task_namespaces(task);
+        self.procs.release(task);
+        task.own.lock().released = true;
+    }
+
+    /// `exit_files` and `exit_task_namespaces`: the socket is closed, the
+    /// task points at the initial namespaces and its nsproxy is put. A
+    /// child that shares its parent's nsproxy only drops a count.
+    fn exit_task_namespaces(&self, task: &Task) {
+        let shared = Arc::strong_count(&task.nsproxy()) > 2;
+        if !shared {
+            sim::point("exit_task_namespaces", ObjId::NONE, &SWITCH_NS);
+        }
+        if let Some(sock) = task.own.lock().uevent_sock.take() {
+            self.net.uevent.uevent_close(&sock);
+        }
+        let old = task.replace_nsproxy(Arc::clone(&self.init_nsproxy));
+        self.put_nsproxy(old);
+    }
+
+    /// A child process with the task's credentials and namespaces calls
+    /// `unshare(flags)` and exits at once (`unshare -U true`): whatever it
+    /// made is freed the way the kernel frees it, later.
+    pub(super) fn unshare_and_exit(&self, task: &Task, flags: u64) -> Result<(), Errno> {
+        sim::point("clone", ObjId::NONE, &SYSCALL);
+        let cred = self.procs.get_cred(&task.cred());
+        let limit = task.own.lock().rlimit_nproc.0;
+        let child = Task::new(
+            self.procs.next_pid(),
+            format!("{}/child", task.name),
+            cred,
+            task.nsproxy(),
+            limit,
+        );
+        let result = self.unshare_in(&child, flags);
+        let nsproxy = child.replace_nsproxy(Arc::clone(&self.init_nsproxy));
+        self.put_nsproxy(nsproxy);
+        // Not counted against RLIMIT_NPROC: the child lives for one call.
+        self.procs.put_cred(child.cred());
+        result
+    }
+
+    /// A name for the next namespace a task makes: `<task>/userns<N>`.
+    pub(super) fn next_userns_name(&self, task: &Task) -> String {
+        let n = self
+            .userns_made
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{}/userns{n}", task.name)
+    }
+}

@@ -1,0 +1,95 @@
+//! A simulated process: `struct task_struct` reduced to what the model
+//! uses (include/linux/sched.h). One value holds everything a syscall asks
+//! about a process: its credentials (the `userns` crate's [`Cred`], the
+//! one model of them), its nsproxy, its RLIMIT_NPROC, its children and its
+//! uevent socket. Scenario tasks and the children they fork are both
+//! [`Task`]s; tasks are found by [`TaskIdx`], never by name.
+
+use ipcns::IpcNamespace;
+use parking_lot::Mutex;
+use std::sync::Arc;
+use uevent::{Listener, Net};
+use userns::Cred;
+
+/// A scenario task instance's index in the world's task table.
+pub type TaskIdx = usize;
+
+/// `struct nsproxy`, reduced to the namespaces the model has. Shared by a
+/// parent and the children it forks without CLONE_NEW* flags, as the
+/// kernel's `get_nsproxy` shares it; replaced whole by
+/// `switch_task_namespaces`.
+pub struct Nsproxy {
+    pub ipc_ns: Arc<IpcNamespace>,
+    pub net_ns: Arc<Net>,
+}
+
+/// What only the task's own syscalls touch (so it may stay locked across
+/// the scheduling points of one of them).
+pub struct Own {
+    /// RLIMIT_NPROC (soft, hard).
+    pub rlimit_nproc: (u64, u64),
+    /// PF_NPROC_EXCEEDED.
+    pub nproc_exceeded: bool,
+    /// Live children, newest last.
+    pub children: Vec<Arc<Task>>,
+    /// Its NETLINK_KOBJECT_UEVENT socket, if it opened one.
+    pub uevent_sock: Option<Arc<Listener>>,
+    /// Exited and released: it holds nothing any more.
+    pub released: bool,
+}
+
+/// A simulated process.
+pub struct Task {
+    pub pid: u64,
+    pub name: String,
+    /// `task->cred`: replaced by `commit_creds`, read by other tasks (the
+    /// kernel publishes it under RCU; here a lock held only for the copy).
+    cred: Mutex<Cred>,
+    /// `task->nsproxy`, likewise read by other tasks (`setns`,
+    /// `/proc/PID/ns`).
+    nsproxy: Mutex<Arc<Nsproxy>>,
+    pub own: Mutex<Own>,
+}
+
+impl Task {
+    pub fn new(pid: u64, name: String, cred: Cred, nsproxy: Arc<Nsproxy>, rlimit: u64) -> Task {
+        Task {
+            pid,
+            name,
+            cred: Mutex::new(cred),
+            nsproxy: Mutex::new(nsproxy),
+            own: Mutex::new(Own {
+                rlimit_nproc: (rlimit, rlimit),
+                nproc_exceeded: false,
+                children: Vec::new(),
+                uevent_sock: None,
+                released: false,
+            }),
+        }
+    }
+
+    /// The task's current credentials (`current_cred()`, `__task_cred`).
+    pub fn cred(&self) -> Cred {
+        self.cred.lock().clone()
+    }
+
+    /// Install `new` as the task's credentials; the old ones are returned
+    /// for the caller to put.
+    pub fn replace_cred(&self, new: Cred) -> Cred {
+        std::mem::replace(&mut *self.cred.lock(), new)
+    }
+
+    /// The user namespace of the task's credentials.
+    pub fn user_ns(&self) -> Arc<userns::UserNamespace> {
+        Arc::clone(&self.cred.lock().user_ns)
+    }
+
+    pub fn nsproxy(&self) -> Arc<Nsproxy> {
+        Arc::clone(&self.nsproxy.lock())
+    }
+
+    /// Install `new`; the old nsproxy is returned for the caller to put.
+    pub fn replace_nsproxy(&self, new: Arc<Nsproxy>) -> Arc<Nsproxy> {
+        std::mem::replace(&mut *self.nsproxy.lock(), new)
+    }
+}
