@@ -16,10 +16,9 @@ use sim::{Execution, ObjId, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
-use ucounts::UcountsTable;
 use uevent::{Kobject, Listener, Net, Uevent, UeventError, UeventPatches};
 use userns::caps::CAP_SYS_ADMIN;
-use userns::{ns_capable, Cred, UserNamespace, Userns};
+use userns::{ns_capable, Cred, Userns};
 
 /// The network side of one process: its netns and its uevent socket.
 struct ProcNet {
@@ -31,11 +30,6 @@ struct ProcNet {
 pub struct NetWorld {
     pub uevent: Arc<Uevent>,
     procs: BTreeMap<String, Mutex<ProcNet>>,
-    /// `net->user_ns` as a user namespace of the `userns` crate (the
-    /// `uevent` crate knows only its ucounts side), by network namespace
-    /// id; each holds a reference until `cleanup_net` frees the namespace.
-    owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>>,
-    init_user_ns: Arc<UserNamespace>,
 }
 
 /// The errno a uevent path's error is returned as.
@@ -52,26 +46,17 @@ pub fn errno(e: UeventError) -> Errno {
 }
 
 impl NetWorld {
-    /// The subsystem, and every named process in `init_net` (whose
+    /// The subsystem over `userns` (`init_net` is owned by its initial
+    /// namespace), and every named process in `init_net` (whose
     /// references are not counted: it is never freed). Call while the
     /// execution is set up.
     pub fn new<'a>(
         patches: UeventPatches,
-        ucounts: &Arc<UcountsTable>,
         userns: &Arc<Userns>,
-        init_user_ns: &Arc<UserNamespace>,
         wq: &Arc<Workqueue>,
         processes: impl IntoIterator<Item = &'a String>,
     ) -> Arc<NetWorld> {
-        let uevent = Uevent::new(patches, Arc::clone(ucounts), &init_user_ns.ucounts_ns, wq);
-        let owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>> = Arc::default();
-        // cleanup_net: net_free is followed by put_user_ns(net->user_ns).
-        let (o, sys) = (Arc::clone(&owners), Arc::clone(userns));
-        uevent.on_net_free(move |net| {
-            if let Some(owner) = o.lock().remove(&net.id) {
-                sys.put_user_ns(&owner);
-            }
-        });
+        let uevent = Uevent::new(patches, userns, wq);
         let procs = processes
             .into_iter()
             .map(|name| {
@@ -82,21 +67,7 @@ impl NetWorld {
                 (name.clone(), Mutex::new(pn))
             })
             .collect();
-        Arc::new(NetWorld {
-            uevent,
-            procs,
-            owners,
-            init_user_ns: Arc::clone(init_user_ns),
-        })
-    }
-
-    /// The user namespace that owns `net`.
-    fn owner(&self, net: &Net) -> Arc<UserNamespace> {
-        self.owners
-            .lock()
-            .get(&net.id)
-            .cloned()
-            .unwrap_or_else(|| Arc::clone(&self.init_user_ns))
+        Arc::new(NetWorld { uevent, procs })
     }
 
     fn proc_net(&self, name: &str) -> &Mutex<ProcNet> {
@@ -108,19 +79,15 @@ impl NetWorld {
     /// `unshare_nsproxy_namespaces` first asks for CAP_SYS_ADMIN in the
     /// caller's user namespace (EPERM). The model asks it for
     /// CLONE_NEWNET only, so that ipc runs are as they were. The new
-    /// namespace takes a reference on its owner (`get_user_ns`).
+    /// namespace is owned by `cred.user_ns` and holds a reference on it.
     pub fn copy_net_ns(&self, cred: &Cred) -> Result<Arc<Net>, Errno> {
         if !ns_capable(cred, &cred.user_ns, CAP_SYS_ADMIN) {
             sim::note("copy_net_ns", ObjId::NONE, Errno::EPERM.as_return());
             return Err(Errno::EPERM);
         }
-        let created = self.uevent.copy_net_ns(&cred.user_ns.ucounts_ns, cred.euid);
+        let created = self.uevent.copy_net_ns(&cred.user_ns, cred.euid);
         match &created {
-            Ok(net) => {
-                cred.user_ns.get();
-                self.owners.lock().insert(net.id, Arc::clone(&cred.user_ns));
-                sim::note("copy_net_ns", net.obj, 0);
-            }
+            Ok(net) => sim::note("copy_net_ns", net.obj, 0),
             Err(_) => sim::note("copy_net_ns", ObjId::NONE, Errno::ENOSPC.as_return()),
         }
         created.map_err(errno)
@@ -210,8 +177,7 @@ impl NetWorld {
     fn inject(&self, name: &str, cred: &Cred, payload: &str) -> Result<(), Errno> {
         sim::point("sendto", ObjId::NONE, &crate::world::SYSCALL);
         let net = Arc::clone(&self.proc_net(name).lock().net_ns);
-        let capable = ns_capable(cred, &self.owner(&net), CAP_SYS_ADMIN);
-        let r = self.uevent.uevent_net_rcv_skb(&net, capable, payload);
+        let r = self.uevent.uevent_net_rcv_skb(&net, cred, payload);
         match r {
             Ok(seqnum) => sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64),
             Err(e) => sim::note("uevent_inject", net.obj, errno(e).as_return()),

@@ -168,14 +168,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             &wq,
         );
         let procs = make_processes(spec.setup, &user_namespaces, &ipc);
-        let net = crate::net::NetWorld::new(
-            spec.patches.uevent(),
-            &ucounts,
-            &userns,
-            &user_namespaces[INIT_USER_NS],
-            &wq,
-            procs.keys(),
-        );
+        let net = crate::net::NetWorld::new(spec.patches.uevent(), &userns, &wq, procs.keys());
         let locks = make_locks(spec.setup);
         let instances: Vec<(String, String)> = spec
             .setup
