@@ -108,9 +108,15 @@ fn count_started(cmd: &str) -> String {
     )
 }
 
-/// Run a probe script as root on the host; its last line is the answer.
+/// Wait (at most 10 s) until no process of the probes' uids is left: a
+/// killed sleeper is a zombie, still counted against its uid's
+/// RLIMIT_NPROC, until init reaps it, which can take a moment.
+const SETTLE: &str = "i=0; while [ $i -lt 200 ] && ps -eo uid= | awk '$1 >= 61001 && $1 <= 61012 { found = 1 } END { exit !found }'; do sleep 0.05; i=$((i+1)); done; ";
+
+/// Run a probe script as root on the host, once the probes' earlier
+/// processes are gone; its last line is the answer.
 fn probe(script: &str) -> KernelAnswer {
-    let out = sh_as_host(script, 60)?;
+    let out = sh_as_host(&format!("{SETTLE}{script}"), 60)?;
     out.stdout
         .lines()
         .last()
@@ -120,7 +126,7 @@ fn probe(script: &str) -> KernelAnswer {
 
 /// The errno a failed command reported on stderr, or `ok`.
 fn errno_of(script: &str) -> KernelAnswer {
-    let out = sh_as_host(script, 60)?;
+    let out = sh_as_host(&format!("{SETTLE}{script}"), 60)?;
     if out.status == Some(0) {
         return Ok("ok".into());
     }

@@ -12,24 +12,15 @@
 use crate::errno::Errno;
 use crate::setup::Op;
 use crate::task::Task;
-use parking_lot::Mutex;
 use sim::{Execution, ObjId, Outcome};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
-use ucounts::UcountsTable;
 use uevent::{Kobject, Net, Uevent, UeventError, UeventPatches};
-use userns::caps::CAP_SYS_ADMIN;
-use userns::{ns_capable, Cred, UserNamespace, Userns};
+use userns::{Cred, Userns};
 
-/// The uevent subsystem, and the owners of network namespaces.
+/// The uevent subsystem of a simulated machine.
 pub struct NetWorld {
     pub uevent: Arc<Uevent>,
-    /// `net->user_ns` as a user namespace of the `userns` crate (the
-    /// `uevent` crate knows only its ucounts side), by network namespace
-    /// id; each holds a reference until `cleanup_net` frees the namespace.
-    owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>>,
-    init_user_ns: Arc<UserNamespace>,
 }
 
 /// The errno a uevent path's error is returned as.
@@ -49,49 +40,19 @@ impl NetWorld {
     /// The subsystem, and every named process in `init_net` (whose
     /// references are not counted: it is never freed). Call while the
     /// execution is set up.
-    pub fn new(
-        patches: UeventPatches,
-        ucounts: &Arc<UcountsTable>,
-        userns: &Arc<Userns>,
-        init_user_ns: &Arc<UserNamespace>,
-        wq: &Arc<Workqueue>,
-    ) -> Arc<NetWorld> {
-        let uevent = Uevent::new(patches, Arc::clone(ucounts), &init_user_ns.ucounts_ns, wq);
-        let owners: Arc<Mutex<BTreeMap<u32, Arc<UserNamespace>>>> = Arc::default();
-        // cleanup_net: net_free is followed by put_user_ns(net->user_ns).
-        let (o, sys) = (Arc::clone(&owners), Arc::clone(userns));
-        uevent.on_net_free(move |net| {
-            if let Some(owner) = o.lock().remove(&net.id) {
-                sys.put_user_ns(&owner);
-            }
-        });
+    pub fn new(patches: UeventPatches, userns: &Arc<Userns>, wq: &Arc<Workqueue>) -> Arc<NetWorld> {
         Arc::new(NetWorld {
-            uevent,
-            owners,
-            init_user_ns: Arc::clone(init_user_ns),
+            uevent: Uevent::new(patches, userns, wq),
         })
     }
 
-    /// The user namespace that owns `net`.
-    fn owner(&self, net: &Net) -> Arc<UserNamespace> {
-        self.owners
-            .lock()
-            .get(&net.id)
-            .cloned()
-            .unwrap_or_else(|| Arc::clone(&self.init_user_ns))
-    }
-
     /// `copy_net_ns` with CLONE_NEWNET for a task with `cred`: the new
-    /// namespace is owned by `cred`'s user namespace and takes a reference
-    /// on it (`get_user_ns`).
+    /// namespace is owned by `cred`'s user namespace and holds a reference
+    /// on it until `cleanup_net` frees it.
     pub fn copy_net_ns(&self, cred: &Cred) -> Result<Arc<Net>, Errno> {
-        let created = self.uevent.copy_net_ns(&cred.user_ns.ucounts_ns, cred.euid);
+        let created = self.uevent.copy_net_ns(&cred.user_ns, cred.euid);
         match &created {
-            Ok(net) => {
-                cred.user_ns.get();
-                self.owners.lock().insert(net.id, Arc::clone(&cred.user_ns));
-                sim::note("copy_net_ns", net.obj, 0);
-            }
+            Ok(net) => sim::note("copy_net_ns", net.obj, 0),
             Err(_) => sim::note("copy_net_ns", ObjId::NONE, Errno::ENOSPC.as_return()),
         }
         created.map_err(errno)
@@ -140,8 +101,7 @@ impl NetWorld {
     pub fn inject(&self, task: &Task, payload: &str) -> Result<(), Errno> {
         sim::point("sendto", ObjId::NONE, &crate::world::SYSCALL);
         let net = Arc::clone(&task.nsproxy().net_ns);
-        let capable = ns_capable(&task.cred(), &self.owner(&net), CAP_SYS_ADMIN);
-        let r = self.uevent.uevent_net_rcv_skb(&net, capable, payload);
+        let r = self.uevent.uevent_net_rcv_skb(&net, &task.cred(), payload);
         match r {
             Ok(seqnum) => sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64),
             Err(e) => sim::note("uevent_inject", net.obj, errno(e).as_return()),

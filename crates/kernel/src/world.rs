@@ -153,13 +153,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
         apply_sysctls(spec.setup, &user_namespaces);
         let init_ucounts = &user_namespaces[INIT_USER_NS].ucounts_ns;
         let ipc = Ipc::new(spec.patches.ipc(), Arc::clone(&ucounts), init_ucounts, &wq);
-        let net = crate::net::NetWorld::new(
-            spec.patches.uevent(),
-            &ucounts,
-            &userns,
-            &user_namespaces[INIT_USER_NS],
-            &wq,
-        );
+        let net = crate::net::NetWorld::new(spec.patches.uevent(), &userns, &wq);
         let procs = crate::process::Procs::new(
             spec.patches,
             &ucounts,

@@ -11,14 +11,13 @@
 //! or are refused.
 //!
 //! The model half builds a fresh [`Uevent`] with the patches of the
-//! running kernel's release ([`patches_for_release`]) and answers in the
-//! probe's words.
+//! running kernel's release ([`patches_for_release`]) over a user-namespace
+//! subsystem ([`userns::Userns`]), and answers in the probe's words.
 
-use crate::capability::{ns_capable, Cred, CAP_SYS_ADMIN};
 use crate::{Kobject, Uevent, UeventError, UeventPatches};
 use probe::{Case, KernelAnswer, Skip};
 use std::sync::Arc;
-use ucounts::{UcountsNs, UcountsTable};
+use userns::{CapSet, Cred, UserNamespace, Userns, UsernsPatches};
 
 const PROBE: &str = include_str!("probes/uevent_probe.py");
 
@@ -39,12 +38,13 @@ fn host_patches() -> UeventPatches {
 }
 
 /// A model machine: the subsystem, the initial user namespace and a
-/// child user namespace owned by uid 1000 (as `unshare -U -r` by root
-/// makes one owned by root; the owner's uid does not change the answers).
+/// child user namespace made by uid 1000 (as `unshare -U -r` by root
+/// makes one owned by root; the owner's uid does not change the answers),
+/// with the credentials its creator has in it (every capability).
 struct Machine {
     uevent: Arc<Uevent>,
-    init: Arc<UcountsNs>,
-    child: Arc<UcountsNs>,
+    init: Arc<UserNamespace>,
+    child: Cred,
     wq: Arc<sync::Workqueue>,
 }
 
@@ -55,14 +55,13 @@ impl Drop for Machine {
 }
 
 fn machine() -> Machine {
-    let table = Arc::new(UcountsTable::new());
-    let init = UcountsNs::init(0);
-    let charge = table.alloc_ucounts(&init, 1000);
-    let child = UcountsNs::child(1, "probe", &init, charge);
+    let sys = Userns::standalone(UsernsPatches::NEWEST);
+    let user = Cred::new(&sys.init, 1000, 1000, CapSet::EMPTY);
+    let child = sys.create_user_ns(&user, "probe").expect("no limit");
     let wq = sync::Workqueue::new("netns");
     Machine {
-        uevent: Uevent::new(host_patches(), table, &init, &wq),
-        init,
+        uevent: Uevent::new(host_patches(), &sys, &wq),
+        init: Arc::clone(&sys.init),
         child,
         wq,
     }
@@ -96,7 +95,7 @@ fn host_event_model(unshare: Unshare, bind_first: bool) -> String {
     let net = match (unshare, bind_first) {
         (_, true) | (Unshare::None | Unshare::User, false) => Arc::clone(&u.init_net),
         (Unshare::Net, false) => u.copy_net_ns(&m.init, 0).expect("no limit"),
-        (Unshare::UserNet, false) => u.copy_net_ns(&m.child, 1000).expect("no limit"),
+        (Unshare::UserNet, false) => u.copy_net_ns(&m.child.user_ns, 1000).expect("no limit"),
     };
     let l = u.uevent_listen(&net, "probe", 1 << 20);
     let full = Kobject {
@@ -188,16 +187,17 @@ fn payload(kind: &str) -> String {
 fn inject_model(sender: Sender, kind: &str) -> String {
     let m = machine();
     let u = &m.uevent;
+    let root = u.userns.init_root();
+    let unprivileged = Cred::new(&m.init, 1000, 1000, CapSet::EMPTY);
     let (net, cred) = match sender {
-        Sender::RootNewNet => (u.copy_net_ns(&m.init, 0), cred(0, &m.init)),
-        Sender::RootNewUserNet => (u.copy_net_ns(&m.child, 1000), cred(1000, &m.child)),
-        Sender::RootNewUserOnly => (Ok(Arc::clone(&u.init_net)), cred(1000, &m.child)),
-        Sender::UnprivilegedNewNet => (u.copy_net_ns(&m.init, 0), cred(1000, &m.init)),
+        Sender::RootNewNet => (u.copy_net_ns(&m.init, 0), root),
+        Sender::RootNewUserNet => (u.copy_net_ns(&m.child.user_ns, 1000), m.child.clone()),
+        Sender::RootNewUserOnly => (Ok(Arc::clone(&u.init_net)), m.child.clone()),
+        Sender::UnprivilegedNewNet => (u.copy_net_ns(&m.init, 0), unprivileged),
     };
     let net = net.expect("no limit");
     let l = u.uevent_listen(&net, "probe", 1 << 20);
-    let capable = ns_capable(&cred, &net.user_ns, CAP_SYS_ADMIN);
-    let ack = match u.uevent_net_rcv_skb(&net, capable, &payload(kind)) {
+    let ack = match u.uevent_net_rcv_skb(&net, &cred, &payload(kind)) {
         Ok(_) => "ok",
         Err(e) => errno_name(e),
     };
@@ -207,13 +207,6 @@ fn inject_model(sender: Sender, kind: &str) -> String {
         "noevent"
     };
     format!("{ack} {event}")
-}
-
-fn cred(euid: u32, ns: &Arc<UcountsNs>) -> Cred {
-    Cred {
-        euid,
-        user_ns: Arc::clone(ns),
-    }
 }
 
 fn errno_name(e: UeventError) -> &'static str {
@@ -236,7 +229,8 @@ fn seqnum_model() -> String {
     let u = &m.uevent;
     let net = u.copy_net_ns(&m.init, 0).expect("no limit");
     let l = u.uevent_listen(&net, "probe", 1 << 20);
-    u.uevent_net_rcv_skb(&net, true, "add@/devices/nssim-probe\0ACTION=add\0")
+    let root = u.userns.init_root();
+    u.uevent_net_rcv_skb(&net, &root, "add@/devices/nssim-probe\0ACTION=add\0")
         .expect("small and capable");
     let got = u.uevent_recv(&l).expect("delivered");
     let current = if got.seqnum == u.peek_seqnum() {
@@ -256,8 +250,9 @@ fn overrun_model(injections: u32) -> String {
     let u = &m.uevent;
     let net = u.copy_net_ns(&m.init, 0).expect("no limit");
     let l = u.uevent_listen(&net, "probe", 2304);
+    let root = u.userns.init_root();
     for _ in 0..injections {
-        u.uevent_net_rcv_skb(&net, true, "add@/devices/nssim-probe\0ACTION=add\0")
+        u.uevent_net_rcv_skb(&net, &root, "add@/devices/nssim-probe\0ACTION=add\0")
             .expect("small and capable");
     }
     let mut first = None;

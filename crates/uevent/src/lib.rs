@@ -24,11 +24,15 @@
 //!   atomic; the mutex covers only the walk of the list; the tagged path
 //!   and injection take no lock.
 //!
+//! A network namespace is owned by a user namespace of the `userns` crate
+//! (`net->user_ns`, a reference taken by `copy_net_ns` and dropped by
+//! `cleanup_net`), and the injection path asks that crate's
+//! [`userns::ns_capable`] with the sender's credentials: the one model of
+//! user namespaces and credentials, whoever calls.
+//!
 //! The invariants' bookkeeping is in [`oracle`]; the fast cost model of
-//! the 2018 measurements in [`measure`]; the capability question, until the
-//! user-namespace crate answers it, in [`capability`].
+//! the 2018 measurements in [`measure`].
 
-pub mod capability;
 pub mod conformance;
 pub mod measure;
 pub mod oracle;
@@ -41,7 +45,9 @@ use sync::{
     schedule_work, synchronize_rcu, AtomicU64, LList, Mutex, Ordering, Refcount, SpinLock, Work,
     Workqueue,
 };
-use ucounts::{UcountType, Ucounts, UcountsNs, UcountsTable};
+use ucounts::{UcountType, Ucounts};
+use userns::caps::CAP_SYS_ADMIN;
+use userns::{ns_capable, Cred, UserNamespace, Userns};
 
 /// Trace note carrying a listener's drop count (`sk_drops`); views draw
 /// `counter:` notes as counter tracks.
@@ -183,8 +189,10 @@ pub struct Net {
     /// Creation order; 0 is `init_net`.
     pub id: u32,
     count: Refcount,
-    /// The user namespace that owns it (`net->user_ns`).
-    pub user_ns: Arc<UcountsNs>,
+    /// The user namespace that owns it (`net->user_ns`): the creator's,
+    /// with a reference held until `cleanup_net` frees the namespace;
+    /// the initial one for `init_net`.
+    pub user_ns: Arc<UserNamespace>,
     /// The UCOUNT_NET_NAMESPACES charge; `None` for `init_net`.
     ucounts: Option<Arc<Ucounts>>,
     pub uevent_sock: Arc<UeventSock>,
@@ -311,7 +319,9 @@ struct SockList {
 /// `uevent_seqnum`, `init_net`, and the netns cleanup queue.
 pub struct Uevent {
     pub patches: UeventPatches,
-    pub ucounts: Arc<UcountsTable>,
+    /// The user-namespace subsystem: the owners of network namespaces,
+    /// their ucounts, and `put_user_ns` when a namespace is freed.
+    pub userns: Arc<Userns>,
     uevent_sock_mutex: Mutex<SockList>,
     /// `uevent_seqnum` as an atomic (v6.9).
     seqnum_atomic: AtomicU64,
@@ -323,21 +333,13 @@ pub struct Uevent {
     pub oracle: Oracle,
     stats: parking_lot::Mutex<Stats>,
     released_freed: parking_lot::Mutex<(u64, u64)>,
-    /// Run by `cleanup_net` for each namespace it frees (the owner's
-    /// `put_user_ns`, which the user-namespace side does).
-    on_free: parking_lot::Mutex<Option<NetFreeHook>>,
 }
 
-type NetFreeHook = Box<dyn Fn(&Net) + Send + Sync>;
-
 impl Uevent {
-    /// Set up the subsystem and `init_net`; `wq` runs `net_cleanup_work`.
-    pub fn new(
-        patches: UeventPatches,
-        ucounts: Arc<UcountsTable>,
-        init_user_ns: &Arc<UcountsNs>,
-        wq: &Arc<Workqueue>,
-    ) -> Arc<Uevent> {
+    /// Set up the subsystem and `init_net` (owned by the initial user
+    /// namespace of `userns`, charged to its ucounts); `wq` runs
+    /// `net_cleanup_work`.
+    pub fn new(patches: UeventPatches, userns: &Arc<Userns>, wq: &Arc<Workqueue>) -> Arc<Uevent> {
         let me = Arc::new_cyclic(|me: &Weak<Uevent>| {
             let me = me.clone();
             let work = Work::new("net_cleanup_work", wq, move || {
@@ -348,7 +350,7 @@ impl Uevent {
             let init_sock = new_uevent_sock(true);
             Uevent {
                 patches,
-                ucounts,
+                userns: Arc::clone(userns),
                 uevent_sock_mutex: Mutex::new(
                     "uevent_sock_mutex",
                     SockList {
@@ -363,7 +365,7 @@ impl Uevent {
                     obj: sim::new_object("init_net"),
                     id: 0,
                     count: Refcount::new("net.ns.count", 1),
-                    user_ns: Arc::clone(init_user_ns),
+                    user_ns: Arc::clone(&userns.init),
                     ucounts: None,
                     uevent_sock: init_sock,
                 }),
@@ -372,7 +374,6 @@ impl Uevent {
                 oracle: Oracle::default(),
                 stats: parking_lot::Mutex::new(Stats::default()),
                 released_freed: parking_lot::Mutex::new((0, 0)),
-                on_free: parking_lot::Mutex::new(None),
             }
         });
         // init_net's socket is on the list from boot; nothing runs yet.
@@ -386,15 +387,18 @@ impl Uevent {
     // ------------------------------------------------------------ netns
 
     /// `copy_net_ns` with CLONE_NEWNET: charge the namespace to
-    /// (user_ns, euid), allocate it, run `setup_net`.
+    /// (user_ns, euid), allocate it, run `setup_net`. The new namespace is
+    /// owned by `user_ns` and holds a reference on it (`get_user_ns`),
+    /// dropped by `cleanup_net`.
     pub fn copy_net_ns(
         &self,
-        user_ns: &Arc<UcountsNs>,
+        user_ns: &Arc<UserNamespace>,
         euid: u32,
     ) -> Result<Arc<Net>, UeventError> {
         let ucounts = self
+            .userns
             .ucounts
-            .inc_ucount(user_ns, euid, UcountType::NetNamespaces)
+            .inc_ucount(&user_ns.ucounts_ns, euid, UcountType::NetNamespaces)
             .ok_or(UeventError::NoSpace)?;
         sim::point("net_alloc", ObjId::NONE, &costs::NET_ALLOC);
         let obj = sim::new_object("net");
@@ -404,14 +408,19 @@ impl Uevent {
         let init_owned = user_ns.level == 0;
         sim::point("setup_net", obj, &costs::SETUP_NET);
         let sock = self.uevent_net_init(init_owned);
-        Ok(Arc::new(Net {
+        let net = Arc::new(Net {
             obj,
             id,
             count: Refcount::new("net.ns.count", 1),
             user_ns: Arc::clone(user_ns),
             ucounts: Some(ucounts),
             uevent_sock: sock,
-        }))
+        });
+        // get_user_ns. The kernel takes it before setup_net; taking it
+        // last is indistinguishable (the creator's credentials hold the
+        // namespace meanwhile) and keeps the step order of every run.
+        user_ns.get();
+        Ok(net)
     }
 
     /// `uevent_net_init`: the namespace's kernel socket, on the list
@@ -454,7 +463,7 @@ impl Uevent {
 
     /// `cleanup_net`, the work function: take the whole queue, run the
     /// pernet exits, wait one grace period for the batch, then free and
-    /// uncharge every namespace.
+    /// uncharge every namespace and drop its owner (`put_user_ns`).
     fn cleanup_net(&self) {
         let batch = self.cleanup_list.llist_del_all();
         sim::note("cleanup_net: batch", ObjId::NONE, batch.len() as i64);
@@ -465,20 +474,12 @@ impl Uevent {
         for net in batch {
             sim::point("net_free", net.obj, &costs::NET_EXIT);
             if let Some(u) = &net.ucounts {
-                self.ucounts.dec_ucount(u, UcountType::NetNamespaces);
+                self.userns.ucounts.dec_ucount(u, UcountType::NetNamespaces);
             }
-            if let Some(hook) = self.on_free.lock().as_ref() {
-                hook(&net);
-            }
+            self.userns.put_user_ns(&net.user_ns);
             sim::free_object(net.obj);
             self.released_freed.lock().1 += 1;
         }
-    }
-
-    /// Run `f` for each namespace `cleanup_net` frees, after its
-    /// uncharge (the owner's `put_user_ns`).
-    pub fn on_net_free(&self, f: impl Fn(&Net) + Send + Sync + 'static) {
-        *self.on_free.lock() = Some(Box::new(f));
     }
 
     /// (released, freed) network namespaces so far.
@@ -701,14 +702,16 @@ impl Uevent {
 
     // ------------------------------------------------------------ injection
 
-    /// `uevent_net_rcv_skb`: a uevent sent by userspace to the kernel
-    /// socket of `net`. `capable` is the answer of
-    /// [`capability::ns_capable`] for the sender over `net`'s owning user
-    /// namespace. Returns the sequence number the event carried.
+    /// `uevent_net_rcv_skb`: a uevent sent by userspace, with credentials
+    /// `sender`, to the kernel socket of `net`. The sender needs
+    /// CAP_SYS_ADMIN over `net`'s owning user namespace
+    /// ([`userns::ns_capable`]; the kernel asks it of the socket's opener
+    /// and of the sending task, both `sender` here). Returns the sequence
+    /// number the event carried.
     pub fn uevent_net_rcv_skb(
         &self,
         net: &Net,
-        capable: bool,
+        sender: &Cred,
         payload: &str,
     ) -> Result<u64, UeventError> {
         if !self.patches.inject {
@@ -719,6 +722,7 @@ impl Uevent {
         // The kernel's "no data" check tests the data pointer of the
         // netlink message, which is never NULL: an empty payload passes
         // (the running kernel broadcasts it; see the conformance cases).
+        let capable = ns_capable(sender, &net.user_ns, CAP_SYS_ADMIN);
         if !capable {
             return Err(UeventError::Perm);
         }

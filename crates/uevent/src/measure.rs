@@ -399,24 +399,25 @@ pub fn measure(case: &Case, per_netns_seqnum: bool, injections: u64, costs: &Cos
 /// counted by the model itself (outside a simulation).
 pub fn thundering_herd(containers: u32, restrict: bool) -> u64 {
     use crate::{Kobject, Uevent, UeventPatches};
-    use std::sync::Arc;
-    let table = Arc::new(ucounts::UcountsTable::new());
-    let init = ucounts::UcountsNs::init(0);
+    use userns::{CapSet, Cred, Userns, UsernsPatches};
+    let sys = Userns::standalone(UsernsPatches::NEWEST);
     let wq = sync::Workqueue::new("netns");
     let patches = UeventPatches {
         inject: true,
         restrict,
         ..UeventPatches::default()
     };
-    let u = Uevent::new(patches, Arc::clone(&table), &init, &wq);
+    let u = Uevent::new(patches, &sys, &wq);
     let _host = u.uevent_listen(&u.init_net, "udevd", 1 << 20);
     let mut listeners = Vec::new();
     for i in 0..containers {
         let owner = 100_000 + i;
-        let charge = table.alloc_ucounts(&init, owner);
-        let userns = ucounts::UcountsNs::child(i + 1, "container", &init, charge);
+        let user = Cred::new(&sys.init, owner, owner, CapSet::EMPTY);
+        let container = sys
+            .create_user_ns(&user, "container")
+            .expect("no limit in the herd experiment");
         let net = u
-            .copy_net_ns(&userns, owner)
+            .copy_net_ns(&container.user_ns, owner)
             .expect("no limit in the herd experiment");
         listeners.push(u.uevent_listen(&net, "container-udevd", 1 << 20));
     }

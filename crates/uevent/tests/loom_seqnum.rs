@@ -16,8 +16,8 @@ use loom::model::Builder;
 use loom::thread;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use sync::{Arc, Workqueue};
-use ucounts::{UcountsNs, UcountsTable};
 use uevent::{Net, Uevent, UeventPatches};
+use userns::{CapSet, Cred, Userns, UsernsPatches};
 
 fn builder() -> Builder {
     let mut b = Builder::new();
@@ -30,24 +30,24 @@ fn builder() -> Builder {
 /// (namespace, seqnum) pairs handed out.
 fn inject_crosswise(patches: UeventPatches) -> Vec<(usize, u64)> {
     let wq = Workqueue::new("netns");
-    let init = UcountsNs::init(0);
-    let table = Arc::new(UcountsTable::new());
-    let owner = table.alloc_ucounts(&init, 1000);
-    let container = UcountsNs::child(1, "container", &init, owner);
-    let u = Uevent::new(patches, table, &init, &wq);
+    let sys = Userns::standalone(UsernsPatches::NEWEST);
+    let user = Cred::new(&sys.init, 1000, 1000, CapSet::EMPTY);
+    // The container's root, capable over the namespaces it owns.
+    let root = Arc::new(sys.create_user_ns(&user, "container").expect("no limit"));
+    let u = Uevent::new(patches, &sys, &wq);
     let nets: Arc<Vec<Arc<Net>>> = Arc::new(
         (0..2)
-            .map(|_| u.copy_net_ns(&container, 1000).expect("below the limit"))
+            .map(|_| u.copy_net_ns(&root.user_ns, 1000).expect("below the limit"))
             .collect(),
     );
     let task = |order: [usize; 2]| {
-        let (u, nets) = (Arc::clone(&u), Arc::clone(&nets));
+        let (u, nets, root) = (Arc::clone(&u), Arc::clone(&nets), Arc::clone(&root));
         thread::spawn(move || {
             order
                 .iter()
                 .map(|&i| {
                     let seqnum = u
-                        .uevent_net_rcv_skb(&nets[i], true, "add@/devices/x")
+                        .uevent_net_rcv_skb(&nets[i], &root, "add@/devices/x")
                         .expect("a capable injection");
                     (i, seqnum)
                 })

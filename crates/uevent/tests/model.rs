@@ -4,14 +4,24 @@
 
 use std::sync::Arc;
 use sync::{flush_work, Workqueue};
-use ucounts::{UcountType, UcountsNs, UcountsTable};
+use ucounts::UcountType;
 use uevent::oracle::Origin;
 use uevent::{Kobject, Uevent, UeventError, UeventPatches};
+use userns::{CapSet, Cred, UserNamespace, Userns, UsernsPatches};
 
+/// The subsystem over a user-namespace model: the initial user namespace,
+/// a container's user namespace made by uid 1000, and three senders.
 struct World {
     uevent: Arc<Uevent>,
-    init: Arc<UcountsNs>,
-    container: Arc<UcountsNs>,
+    init: Arc<UserNamespace>,
+    container: Arc<UserNamespace>,
+    /// Root of the initial user namespace: capable everywhere.
+    host_root: Cred,
+    /// The container's root (uid 1000, every capability in the
+    /// container): capable over namespaces the container owns.
+    container_root: Cred,
+    /// uid 1001 of the host without capabilities: capable nowhere here.
+    stranger: Cred,
     wq: Arc<Workqueue>,
 }
 
@@ -22,16 +32,18 @@ impl Drop for World {
 }
 
 fn world(patches: UeventPatches) -> World {
-    let table = Arc::new(UcountsTable::new());
-    let init = UcountsNs::init(0);
-    let charge = table.alloc_ucounts(&init, 1000);
-    let container = UcountsNs::child(1, "container", &init, charge);
+    let sys = Userns::standalone(UsernsPatches::NEWEST);
+    let user = Cred::new(&sys.init, 1000, 1000, CapSet::EMPTY);
+    let container_root = sys.create_user_ns(&user, "container").unwrap();
     let wq = Workqueue::new("netns");
     wq.start_worker("kworker");
     World {
-        uevent: Uevent::new(patches, table, &init, &wq),
-        init,
-        container,
+        uevent: Uevent::new(patches, &sys, &wq),
+        init: Arc::clone(&sys.init),
+        container: Arc::clone(&container_root.user_ns),
+        host_root: sys.init_root(),
+        container_root,
+        stranger: Cred::new(&sys.init, 1001, 1001, CapSet::EMPTY),
         wq,
     }
 }
@@ -109,24 +121,24 @@ fn injection_needs_cap_sys_admin_and_room_for_seqnum() {
     let host = w.uevent.uevent_listen(&w.uevent.init_net, "host", 1 << 16);
     let u = &w.uevent;
     assert_eq!(
-        u.uevent_net_rcv_skb(&net, false, "add@/x"),
+        u.uevent_net_rcv_skb(&net, &w.stranger, "add@/x"),
         Err(UeventError::Perm)
     );
     assert_eq!(
-        u.uevent_net_rcv_skb(&net, false, ""),
+        u.uevent_net_rcv_skb(&net, &w.stranger, ""),
         Err(UeventError::Perm)
     );
     // Header (16) + payload + "SEQNUM=1\0" (9) must fit in 2048 bytes.
     let fits = "x".repeat(uevent::UEVENT_BUFFER_SIZE - 16 - 9);
-    assert_eq!(u.uevent_net_rcv_skb(&net, true, &fits), Ok(1));
+    assert_eq!(u.uevent_net_rcv_skb(&net, &w.container_root, &fits), Ok(1));
     let big = "x".repeat(uevent::UEVENT_BUFFER_SIZE - 16 - 8);
     assert_eq!(
-        u.uevent_net_rcv_skb(&net, true, &big),
+        u.uevent_net_rcv_skb(&net, &w.container_root, &big),
         Err(UeventError::Inval)
     );
     // The failed big one used a sequence number, as the kernel's does; an
     // empty payload is broadcast like any other.
-    assert_eq!(u.uevent_net_rcv_skb(&net, true, ""), Ok(3));
+    assert_eq!(u.uevent_net_rcv_skb(&net, &w.container_root, ""), Ok(3));
     assert_eq!(u.uevent_recv(&inside).unwrap().seqnum, 1);
     assert_eq!(u.uevent_recv(&inside).unwrap().seqnum, 3);
     assert_eq!(u.uevent_recv(&host), Err(UeventError::Again));
@@ -137,7 +149,7 @@ fn before_4_17_the_kernel_socket_refuses_input() {
     let w = world(v(false, false));
     let r = w
         .uevent
-        .uevent_net_rcv_skb(&w.uevent.init_net, true, "add@/x");
+        .uevent_net_rcv_skb(&w.uevent.init_net, &w.host_root, "add@/x");
     assert_eq!(r, Err(UeventError::ConnRefused));
 }
 
@@ -147,7 +159,7 @@ fn an_overrun_drops_counts_and_reports_enobufs_once() {
     let u = &w.uevent;
     let l = u.uevent_listen(&u.init_net, "slow", 1500);
     for _ in 0..5 {
-        u.uevent_net_rcv_skb(&u.init_net, true, "add@/devices/x\0ACTION=add")
+        u.uevent_net_rcv_skb(&u.init_net, &w.host_root, "add@/devices/x\0ACTION=add")
             .unwrap();
     }
     // 34 bytes each, charged 64 + 576 = 640: the fourth finds rmem (1920)
@@ -170,17 +182,18 @@ fn per_netns_sequence_numbers_count_from_one_in_each_namespace() {
     let u = &w.uevent;
     let a = u.copy_net_ns(&w.container, 1000).unwrap();
     let b = u.copy_net_ns(&w.container, 1000).unwrap();
-    assert_eq!(u.uevent_net_rcv_skb(&a, true, "add@/a"), Ok(1));
-    assert_eq!(u.uevent_net_rcv_skb(&a, true, "add@/a"), Ok(2));
-    assert_eq!(u.uevent_net_rcv_skb(&b, true, "add@/b"), Ok(1));
-    assert_eq!(u.uevent_net_rcv_skb(&u.init_net, true, "add@/h"), Ok(1));
+    let (root, host) = (&w.container_root, &w.host_root);
+    assert_eq!(u.uevent_net_rcv_skb(&a, root, "add@/a"), Ok(1));
+    assert_eq!(u.uevent_net_rcv_skb(&a, root, "add@/a"), Ok(2));
+    assert_eq!(u.uevent_net_rcv_skb(&b, root, "add@/b"), Ok(1));
+    assert_eq!(u.uevent_net_rcv_skb(&u.init_net, host, "add@/h"), Ok(1));
 }
 
 #[test]
 fn namespaces_are_charged_and_freed_by_the_cleanup_work() {
     let w = world(v(true, true));
     let u = &w.uevent;
-    w.container.set_max(UcountType::NetNamespaces, 1);
+    w.container.ucounts_ns.set_max(UcountType::NetNamespaces, 1);
     let a = u.copy_net_ns(&w.container, 1000).unwrap();
     assert!(matches!(
         u.copy_net_ns(&w.container, 1000),
@@ -197,4 +210,24 @@ fn namespaces_are_charged_and_freed_by_the_cleanup_work() {
     flush_work(u.cleanup_work());
     assert_eq!(u.released_and_freed(), (1, 1));
     assert!(u.copy_net_ns(&w.container, 1000).is_ok());
+}
+
+#[test]
+fn a_network_namespace_holds_its_owner_until_cleanup_net_frees_it() {
+    let w = world(v(true, true));
+    let u = &w.uevent;
+    let sys = &u.userns;
+    let user = Cred::new(&w.init, 2000, 2000, CapSet::EMPTY);
+    let owner = sys.create_user_ns(&user, "short-lived").unwrap();
+    let net = u.copy_net_ns(&owner.user_ns, 2000).unwrap();
+    assert!(Arc::ptr_eq(&net.user_ns, &owner.user_ns));
+    assert!(!net.init_owned());
+    // The creator's credentials go; the network namespace keeps it alive.
+    sys.put_cred(owner.clone());
+    assert!(!owner.user_ns.peek_freed());
+    u.put_net(net);
+    flush_work(u.cleanup_work());
+    assert_eq!(u.released_and_freed(), (1, 1));
+    assert!(owner.user_ns.peek_freed(), "put_user_ns by cleanup_net");
+    assert!(Arc::ptr_eq(&u.init_net.user_ns, &w.init));
 }
