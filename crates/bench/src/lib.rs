@@ -288,7 +288,7 @@ pub mod nssim {
         let patches = kernel::resolve_patches("v6.2", &[]).expect("the v6.2 profile exists");
         let invariants: Vec<String> = kernel::catalog::INVARIANTS
             .iter()
-            .map(|(n, _)| n.to_string())
+            .map(|i| i.name.to_string())
             .collect();
         let spec = kernel::RunSpec {
             setup: &setup,

@@ -280,8 +280,8 @@ pub fn print_kernels() {
         println!("  {:<26} ({merged}) {}", p.name, p.summary);
     }
     println!("\nInvariants:");
-    for (name, summary) in catalog::INVARIANTS {
-        println!("  {name:<22} {summary}");
+    for i in catalog::INVARIANTS {
+        println!("  {:<22} {}", i.name, i.summary);
     }
     println!("\nCost table (defaults; a scenario's [costs] overrides them):");
     for c in catalog::costs() {

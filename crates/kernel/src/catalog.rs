@@ -221,81 +221,7 @@ pub const PROFILES: &[ProfileInfo] = &[
     },
 ];
 
-/// Invariants a scenario may ask for (all of them when it names none).
-pub const INVARIANTS: &[(&str, &str)] = &[
-    (
-        "ipc.no_false_enospc",
-        "an unshare(CLONE_NEWIPC) returns ENOSPC only if, at some instant during the call, the live (not yet released) ipc namespaces charged to its user namespace or an ancestor reached that level's max_ipc_namespaces",
-    ),
-    (
-        "ucounts.balanced",
-        "every ucount equals the live objects it counts, and all return to zero once every task has exited and the free queues have drained",
-    ),
-    (
-        "ipc.freed_eventually",
-        "once every task has exited, every released ipc namespace has been freed",
-    ),
-    (
-        "idmap.published_whole",
-        "a uid/gid map a reader can see is empty or exactly the map its writer installed (never nr_extents ahead of the extents)",
-    ),
-    (
-        "idmap.roundtrip",
-        "for every id a published map maps, map_id_up(map_id_down(id)) == id",
-    ),
-    (
-        "idmap.confined",
-        "every extent of a map lies inside one extent of the parent namespace's map (kernel ids)",
-    ),
-    (
-        "userns.depth",
-        "every user namespace's level is its parent's plus one, and at most 33",
-    ),
-    (
-        "ucounts.within_limits",
-        "after a successful, non-exempt fork no ucounts level holds more live processes than its maximum: the caller's RLIMIT_NPROC at the leaf, the rlimit recorded in the namespace below at each ancestor (the user's RLIMIT_NPROC before v5.14)",
-    ),
-    (
-        "ucounts.no_leak",
-        "once every process has exited, every ucounts entry is referenced only by the namespaces still alive, and an entry whose last reference went is unhashed and freed (and never used after)",
-    ),
-    (
-        "nproc.isolated",
-        "a process is refused a fork (EAGAIN) only when its own uid's processes in its user namespace and below reach its RLIMIT_NPROC, never because of processes counted in a sibling namespace",
-    ),
-    (
-        "nproc.real_uid",
-        "every process is counted in the ucounts of its real uid, the user RLIMIT_NPROC limits",
-    ),
-    (
-        "nproc.execve_enforced",
-        "an execve after set*uid to a user (not root) that was already over the task's RLIMIT_NPROC fails with EAGAIN",
-    ),
-    (
-        "uevent.seqnum_in_order",
-        "each uevent listener is offered strictly increasing sequence numbers (in its namespace's numbering)",
-    ),
-    (
-        "uevent.no_leak_into_unprivileged",
-        "no untagged kernel uevent reaches a listener whose network namespace is owned by a user namespace other than the initial one",
-    ),
-    (
-        "uevent.injection_permitted",
-        "an injected uevent is delivered only if its sender had CAP_SYS_ADMIN over the network namespace's owning user namespace",
-    ),
-    (
-        "uevent.no_silent_loss",
-        "every uevent offered to a listener is received, still queued, or counted as a drop, and a listener that dropped uevents was told ENOBUFS",
-    ),
-    (
-        "security.denied_changes_nothing",
-        "an operation the kernel refuses leaves what it targeted as it was: the map or setgroups flag it wrote, the max_* sysctl, the task's uids, RLIMIT_NPROC and children",
-    ),
-    (
-        "lifetime",
-        "no task touches a kernel object after it was freed (reported as outcome use-after-free)",
-    ),
-];
+pub use crate::invariants::{Invariant, InvariantInfo, INVARIANTS};
 
 pub use crate::ops::{op, ArgKind, OpInfo, OPS};
 
@@ -370,11 +296,11 @@ pub fn patch(name: &str) -> Option<&'static PatchInfo> {
 
 /// Every invariant's name, in catalogue order.
 pub fn all_invariants() -> Vec<String> {
-    INVARIANTS.iter().map(|(n, _)| n.to_string()).collect()
+    INVARIANTS.iter().map(|i| i.name.to_string()).collect()
 }
 
 pub fn invariant(name: &str) -> bool {
-    INVARIANTS.iter().any(|(n, _)| *n == name)
+    Invariant::from_name(name).is_some()
 }
 
 pub fn sysctl(name: &str) -> bool {

@@ -13,14 +13,13 @@
 
 use super::World;
 use crate::errno::Errno;
+use crate::invariants::Invariant;
 use crate::setup::{Op, UsernsFile};
 use crate::task::Task;
 use sim::Outcome;
 use std::sync::atomic::Ordering;
 use ucounts::UcountType;
 use userns::MapKind;
-
-pub const INVARIANT: &str = "security.denied_changes_nothing";
 
 impl World {
     /// The state `op` targets and the count of guarded operations that
@@ -98,7 +97,7 @@ impl World {
         };
         if after != before {
             sim::fail(Outcome::Violation {
-                invariant: INVARIANT.into(),
+                invariant: Invariant::SecurityDeniedChangesNothing.name().into(),
                 detail: format!(
                     "{} by {} failed with {errno} but changed what it targeted: {before} became {after}",
                     op.label(),

@@ -10,6 +10,7 @@ pub mod conformance_ipc;
 pub mod conformance_nproc;
 pub mod conformance_nsproxy;
 pub mod errno;
+pub mod invariants;
 pub mod net;
 pub mod ops;
 pub mod process;

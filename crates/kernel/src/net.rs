@@ -12,7 +12,7 @@
 use crate::errno::Errno;
 use crate::setup::Op;
 use crate::task::Task;
-use sim::{Execution, ObjId, Outcome};
+use sim::ObjId;
 use std::sync::Arc;
 use sync::Workqueue;
 use uevent::{Kobject, Net, Uevent, UeventError, UeventPatches};
@@ -137,42 +137,6 @@ fn subsystem_of(devpath: &str) -> String {
     match parts.len() {
         0 | 1 => "unknown".to_string(),
         n => parts[n - 2].to_string(),
-    }
-}
-
-fn violation(invariant: &str, detail: String) -> Outcome {
-    Outcome::Violation {
-        invariant: invariant.to_string(),
-        detail,
-    }
-}
-
-/// The uevent invariants a run asks for.
-pub fn install_invariants(e: &mut Execution, net: &Arc<NetWorld>, invariants: &[String]) {
-    const STEPWISE: [&str; 3] = [
-        "uevent.seqnum_in_order",
-        "uevent.no_leak_into_unprivileged",
-        "uevent.injection_permitted",
-    ];
-    for name in STEPWISE {
-        if invariants.iter().any(|i| i == name) {
-            let n = Arc::clone(net);
-            e.check_each_step(move || {
-                n.uevent
-                    .oracle
-                    .take_violation(name)
-                    .map(|d| violation(name, d))
-            });
-        }
-    }
-    if invariants.iter().any(|i| i == "uevent.no_silent_loss") {
-        let n = Arc::clone(net);
-        e.check_at_end(move || {
-            n.uevent
-                .oracle
-                .silent_loss()
-                .map(|d| violation("uevent.no_silent_loss", d))
-        });
     }
 }
 

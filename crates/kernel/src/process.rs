@@ -42,11 +42,12 @@
 
 use crate::catalog::Patch;
 use crate::errno::Errno;
+use crate::invariants::Invariant;
 use crate::profile::ActivePatches;
 use crate::setup::{Op, Setup};
 use crate::task::{Own, Task};
 use parking_lot::Mutex;
-use sim::{CostKey, ObjId, Outcome};
+use sim::{CostKey, ObjId};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as StdOrdering};
 use std::sync::Arc;
@@ -151,9 +152,9 @@ pub struct Procs {
     /// `nproc.execve_enforced`: by pid, whether the last set*uid moved the
     /// task to a user already over its limit.
     setuid_over: Mutex<BTreeMap<u64, bool>>,
-    violation: Mutex<Option<(String, String)>>,
+    violation: Mutex<Option<(Invariant, String)>>,
     /// Which oracles the run asked for (the others cost nothing).
-    oracles: Mutex<Vec<String>>,
+    oracles: Mutex<Vec<Invariant>>,
 }
 
 /// Why `copy_process` failed.
@@ -712,14 +713,19 @@ impl Procs {
 
     // ---------------------------------------------------------- oracles
 
-    fn wants(&self, invariant: &str) -> bool {
-        self.oracles.lock().iter().any(|o| o == invariant)
+    fn wants(&self, invariant: Invariant) -> bool {
+        self.oracles.lock().contains(&invariant)
     }
 
-    fn fail(&self, invariant: &str, detail: String) {
+    /// Run the oracle of `invariant` from now on.
+    pub fn enable_oracle(&self, invariant: Invariant) {
+        self.oracles.lock().push(invariant);
+    }
+
+    fn fail(&self, invariant: Invariant, detail: String) {
         let mut v = self.violation.lock();
         if v.is_none() {
-            *v = Some((invariant.to_string(), detail));
+            *v = Some((invariant, detail));
         }
     }
 
@@ -729,7 +735,7 @@ impl Procs {
     /// against the smallest limit on its chain.
     /// `uncounted` is 1 when the refused child is not counted yet.
     fn check_isolated(&self, _pid: u64, cred: &Cred, own: &Own, uncounted: u64) {
-        if !self.wants("nproc.isolated") {
+        if !self.wants(Invariant::NprocIsolated) {
             return;
         }
         let ns = &cred.user_ns;
@@ -761,7 +767,7 @@ impl Procs {
         };
         if counted <= limit {
             self.fail(
-                "nproc.isolated",
+                Invariant::NprocIsolated,
                 format!(
                     "fork refused with EAGAIN in user namespace {} for kuid {}, although with the new process its processes in that namespace, its ancestors and descendants would number {counted}, within the limit of {limit}: the rest of the count comes from sibling namespaces",
                     ns.name, cred.uid
@@ -774,7 +780,7 @@ impl Procs {
     /// level holds more live processes than its maximum (the caller's
     /// rlimit at the leaf, the rlimit recorded below at each ancestor).
     fn check_within_limits(&self, child: &Cred, limit: u64, parent: &Cred) {
-        if !self.wants("ucounts.within_limits") || self.exempt(parent) {
+        if !self.wants(Invariant::UcountsWithinLimits) || self.exempt(parent) {
             return;
         }
         let live = self.live.lock();
@@ -796,7 +802,7 @@ impl Procs {
                 .count() as u64;
             if n > limit {
                 self.fail(
-                    "ucounts.within_limits",
+                    Invariant::UcountsWithinLimits,
                     format!(
                         "kuid {} has {n} processes after a fork, above RLIMIT_NPROC {limit}",
                         child.uid
@@ -815,7 +821,7 @@ impl Procs {
             let n = count_at(u);
             if n > max {
                 self.fail(
-                    "ucounts.within_limits",
+                    Invariant::UcountsWithinLimits,
                     format!(
                         "after a fork, {n} live processes are counted at (user namespace {}, kuid {}), above its maximum {max}",
                         u.ns.name, u.uid
@@ -829,7 +835,7 @@ impl Procs {
     /// Remember, for `nproc.execve_enforced`, whether the set*uid moved the
     /// task to a (non-root) user already at or over its limit.
     fn note_setuid_oracle(&self, pid: u64, own: &Own, old: &Cred, new: &Cred) {
-        if !self.wants("nproc.execve_enforced") || new.uid == old.uid || new.uid == 0 {
+        if !self.wants(Invariant::NprocExecveEnforced) || new.uid == old.uid || new.uid == 0 {
             return;
         }
         let others = self
@@ -861,7 +867,7 @@ impl Procs {
             .count() as u64;
         if armed && now > own.rlimit_nproc.0 {
             self.fail(
-                "nproc.execve_enforced",
+                Invariant::NprocExecveEnforced,
                 format!(
                     "execve succeeded after set*uid to kuid {}, which was over RLIMIT_NPROC {}",
                     cred.uid, own.rlimit_nproc.0
@@ -870,12 +876,16 @@ impl Procs {
         }
     }
 
-    /// The first violation an oracle found, if any.
-    pub fn take_violation(&self) -> Option<Outcome> {
-        self.violation
-            .lock()
-            .take()
-            .map(|(invariant, detail)| Outcome::Violation { invariant, detail })
+    /// The first violation an oracle found, if it is `invariant`'s.
+    pub fn take_violation(&self, invariant: Invariant) -> Option<String> {
+        let mut v = self.violation.lock();
+        match v.take() {
+            Some((i, detail)) if i == invariant => Some(detail),
+            other => {
+                *v = other;
+                None
+            }
+        }
     }
 
     /// `nproc.real_uid`: every live process is counted for its real uid
@@ -1050,56 +1060,4 @@ pub fn setup_rlimits(
     let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
     rlimits[RlimitType::Nproc as usize] = recorded;
     rlimits
-}
-
-/// Install the process invariants a run asks for.
-pub fn install_invariants(e: &mut sim::Execution, procs: &Arc<Procs>, invariants: &[String]) {
-    let wants = |n: &str| invariants.iter().any(|i| i == n);
-    let oracles = [
-        "nproc.isolated",
-        "ucounts.within_limits",
-        "nproc.execve_enforced",
-    ];
-    let enabled: Vec<String> = oracles
-        .iter()
-        .filter(|o| wants(o))
-        .map(|o| o.to_string())
-        .collect();
-    procs.oracles.lock().clone_from(&enabled);
-    if !enabled.is_empty() {
-        let p = Arc::clone(procs);
-        e.check_each_step(move || match p.take_violation() {
-            Some(Outcome::Violation { invariant, detail }) if enabled.contains(&invariant) => {
-                Some(Outcome::Violation { invariant, detail })
-            }
-            _ => None,
-        });
-    }
-    if wants("ucounts.balanced") {
-        let p = Arc::clone(procs);
-        e.check_each_step(move || {
-            p.check_balanced().map(|detail| Outcome::Violation {
-                invariant: "ucounts.balanced".into(),
-                detail,
-            })
-        });
-    }
-    if wants("nproc.real_uid") {
-        let p = Arc::clone(procs);
-        e.check_each_step(move || {
-            p.check_real_uid().map(|detail| Outcome::Violation {
-                invariant: "nproc.real_uid".into(),
-                detail,
-            })
-        });
-    }
-    if wants("ucounts.no_leak") {
-        let p = Arc::clone(procs);
-        e.check_at_end(move || {
-            p.check_no_leak().map(|detail| Outcome::Violation {
-                invariant: "ucounts.no_leak".into(),
-                detail,
-            })
-        });
-    }
 }

@@ -5,11 +5,11 @@
 //! setgroups}` (fs/proc/base.c, kernel/user_namespace.c `map_write`), and
 //! the user-namespace invariants.
 
-use super::{violation, World};
+use super::World;
 use crate::errno::{from_userns, Errno};
 use crate::setup::UsernsFile;
 use crate::task::Task;
-use sim::{Execution, ObjId};
+use sim::ObjId;
 use std::sync::Arc;
 use userns::{caps, ns_capable, MapKind};
 
@@ -62,26 +62,5 @@ impl World {
         let code = result.map_or_else(|e| from_userns(e).as_return(), |_| 0);
         sim::note(file.name(), ns.obj, code);
         result.map(|_| ()).map_err(from_userns)
-    }
-}
-
-/// Install the user-namespace invariants a scenario asks for.
-pub(super) fn install_userns_invariants(
-    e: &mut Execution,
-    world: &Arc<World>,
-    wants: impl Fn(&str) -> bool,
-) {
-    type Check = fn(&userns::Userns) -> Option<String>;
-    let checks: [(&str, Check); 4] = [
-        ("idmap.published_whole", userns::invariants::published_whole),
-        ("idmap.roundtrip", userns::invariants::roundtrip),
-        ("idmap.confined", userns::invariants::confined),
-        ("userns.depth", userns::invariants::depth),
-    ];
-    for (name, check) in checks {
-        if wants(name) {
-            let w = Arc::clone(world);
-            e.check_each_step(move || check(&w.userns).map(|d| violation(name, d)));
-        }
     }
 }

@@ -4,12 +4,13 @@
 
 use crate::catalog::Patch;
 use crate::errno::Errno;
+use crate::invariants::Invariant;
 use crate::profile::ActivePatches;
 use crate::setup::{Op, Setup, TaskSpec, UsernsFile, INIT_USER_NS};
 use crate::task::{Nsproxy, Task, TaskIdx};
 use ipcns::{mq_path_walk, Ipc};
 use parking_lot::Mutex;
-use sim::{CostKey, ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Outcome, Schedule};
+use sim::{CostKey, ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Schedule};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
@@ -21,6 +22,9 @@ mod userns_ops;
 
 #[path = "denials.rs"]
 mod denials;
+
+#[path = "checks.rs"]
+mod checks;
 
 #[path = "nsproxy.rs"]
 mod nsproxy;
@@ -177,16 +181,21 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             results: Mutex::new(Results::new()),
             net,
             procs,
-            check_denials: spec.invariants.iter().any(|i| i == denials::INVARIANT),
+            check_denials: spec
+                .invariants
+                .iter()
+                .any(|i| i == Invariant::SecurityDeniedChangesNothing.name()),
             guarded_successes: std::sync::atomic::AtomicU64::new(0),
             sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
         });
         spawn_tasks(spec.setup, &world);
         world
     });
-    install_invariants(e, &world, spec.invariants);
-    crate::net::install_invariants(e, &world.net, spec.invariants);
-    crate::process::install_invariants(e, &world.procs, spec.invariants);
+    for name in spec.invariants {
+        if let Some(invariant) = Invariant::from_name(name) {
+            checks::install(e, &world, invariant);
+        }
+    }
     world
 }
 
@@ -527,73 +536,4 @@ impl World {
         sim::wake_all(l.obj, 0);
         Ok(())
     }
-}
-
-fn violation(invariant: &str, detail: String) -> Outcome {
-    Outcome::Violation {
-        invariant: invariant.to_string(),
-        detail,
-    }
-}
-
-fn install_invariants(e: &mut Execution, world: &Arc<World>, invariants: &[String]) {
-    let wants = |n: &str| invariants.iter().any(|i| i == n);
-    if wants("ipc.no_false_enospc") {
-        let w = Arc::clone(world);
-        e.check_each_step(move || {
-            w.ipc
-                .oracle
-                .take_violation()
-                .map(|d| violation("ipc.no_false_enospc", d))
-        });
-    }
-    if wants("ucounts.balanced") {
-        let w = Arc::clone(world);
-        e.check_each_step(move || {
-            w.ucounts
-                .ledger
-                .check_live()
-                .map(|d| violation("ucounts.balanced", d))
-        });
-        let w = Arc::clone(world);
-        e.check_at_end(move || {
-            let outstanding = w.ucounts.ledger.outstanding();
-            let nonzero: Vec<String> = w
-                .ucounts
-                .peek_entries()
-                .iter()
-                .flat_map(|u| {
-                    UcountType::ALL
-                        .into_iter()
-                        .filter(|t| u.peek(*t) != 0)
-                        .map(|t| {
-                            format!("{t:?} of uid {} in {} is {}", u.uid, u.ns.name, u.peek(t))
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            (!outstanding.is_empty() || !nonzero.is_empty()).then(|| {
-                violation(
-                    "ucounts.balanced",
-                    format!(
-                        "after every task exited and the queues drained, counters are not zero: {}",
-                        nonzero.join("; ")
-                    ),
-                )
-            })
-        });
-    }
-    if wants("ipc.freed_eventually") {
-        let w = Arc::clone(world);
-        e.check_at_end(move || {
-            let (released, freed) = w.ipc.oracle.released_and_freed();
-            (released != freed || w.ipc.peek_pending() != 0).then(|| {
-                violation(
-                    "ipc.freed_eventually",
-                    format!("{released} ipc namespaces were released but only {freed} freed"),
-                )
-            })
-        });
-    }
-    userns_ops::install_userns_invariants(e, world, wants);
 }

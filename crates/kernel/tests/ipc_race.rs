@@ -28,10 +28,7 @@ fn looper_setup(max: i64, repeat: u64, instances: u32) -> Setup {
 }
 
 fn all_invariants() -> Vec<String> {
-    kernel::catalog::INVARIANTS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .collect()
+    kernel::catalog::all_invariants()
 }
 
 fn run(

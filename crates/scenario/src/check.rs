@@ -447,7 +447,7 @@ fn costs(ctx: &Ctx<'_>, t: Tbl<'_, '_>) -> Res<Vec<(String, u64)>> {
 }
 
 fn invariants(ctx: &Ctx<'_>, v: &Val<'_>) -> Res<Vec<String>> {
-    let names = || catalog::INVARIANTS.iter().map(|i| i.0);
+    let names = || catalog::INVARIANTS.iter().map(|i| i.name);
     let DeValue::Array(items) = v.get_ref() else {
         return Err(ctx.wrong_type("invariants", v, "an array of invariant names"));
     };
@@ -715,7 +715,7 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
             t.only(ctx, EXPECT_KEYS, place)?;
             let ov = t.require(ctx, "outcome", place)?;
             let outcome = outcome_of(ov)?;
-            let names = || catalog::INVARIANTS.iter().map(|i| i.0);
+            let names = || catalog::INVARIANTS.iter().map(|i| i.name);
             let invariant = match (outcome, t.get("invariant")) {
                 (ExpectedOutcome::Violation, None) => {
                     return Err(ctx
@@ -969,7 +969,7 @@ pub(crate) fn scenario(file: &str, text: &str) -> Res<Scenario> {
     let mut summary = String::new();
     let mut invariant_names: Vec<String> = catalog::INVARIANTS
         .iter()
-        .map(|i| i.0.to_string())
+        .map(|i| i.name.to_string())
         .collect();
     let mut base = ExplorePatch::default();
     let mut setup = Setup::default();

@@ -44,7 +44,7 @@ fn invariants() -> String {
         &["invariant", "meaning"],
         INVARIANTS
             .iter()
-            .map(|(name, summary)| vec![code(name), cell(summary)]),
+            .map(|i| vec![code(i.name), cell(i.summary)]),
     )
 }
 

@@ -115,7 +115,7 @@ fn defaults_are_filled_in() {
     let s = parse("min.toml", MINIMAL).unwrap();
     let all: Vec<String> = kernel::catalog::INVARIANTS
         .iter()
-        .map(|i| i.0.to_string())
+        .map(|i| i.name.to_string())
         .collect();
     assert_eq!(s.invariants, all);
     assert!(s.costs.is_empty());

@@ -1,0 +1,117 @@
+//! Every invariant's checker, and when it runs: one arm each of the
+//! exhaustive `match` in [`install`] (the declarations are in
+//! `invariants.rs`).
+
+use super::World;
+use crate::invariants::Invariant;
+use sim::{Execution, Outcome};
+use std::sync::Arc;
+use ucounts::UcountType;
+
+fn violation(invariant: Invariant, detail: String) -> Outcome {
+    Outcome::Violation {
+        invariant: invariant.name().to_string(),
+        detail,
+    }
+}
+
+/// Check `f` after every step of the run.
+fn each_step(
+    e: &mut Execution,
+    world: &Arc<World>,
+    invariant: Invariant,
+    f: impl Fn(&World) -> Option<String> + 'static,
+) {
+    let w = Arc::clone(world);
+    e.check_each_step(move || f(&w).map(|d| violation(invariant, d)));
+}
+
+/// Check `f` once every task has exited and the queues have drained.
+fn at_end(
+    e: &mut Execution,
+    world: &Arc<World>,
+    invariant: Invariant,
+    f: impl Fn(&World) -> Option<String> + 'static,
+) {
+    let w = Arc::clone(world);
+    e.check_at_end(move || f(&w).map(|d| violation(invariant, d)));
+}
+
+/// Install the checker of `invariant` on the run.
+pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invariant) {
+    use Invariant::*;
+    match invariant {
+        IpcNoFalseEnospc => each_step(e, world, invariant, |w| w.ipc.oracle.take_violation()),
+        UcountsBalanced => {
+            each_step(e, world, invariant, |w| {
+                w.ucounts
+                    .ledger
+                    .check_live()
+                    .or_else(|| w.procs.check_balanced())
+            });
+            at_end(e, world, invariant, counters_back_to_zero);
+        }
+        IpcFreedEventually => at_end(e, world, invariant, |w| {
+            let (released, freed) = w.ipc.oracle.released_and_freed();
+            (released != freed || w.ipc.peek_pending() != 0)
+                .then(|| format!("{released} ipc namespaces were released but only {freed} freed"))
+        }),
+        IdmapPublishedWhole => each_step(e, world, invariant, |w| {
+            userns::invariants::published_whole(&w.userns)
+        }),
+        IdmapRoundtrip => each_step(e, world, invariant, |w| {
+            userns::invariants::roundtrip(&w.userns)
+        }),
+        IdmapConfined => each_step(e, world, invariant, |w| {
+            userns::invariants::confined(&w.userns)
+        }),
+        UsernsDepth => each_step(e, world, invariant, |w| {
+            userns::invariants::depth(&w.userns)
+        }),
+        // The process oracles judge each fork, set*uid and execve as it
+        // happens and keep what they found for the step's end.
+        UcountsWithinLimits | NprocIsolated | NprocExecveEnforced => {
+            world.procs.enable_oracle(invariant);
+            each_step(e, world, invariant, move |w| {
+                w.procs.take_violation(invariant)
+            });
+        }
+        NprocRealUid => each_step(e, world, invariant, |w| w.procs.check_real_uid()),
+        UcountsNoLeak => at_end(e, world, invariant, |w| w.procs.check_no_leak()),
+        UeventSeqnumInOrder | UeventNoLeakIntoUnprivileged | UeventInjectionPermitted => {
+            each_step(e, world, invariant, move |w| {
+                w.net.uevent.oracle.take_violation(invariant.name())
+            });
+        }
+        UeventNoSilentLoss => at_end(e, world, invariant, |w| w.net.uevent.oracle.silent_loss()),
+        // Checked around each guarded operation (denials.rs), when the
+        // world was built with it.
+        SecurityDeniedChangesNothing => {}
+        // The scheduler reports a touch of a freed object itself (outcome
+        // use-after-free).
+        Lifetime => {}
+    }
+}
+
+/// `ucounts.balanced` at the end: every counter is back to zero.
+fn counters_back_to_zero(w: &World) -> Option<String> {
+    let outstanding = w.ucounts.ledger.outstanding();
+    let nonzero: Vec<String> = w
+        .ucounts
+        .peek_entries()
+        .iter()
+        .flat_map(|u| {
+            UcountType::ALL
+                .into_iter()
+                .filter(|t| u.peek(*t) != 0)
+                .map(|t| format!("{t:?} of uid {} in {} is {}", u.uid, u.ns.name, u.peek(t)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    (!outstanding.is_empty() || !nonzero.is_empty()).then(|| {
+        format!(
+            "after every task exited and the queues drained, counters are not zero: {}",
+            nonzero.join("; ")
+        )
+    })
+}
