@@ -27,7 +27,9 @@
 //!   declared;
 //! * an object's lifetime is live, then optionally parked in a state the
 //!   model names ([`park_object`]: released but waiting to be freed), then
-//!   freed; touching a freed object ends the run.
+//!   freed; touching a freed object ends the run;
+//! * a schedule [`Token`] carries the caller's context (which run of its
+//!   set-up the schedule belongs to) as opaque strings.
 
 mod cost;
 mod exec;
