@@ -137,7 +137,8 @@ impl fmt::Display for Report {
     }
 }
 
-/// Token fields that name the library API instead of a scenario file.
+/// The token context that names the library API instead of a scenario
+/// file (whose tokens name a kernel run first).
 const API_KERNEL: &str = "api";
 
 fn spawn_main(e: &mut Execution, model: &Arc<dyn Fn() + Send + Sync>) {
@@ -168,8 +169,7 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
     let exec = &config.explore.exec;
     let token = Token {
         scenario: 0,
-        kernel: API_KERNEL.into(),
-        patches: Vec::new(),
+        context: vec![API_KERNEL.into()],
         cpus: exec.cpus,
         max_steps: exec.max_steps,
         max_virtual_ns: exec.max_virtual_ns,
@@ -202,7 +202,8 @@ pub fn check(config: Config, model: impl Fn() + Send + Sync + 'static) {
 pub fn replay(token: &str, model: impl Fn() + Send + Sync + 'static) -> Report {
     let t = Token::decode(token).unwrap_or_else(|e| panic!("nssim::replay: {e}"));
     assert_eq!(
-        t.kernel, API_KERNEL,
+        t.context,
+        [API_KERNEL],
         "nssim::replay: this token names a scenario file; use `nssim replay`"
     );
     let exec = ExecConfig {

@@ -418,8 +418,7 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
     let exec = spec.explore.exec.clone();
     let token = Token {
         scenario: scenario_hash(sc),
-        kernel: plan.label.clone(),
-        patches: plan.cli_patches.clone(),
+        context: token_context(&plan.label, &plan.cli_patches),
         cpus: exec.cpus,
         max_steps: exec.max_steps,
         max_virtual_ns: exec.max_virtual_ns,
@@ -444,6 +443,22 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
         token.encode(),
         &out.results,
     ))
+}
+
+/// What a token carries besides its schedule: the kernel run's label, then
+/// the patch toggles given on the command line (`+ipc-batch-free`).
+fn token_context(label: &str, toggles: &[String]) -> Vec<String> {
+    std::iter::once(label.to_string())
+        .chain(toggles.iter().cloned())
+        .collect()
+}
+
+/// The kernel run and the patch toggles a token's context names.
+fn token_kernel(token: &Token) -> Result<(&str, &[String]), CliError> {
+    match token.context.split_first() {
+        Some((label, toggles)) => Ok((label, toggles)),
+        None => Err(CliError("error: the token names no kernel run".into())),
+    }
 }
 
 /// The command line that replays `token` of `sc`.
@@ -481,25 +496,23 @@ pub fn replay(
             path.display()
         )));
     }
+    let (kernel, cli_patches) = token_kernel(&token)?;
     let ov = Overrides {
-        kernels: vec![token.kernel.clone()],
-        patches: token.patches.clone(),
+        kernels: vec![kernel.to_string()],
+        patches: cli_patches.to_vec(),
         ..Overrides::default()
     };
-    let toggles = parse_toggles(&token.patches)?;
-    if !sc.runs.iter().any(|r| kernel_matches(r, &token.kernel))
-        && catalog::profile(&token.kernel).is_none()
-    {
+    let toggles = parse_toggles(cli_patches)?;
+    if !sc.runs.iter().any(|r| kernel_matches(r, kernel)) && catalog::profile(kernel).is_none() {
         return Err(CliError(format!(
-            "error: the token names kernel `{}`, which `{}` no longer lists",
-            token.kernel,
+            "error: the token names kernel `{kernel}`, which `{}` no longer lists",
             path.display()
         )));
     }
     let mut plan = plans(&sc, &ov, &toggles)?
         .into_iter()
-        .find(|p| p.label == token.kernel)
-        .ok_or_else(|| CliError(format!("error: kernel `{}` not found", token.kernel)))?;
+        .find(|p| p.label == kernel)
+        .ok_or_else(|| CliError(format!("error: kernel `{kernel}` not found")))?;
     plan.explore.cpus = token.cpus;
     plan.explore.max_steps = token.max_steps;
     plan.explore.max_virtual_ns = token.max_virtual_ns;

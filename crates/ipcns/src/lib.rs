@@ -221,7 +221,7 @@ impl Ipc {
             self.free_ipc_ns(ns);
             return;
         }
-        sim::queue_object(ns.obj);
+        sim::park_object(ns.obj, "queued");
         if self.free_ipc_list.llist_add(ns) {
             schedule_work(&self.free_ipc_work);
         }
@@ -257,7 +257,7 @@ impl Ipc {
 
     fn grace_period(&self) {
         if self.patches.free_no_grace_period {
-            sim::note("grace period skipped (broken patch)", ObjId::RCU, 0);
+            sim::note("grace period skipped (broken patch)", sync::rcu_obj(), 0);
             return;
         }
         synchronize_rcu();

@@ -242,6 +242,12 @@ impl<'r> Model<'r> {
         }
     }
 
+    /// Whether `obj` is the execution's RCU state (its steps and notes go
+    /// in the rcu lane).
+    pub fn is_rcu(&self, obj: ObjId) -> bool {
+        obj != ObjId::NONE && self.object(obj) == "rcu"
+    }
+
     /// The task's next event after event `i`.
     pub fn next_in_task(&self, i: usize) -> Option<usize> {
         self.next_in_task.get(i).copied().flatten()
@@ -465,9 +471,9 @@ impl<'a, 'r> Builder<'a, 'r> {
         let depth = self.rcu_depth.entry(e.task).or_insert(0);
         let before = *depth;
         *depth = (before as i32 + delta).max(0) as u32;
-        let key = (SpanKind::RcuRead, e.task, ObjId::RCU.0);
+        let key = (SpanKind::RcuRead, e.task, e.obj.0);
         match (before, delta) {
-            (0, 1) => self.open(SpanKind::RcuRead, i, ObjId::RCU, "rcu read-side".into()),
+            (0, 1) => self.open(SpanKind::RcuRead, i, e.obj, "rcu read-side".into()),
             (1, -1) => {
                 self.close(key, i);
             }

@@ -533,7 +533,7 @@ fn rcu_texts(m: &Model, rows: &Rows, gps: &[&Span]) -> HashMap<usize, String> {
     let mut text = HashMap::new();
     for mk in &m.marks {
         let e = &m.events[mk.event];
-        if e.obj == sim::ObjId::RCU {
+        if m.is_rcu(e.obj) {
             let what = mk.text.trim_end_matches(" rcu").replace(" rcu ", " ");
             text.insert(
                 rows.row_of[mk.event],

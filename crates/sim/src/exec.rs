@@ -220,15 +220,18 @@ impl Execution {
             handoff: Handoff::Undecided,
             stop: None,
         };
-        let mut shared = Shared {
+        let shared = Shared {
             sched,
             tasks: Vec::new(),
+            slots: Vec::new(),
             current: 0,
             step: 0,
             costs,
             cpus,
             objects: Vec::new(),
             serials: BTreeMap::new(),
+            singletons: [ObjId::NONE; crate::MAX_SINGLETONS],
+            exit_wakes: Vec::new(),
             waiters: Vec::new(),
             abort: None,
             trace,
@@ -239,8 +242,6 @@ impl Execution {
             runnable: Vec::new(),
             last_progress: 0,
         };
-        let rcu = shared.new_object("rcu");
-        debug_assert_eq!(rcu, ObjId::RCU);
         Execution {
             core: Box::new(Core {
                 shared: StateCell::new(shared),
@@ -371,12 +372,7 @@ impl Execution {
     }
 
     fn finish(&mut self, t: TaskId) {
-        let mut s = self.shared();
-        s.set_run(t, RunState::Finished);
-        s.note("exit", ObjId::NONE, 0);
-        // Grace periods waiting on a finished reader must re-check.
-        s.wake(ObjId::RCU, 0);
-        drop(s);
+        self.shared().exited(t);
         if let Some(co) = self.coroutines[t].take() {
             STACKS.with(|p| p.borrow_mut().push(co.into_stack()));
         }

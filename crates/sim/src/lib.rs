@@ -14,11 +14,27 @@
 //! which makes timing experiments a discrete-event simulation.
 //!
 //! The crate knows nothing of the kernel: objects are named by kind and
-//! serial number, invariants are closures supplied by the model.
+//! serial number, invariants are closures supplied by the model, and what
+//! a primitive means is the business of the crate that registers it:
+//!
+//! * a [`TaskSlot`] (a `static`) names a word of state every task carries,
+//!   zero when it starts and cleared when it exits: the current task
+//!   updates its own in one borrow, and anyone may read or scan every
+//!   task's (a reader-side section's nesting depth and count, say);
+//! * a [`Singleton`] (a `static`) is an object of which each execution has
+//!   one, made on first use and named by its kind: the wait queue of a
+//!   condition over every task's slot, woken when a task exits if so
+//!   declared;
+//! * an object's lifetime is live, then optionally parked in a state the
+//!   model names ([`park_object`]: released but waiting to be freed), then
+//!   freed; touching a freed object ends the run;
+//! * a schedule [`Token`] carries the caller's context (which run of its
+//!   set-up the schedule belongs to) as opaque strings.
 
 mod cost;
 mod exec;
 mod explore;
+mod keys;
 mod outcome;
 mod rt;
 mod strategy;
@@ -31,12 +47,12 @@ pub use explore::{
     explore, segments_of, shrink_failure, ExploreConfig, ExploreReport, Progress, ShrinkReport,
     StrategySpec, SHRINK_BUDGET,
 };
+pub use keys::{Singleton, TaskSlot, MAX_SINGLETONS, MAX_TASK_SLOTS};
 pub use outcome::{Outcome, WaitLink};
 pub use rt::{
     active, block, cost, current_task, fail, free_object, lock_holder, lock_point, lock_released,
-    lock_try_acquire, new_object, note, now, object_name, object_state, point, queue_object,
-    rcu_read_enter, rcu_read_exit, rcu_readers_snapshot, rcu_snapshot_done, set_owner, sleep,
-    spawn, task_name, touch, wait_until, wake_all, ObjId, ObjState,
+    lock_try_acquire, new_object, note, now, object_name, object_state, park_object, point,
+    set_owner, sleep, spawn, task_name, touch, wait_until, wake_all, ObjId, ObjState,
 };
 pub use strategy::ChoicePoint;
 pub use token::{Schedule, Segment, Token, TokenError};

@@ -4,6 +4,7 @@
 
 use crate::cost::{CostKey, ResolvedCosts};
 use crate::exec::{decide_here, decide_in_task, Core, Sched};
+use crate::keys::{Singleton, MAX_SINGLETONS, MAX_TASK_SLOTS};
 use crate::outcome::Outcome;
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
@@ -11,23 +12,22 @@ use corosensei::Yielder;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 
-/// A modelled kernel object (or a wait queue), numbered per execution.
+/// A modelled object (or a wait queue), numbered per execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjId(pub u32);
 
 impl ObjId {
     /// Placeholder for steps that concern no object.
     pub const NONE: ObjId = ObjId(u32::MAX);
-    /// The RCU state: grace-period waiters block on it.
-    pub const RCU: ObjId = ObjId(0);
 }
 
 /// Lifetime of a modelled object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObjState {
     Live,
-    /// Released and waiting in a free queue.
-    Queued,
+    /// Released by its users but not yet freed; the model names what it
+    /// waits in (see [`park_object`]).
+    Parked(&'static str),
     /// Freed by `by` at step `step`.
     Freed {
         by: TaskId,
@@ -55,8 +55,6 @@ pub(crate) struct TaskState {
     pub clock: u64,
     pub pending: PendingOp,
     pub yielder: *const Yielder<(), ()>,
-    pub rcu_nesting: u32,
-    pub rcu_sections: u64,
     /// Lowest stack address the task may reach before it is stopped.
     pub stack_limit: usize,
     /// Below this address the task switches out at a scheduling point
@@ -69,6 +67,8 @@ pub(crate) struct ObjInfo {
     pub serial: u32,
     pub state: ObjState,
     pub owner: Option<TaskId>,
+    /// Named by its kind alone: the one object of a [`Singleton`].
+    pub singleton: bool,
 }
 
 pub(crate) type TaskFn = Box<dyn FnOnce() + 'static>;
@@ -77,12 +77,20 @@ pub(crate) struct Shared {
     /// The scheduler: strategy, limits, and the hand-over between steps.
     pub sched: Sched,
     pub tasks: Vec<TaskState>,
+    /// Each task's words that static [`TaskSlot`](crate::TaskSlot)s name,
+    /// apart from `tasks`, which every step reads.
+    pub slots: Vec<[u64; MAX_TASK_SLOTS]>,
     pub current: TaskId,
     pub step: u64,
     pub costs: ResolvedCosts,
     pub cpus: Vec<u64>,
     pub objects: Vec<ObjInfo>,
     pub serials: BTreeMap<&'static str, u32>,
+    /// The objects of the singletons used so far, by key number
+    /// (`ObjId::NONE` for a key not used yet).
+    pub singletons: [ObjId; MAX_SINGLETONS],
+    /// Singletons whose waiters re-check when a task exits.
+    pub exit_wakes: Vec<ObjId>,
     /// Tasks blocked on each object, by object id plus one (slot 0 is for
     /// `ObjId::NONE`); the lists keep their capacity, so blocking allocates
     /// nothing after warm-up.
@@ -332,6 +340,7 @@ impl Shared {
     pub(crate) fn add_task(&mut self, task: TaskState) -> TaskId {
         let id = self.tasks.len();
         self.tasks.push(task);
+        self.slots.push([0; MAX_TASK_SLOTS]);
         self.runnable.push(id);
         id
     }
@@ -442,7 +451,7 @@ impl Shared {
 
     pub(crate) fn object_name(&self, obj: ObjId) -> String {
         match self.objects.get(obj.0 as usize) {
-            Some(o) if o.serial == 0 && o.kind == "rcu" => "rcu".to_string(),
+            Some(o) if o.singleton => o.kind.to_string(),
             Some(o) => format!("{}#{}", o.kind, o.serial),
             None => "-".to_string(),
         }
@@ -456,9 +465,47 @@ impl Shared {
             serial: *serial,
             state: ObjState::Live,
             owner: None,
+            singleton: false,
         });
         *serial += 1;
         id
+    }
+
+    /// The object of singleton `key` (number `i`), made on first use.
+    #[inline]
+    fn singleton(&mut self, i: usize, key: &Singleton) -> ObjId {
+        match self.singletons[i] {
+            ObjId::NONE => self.new_singleton(i, key),
+            obj => obj,
+        }
+    }
+
+    #[cold]
+    fn new_singleton(&mut self, i: usize, key: &Singleton) -> ObjId {
+        let id = ObjId(self.objects.len() as u32);
+        self.objects.push(ObjInfo {
+            kind: key.kind(),
+            serial: 0,
+            state: ObjState::Live,
+            owner: None,
+            singleton: true,
+        });
+        self.singletons[i] = id;
+        if key.wakes_on_exit() {
+            self.exit_wakes.push(id);
+        }
+        id
+    }
+
+    /// Task `t` has returned: its slots are cleared, and waiters on a
+    /// condition over them re-check.
+    pub(crate) fn exited(&mut self, t: TaskId) {
+        self.set_run(t, RunState::Finished);
+        self.slots[t] = [0; MAX_TASK_SLOTS];
+        self.note("exit", ObjId::NONE, 0);
+        for i in 0..self.exit_wakes.len() {
+            self.wake(self.exit_wakes[i], 0);
+        }
     }
 }
 
@@ -606,8 +653,6 @@ pub(crate) fn new_task(name: String, daemon: bool, clock: u64) -> TaskState {
             cost: 0,
         },
         yielder: std::ptr::null(),
-        rcu_nesting: 0,
-        rcu_sections: 0,
         stack_limit: 0,
         decide_limit: 0,
     }
@@ -628,13 +673,14 @@ pub fn object_state(obj: ObjId) -> ObjState {
         .unwrap_or(ObjState::Live)
 }
 
-/// Mark `obj` released and waiting in a free queue.
-pub fn queue_object(obj: ObjId) {
+/// Mark `obj` released by its users but not yet freed, waiting in what
+/// `state` names (`"queued"`, say); the trace notes `state` on `obj`.
+pub fn park_object(obj: ObjId, state: &'static str) {
     with_running(|s| {
         if let Some(o) = s.objects.get_mut(obj.0 as usize) {
-            o.state = ObjState::Queued;
+            o.state = ObjState::Parked(state);
         }
-        s.note("queued", obj, 0);
+        s.note(state, obj, 0);
     });
 }
 
@@ -746,50 +792,37 @@ pub fn set_owner(obj: ObjId, owner: Option<TaskId>) {
     });
 }
 
-/// The current task enters an RCU read-side critical section.
-pub fn rcu_read_enter() {
-    with_running(|s| {
-        let t = &mut s.tasks[s.current];
-        if t.rcu_nesting == 0 {
-            t.rcu_sections += 1;
-        }
-        t.rcu_nesting += 1;
-    });
+/// The object of singleton `key` while a task runs.
+#[inline]
+pub(crate) fn singleton(key: &Singleton) -> Option<ObjId> {
+    let i = key.index();
+    with_running(|s| s.singleton(i, key))
 }
 
-/// The current task leaves an RCU read-side critical section; when it was
-/// the outermost, grace-period waiters re-check.
-pub fn rcu_read_exit() {
+/// Run `f` on the current task's word `i`.
+#[inline]
+pub(crate) fn update_slot<R>(i: usize, f: impl FnOnce(&mut u64) -> R) -> Option<R> {
     with_running(|s| {
-        let t = &mut s.tasks[s.current];
-        t.rcu_nesting = t.rcu_nesting.saturating_sub(1);
-        if t.rcu_nesting == 0 {
-            s.wake(ObjId::RCU, 0);
-        }
-    });
+        let t = s.current;
+        f(&mut s.slots[t][i])
+    })
 }
 
-/// The readers a grace period starting now must wait for: each task inside
-/// a read-side section, with that section's number.
-pub fn rcu_readers_snapshot() -> Vec<(TaskId, u64)> {
+/// Task `t`'s word `i`.
+pub(crate) fn slot_of(i: usize, t: TaskId) -> u64 {
+    with_running(|s| s.slots.get(t).map(|w| w[i]))
+        .flatten()
+        .unwrap_or(0)
+}
+
+/// What `f` picks from every task's word `i`.
+pub(crate) fn scan_slot<T>(i: usize, mut f: impl FnMut(TaskId, u64) -> Option<T>) -> Vec<T> {
     with_running(|s| {
-        s.tasks
+        s.slots
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.rcu_nesting > 0)
-            .map(|(i, t)| (i, t.rcu_sections))
+            .filter_map(|(t, w)| f(t, w[i]))
             .collect()
     })
     .unwrap_or_default()
-}
-
-/// True once every reader of `snapshot` has left the section it was in.
-pub fn rcu_snapshot_done(snapshot: &[(TaskId, u64)]) -> bool {
-    with_running(|s| {
-        snapshot.iter().all(|&(t, sec)| {
-            let task = &s.tasks[t];
-            task.rcu_nesting == 0 || task.rcu_sections > sec || task.run == RunState::Finished
-        })
-    })
-    .unwrap_or(true)
 }

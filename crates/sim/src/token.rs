@@ -1,11 +1,16 @@
 //! Schedule tokens: a short printable string that, with the scenario file,
 //! names one execution exactly. Layout (before base64url): a version byte,
 //! then varints and length-prefixed strings, then a 32-bit checksum.
+//!
+//! Besides the schedule and the limits, a token carries the caller's
+//! context: strings the scheduler stores and returns without reading them
+//! (which run of the caller's set-up the schedule belongs to).
 
 use thiserror::Error;
 
 const MAGIC: &str = "nss1_";
-const VERSION: u8 = 1;
+/// Version 2: the caller's context is one list of strings.
+const VERSION: u8 = 2;
 
 /// How the scheduler chose at every scheduling point.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,10 +58,9 @@ impl std::fmt::Display for Segment {
 pub struct Token {
     /// Hash of the scenario's name, to catch a token used with another file.
     pub scenario: u32,
-    /// The kernel run (label) of the scenario.
-    pub kernel: String,
-    /// Patch toggles given on the command line, e.g. `+ipc-batch-free`.
-    pub patches: Vec<String>,
+    /// What else the caller needs to rebuild the execution's set-up, in
+    /// its own words; stored as given (one length byte per short string).
+    pub context: Vec<String>,
     pub cpus: u32,
     pub max_steps: u64,
     pub max_virtual_ns: u64,
@@ -187,10 +191,9 @@ impl Token {
     pub fn encode(&self) -> String {
         let mut b = vec![VERSION];
         put_varint(&mut b, self.scenario as u64);
-        put_str(&mut b, &self.kernel);
-        put_varint(&mut b, self.patches.len() as u64);
-        for p in &self.patches {
-            put_str(&mut b, p);
+        put_varint(&mut b, self.context.len() as u64);
+        for c in &self.context {
+            put_str(&mut b, c);
         }
         put_varint(&mut b, self.cpus as u64);
         put_varint(&mut b, self.max_steps);
@@ -248,12 +251,11 @@ impl Token {
             pos: 1,
         };
         let scenario = r.u32()?;
-        let kernel = r.string()?;
-        let npatches = r.varint()?;
-        if npatches > 1024 {
-            return Err(TokenError::Malformed("too many patches"));
+        let ncontext = r.varint()?;
+        if ncontext > 1024 {
+            return Err(TokenError::Malformed("too many context strings"));
         }
-        let patches = (0..npatches)
+        let context = (0..ncontext)
             .map(|_| r.string())
             .collect::<Result<Vec<_>, _>>()?;
         let cpus = r.u32()?;
@@ -281,8 +283,7 @@ impl Token {
         }
         Ok(Token {
             scenario,
-            kernel,
-            patches,
+            context,
             cpus,
             max_steps,
             max_virtual_ns,
@@ -378,8 +379,7 @@ mod tests {
     fn sample(schedule: Schedule) -> Token {
         Token {
             scenario: hash32(b"ipc-alloc-vs-free"),
-            kernel: "v6.2".into(),
-            patches: vec!["+ipc-batch-free".into()],
+            context: vec!["v6.2".into(), "+ipc-batch-free".into()],
             cpus: 2,
             max_steps: 1_000_000,
             max_virtual_ns: 3_600_000_000_000,
@@ -441,6 +441,9 @@ mod tests {
             Err(TokenError::Checksum)
         );
         assert_eq!(Token::decode("hello"), Err(TokenError::Prefix));
+        // A token of version 1, whose context was a label and a list.
+        let v1 = "nss1_AYic0twJBHY2LjIAAoCt4gSAwOKF42gEAgZsb29wZXIFc3RhcnQBAAE7az-lQA";
+        assert_eq!(Token::decode(v1), Err(TokenError::Version(1)));
         assert_eq!(Token::decode("nss1_ab!c"), Err(TokenError::Alphabet(8)));
     }
 }

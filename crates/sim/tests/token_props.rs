@@ -34,18 +34,16 @@ fn schedule() -> impl Strategy<Value = Schedule> {
 fn token() -> impl Strategy<Value = Token> {
     (
         any::<u32>(),
-        "[a-z0-9.-]{0,12}",
-        proptest::collection::vec("[+-][a-z-]{1,10}", 0..3),
+        proptest::collection::vec("[a-z0-9.+-]{0,12}", 0..4),
         any::<u32>(),
         any::<u64>(),
         any::<u64>(),
         schedule(),
     )
         .prop_map(
-            |(scenario, kernel, patches, cpus, max_steps, max_virtual_ns, schedule)| Token {
+            |(scenario, context, cpus, max_steps, max_virtual_ns, schedule)| Token {
                 scenario,
-                kernel,
-                patches,
+                context,
                 cpus,
                 max_steps,
                 max_virtual_ns,

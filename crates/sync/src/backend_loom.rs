@@ -203,6 +203,11 @@ loom::lazy_static! {
     };
 }
 
+/// Notes about RCU name no object under loom.
+pub fn rcu_obj() -> ObjId {
+    ObjId::NONE
+}
+
 /// Inside an `rcu_read_lock()` section; dropping it is `rcu_read_unlock()`.
 pub struct RcuReadGuard {
     ticket: u64,

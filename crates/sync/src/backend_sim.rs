@@ -275,55 +275,109 @@ impl AtomicBool {
 /// it for writing, which waits for every reader that holds it.
 static RCU_REAL: pl::RwLock<()> = pl::RwLock::new(());
 
+/// The RCU state of an execution: every RCU step names it, and grace
+/// periods wait on it. A task that exits inside a section (a forgotten
+/// guard) has left it, so an exit wakes them too.
+static RCU: sim::Singleton = sim::Singleton::woken_on_exit("rcu");
+
+/// A task's reader state, one word so that entering or leaving a section
+/// is one look-up: the nesting depth in the low half, and in the high half
+/// the number of outermost sections entered, so that a grace period waits
+/// for the section a reader was in when it began and not for the next.
+static RCU_READER: sim::TaskSlot = sim::TaskSlot::new("rcu_reader");
+const DEPTH: u64 = 0xffff_ffff;
+const SECTION: u64 = 1 << 32;
+
+/// The execution's RCU object while a task runs, for notes about RCU
+/// ([`ObjId::NONE`] elsewhere).
+pub fn rcu_obj() -> ObjId {
+    RCU.id().unwrap_or(ObjId::NONE)
+}
+
 /// Inside an `rcu_read_lock()` section; dropping it is `rcu_read_unlock()`.
 pub struct RcuReadGuard {
     real: Option<pl::RwLockReadGuard<'static, ()>>,
+    /// The execution's RCU object, for a section entered inside a task.
+    rcu: ObjId,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 pub fn rcu_read_lock() -> RcuReadGuard {
-    if sim::active() {
-        op("rcu_read_lock", ObjId::RCU, &costs::RCU_READ);
-        sim::rcu_read_enter();
-        RcuReadGuard {
-            real: None,
-            _not_send: Default::default(),
-        }
-    } else {
-        RcuReadGuard {
+    let Some(rcu) = RCU.id() else {
+        return RcuReadGuard {
             real: Some(RCU_REAL.read_recursive()),
+            rcu: ObjId::NONE,
             _not_send: Default::default(),
-        }
+        };
+    };
+    op("rcu_read_lock", rcu, &costs::RCU_READ);
+    RCU_READER.update(rcu_enter);
+    RcuReadGuard {
+        real: None,
+        rcu,
+        _not_send: Default::default(),
     }
 }
 
 impl Drop for RcuReadGuard {
     fn drop(&mut self) {
         if self.real.take().is_none() && sim::active() {
-            op("rcu_read_unlock", ObjId::RCU, &costs::RCU_READ);
-            sim::rcu_read_exit();
+            op("rcu_read_unlock", self.rcu, &costs::RCU_READ);
+            if RCU_READER.update(rcu_exit) == Some(true) {
+                sim::wake_all(self.rcu, 0);
+            }
         }
     }
+}
+
+/// The current task enters a read-side section.
+#[inline]
+fn rcu_enter(reader: &mut u64) {
+    if *reader & DEPTH == 0 {
+        *reader = reader.wrapping_add(SECTION);
+    }
+    // No depth reaches 2^32: the add is not checked.
+    *reader = reader.wrapping_add(1);
+}
+
+/// The current task leaves a read-side section: true if it was the
+/// outermost, so that grace-period waiters re-check.
+#[inline]
+fn rcu_exit(reader: &mut u64) -> bool {
+    if *reader & DEPTH != 0 {
+        *reader = reader.wrapping_sub(1);
+    }
+    *reader & DEPTH == 0
 }
 
 /// Wait until every reader that was inside a read-side section when the
 /// call began has left it. In virtual time it lasts at least one grace
 /// period (`rcu_grace_period` in the cost table).
 pub fn synchronize_rcu() {
-    if !sim::active() {
+    let Some(rcu) = RCU.id() else {
         drop(RCU_REAL.write());
         return;
-    }
-    op("synchronize_rcu", ObjId::RCU, &sim::costs::STEP);
+    };
+    op("synchronize_rcu", rcu, &sim::costs::STEP);
     let start = sim::now();
-    sim::note("gp_start", ObjId::RCU, 0);
-    let readers = sim::rcu_readers_snapshot();
-    sim::wait_until("synchronize_rcu: wait for readers", ObjId::RCU, || {
-        sim::rcu_snapshot_done(&readers)
+    sim::note("gp_start", rcu, 0);
+    // Each reader inside a section now, with its state then.
+    let readers = RCU_READER.scan(|t, reader| (reader & DEPTH != 0).then_some((t, reader)));
+    sim::wait_until("synchronize_rcu: wait for readers", rcu, || {
+        readers
+            .iter()
+            .all(|&(t, then)| left_section(RCU_READER.get(t), then))
     });
     let end = start + sim::cost(&costs::RCU_GRACE_PERIOD);
     sim::sleep("grace period", end.saturating_sub(sim::now()));
-    sim::note("gp_end", ObjId::RCU, 0);
+    sim::note("gp_end", rcu, 0);
+}
+
+/// A reader whose state was `then` inside a section has left that section
+/// by the time its state is `now`: it is outside any (an exited task's
+/// slot is clear), or inside a later one.
+fn left_section(now: u64, then: u64) -> bool {
+    now & DEPTH == 0 || now >> 32 != then >> 32
 }
 
 // ---------------------------------------------------------------- llist

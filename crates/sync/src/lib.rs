@@ -15,6 +15,11 @@
 //! * **loom** (`RUSTFLAGS="--cfg loom"`): the primitives map to `loom`,
 //!   which explores every interleaving of a small model.
 //!
+//! Inside an execution, RCU is state this crate registers with the
+//! scheduler, which knows nothing of it: the execution's `rcu` object (a
+//! [`sim::Singleton`], woken when a task exits) and each task's reader
+//! state (a [`sim::TaskSlot`]).
+//!
 //! Models kernel/locking, kernel/rcu (the grace-period guarantee only),
 //! kernel/workqueue.c (`flush_work` semantics), lib/llist.c, lib/refcount.c.
 

@@ -302,6 +302,7 @@ fn api_has_the_sim_backend_signatures() {
     let _: fn(&AtomicBool, bool, Ordering) -> bool = AtomicBool::swap;
     let _: fn() -> RcuReadGuard = rcu_read_lock;
     let _: fn() = synchronize_rcu;
+    let _: fn() -> ObjId = sync::rcu_obj;
     let _: fn(&'static str) -> LList<T> = LList::new;
     let _: fn(&LList<T>, T) -> bool = LList::llist_add;
     let _: fn(&LList<T>) -> Vec<T> = LList::llist_del_all;

@@ -216,6 +216,67 @@ fn synchronize_rcu_waits_for_a_reader_that_began_before_it() {
     assert!(r.exhausted);
 }
 
+fn dfs(preemption_bound: u32) -> ExploreConfig {
+    cfg(StrategySpec::Dfs { preemption_bound }, 10_000)
+}
+
+#[test]
+fn a_grace_period_waits_for_the_outer_section_of_a_nested_reader() {
+    // The reader is `inside` from its outer lock to its outer unlock; the
+    // inner section ends in between.
+    let build = |e: &mut Execution| {
+        let broken = e.setup(|| {
+            let inside = Arc::new(StdBool::new(false));
+            let broken = Arc::new(StdBool::new(false));
+            let i = Arc::clone(&inside);
+            sim::spawn("reader", false, move || {
+                let outer = rcu_read_lock();
+                i.store(true, SeqCst);
+                drop(rcu_read_lock());
+                sim::point("read", sim::ObjId::NONE, &sim::costs::STEP);
+                i.store(false, SeqCst);
+                drop(outer);
+            });
+            let (i, b) = (Arc::clone(&inside), Arc::clone(&broken));
+            sim::spawn("updater", false, move || {
+                let was_inside = i.load(SeqCst);
+                synchronize_rcu();
+                if was_inside && i.load(SeqCst) {
+                    b.store(true, SeqCst);
+                }
+            });
+            broken
+        });
+        e.check_at_end(move || {
+            broken.load(SeqCst).then(|| Outcome::Violation {
+                invariant: "rcu".into(),
+                detail: String::new(),
+            })
+        });
+    };
+    let r = explore(&dfs(4), &build);
+    assert_eq!(r.report.outcome, Outcome::Pass);
+    assert!(r.exhausted);
+}
+
+#[test]
+fn a_reader_that_exits_inside_its_section_holds_off_no_grace_period() {
+    // A forgotten guard: the reader never leaves its section, but once it
+    // has exited it reads nothing more.
+    let build = |e: &mut Execution| {
+        e.setup(|| {
+            sim::spawn("reader", false, || {
+                std::mem::forget(rcu_read_lock());
+                sim::point("read", sim::ObjId::NONE, &sim::costs::STEP);
+            });
+            sim::spawn("updater", false, synchronize_rcu);
+        });
+    };
+    let r = explore(&dfs(4), &build);
+    assert_eq!(r.report.outcome, Outcome::Pass);
+    assert!(r.exhausted);
+}
+
 #[test]
 fn flush_work_waits_only_when_the_work_is_pending_or_running() {
     let build = |e: &mut Execution| {

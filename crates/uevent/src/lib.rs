@@ -455,7 +455,7 @@ impl Uevent {
             return;
         }
         self.released_freed.lock().0 += 1;
-        sim::queue_object(net.obj);
+        sim::park_object(net.obj, "queued");
         if self.cleanup_list.llist_add(net) {
             schedule_work(&self.net_cleanup_work);
         }

@@ -8,7 +8,7 @@
 use super::escape;
 use crate::model::{nest, MarkKind, Model, Span, SpanKind};
 use crate::steps::time;
-use sim::{EventKind, ObjId, TaskId};
+use sim::{EventKind, TaskId};
 use std::fmt::Write;
 
 /// The chart shows at most the last this many steps.
@@ -224,10 +224,7 @@ fn lanes(m: &Model, axis: &Axis) -> Vec<Lane> {
     for t in m.task_order() {
         add(m.task_name(t).to_string(), Some(t), &|s| s.task == t);
     }
-    let rcu_marks = m
-        .marks
-        .iter()
-        .any(|mk| m.events[mk.event].obj == ObjId::RCU);
+    let rcu_marks = m.marks.iter().any(|mk| m.is_rcu(m.events[mk.event].obj));
     let gps = m.spans.iter().any(|s| s.kind == SpanKind::GracePeriod);
     if gps || rcu_marks {
         add("rcu".into(), None, &|s| s.kind == SpanKind::GracePeriod);
@@ -440,8 +437,8 @@ impl Draw<'_> {
         let mine = |i: usize| {
             let e = &m.events[i];
             match lane.task {
-                Some(t) => e.task == t && e.obj != ObjId::RCU,
-                None => e.obj == ObjId::RCU,
+                Some(t) => e.task == t && !m.is_rcu(e.obj),
+                None => m.is_rcu(e.obj),
             }
         };
         let mut s = String::new();

@@ -28,6 +28,13 @@ pub const LEXICON: Lexicon<'static> = Lexicon {
     is_limit: &is_limit,
 };
 
+/// The RCU state, as the sync crate declares it.
+static RCU: sim::Singleton = sim::Singleton::woken_on_exit("rcu");
+
+fn rcu() -> ObjId {
+    RCU.id().expect("inside a task")
+}
+
 fn lock(obj: ObjId) {
     sim::point("spin_lock", obj, &STEP);
     sim::note("acquired", obj, 0);
@@ -57,14 +64,14 @@ fn script(fail: bool) {
         "rcu_read_unlock",
         "rcu_read_unlock",
     ] {
-        sim::point(label, ObjId::RCU, &STEP);
+        sim::point(label, rcu(), &STEP);
     }
     sim::point("schedule_work", work, &STEP);
-    sim::queue_object(ns);
+    sim::park_object(ns, "queued");
     sim::point("work_run", work, &STEP);
-    sim::note("gp_start", ObjId::RCU, 0);
+    sim::note("gp_start", rcu(), 0);
     sim::sleep("grace period", 1000);
-    sim::note("gp_end", ObjId::RCU, 0);
+    sim::note("gp_end", rcu(), 0);
     sim::free_object(ns);
     sim::note("counter:widgets", ObjId::NONE, 0);
     sim::note("work_done", work, 0);
