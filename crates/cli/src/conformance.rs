@@ -11,7 +11,7 @@ use serde_json::json;
 pub fn all_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     cases.extend(kernel::conformance_ipc::conformance_cases());
-    cases.extend(kernel::net::conformance_cases());
+    cases.extend(kernel::conformance_netns::conformance_cases());
     cases.extend(kernel::conformance_nsproxy::conformance_cases());
     cases.extend(userns::conformance::conformance_cases());
     cases.extend(kernel::conformance_nproc::conformance_cases());
@@ -51,7 +51,7 @@ pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, 
         }
         return Ok(true);
     }
-    let profile = kernel::conformance_ipc::host_profile();
+    let profile = kernel::catalog::host_profile();
     let release = probe::kernel_release()
         .map(|(a, b)| format!("{a}.{b}"))
         .unwrap_or_else(|| "unknown".into());

@@ -225,24 +225,7 @@ pub use crate::invariants::{Invariant, InvariantInfo, INVARIANTS};
 
 pub use crate::ops::{op, ArgKind, OpInfo, OPS};
 
-/// Clone flags a scenario may name, and whether `unshare` models them yet.
-pub const CLONE_FLAGS: &[(&str, u64, bool)] = &[
-    (
-        "CLONE_NEWIPC",
-        crate::setup::clone_flags::CLONE_NEWIPC,
-        true,
-    ),
-    (
-        "CLONE_NEWUSER",
-        crate::setup::clone_flags::CLONE_NEWUSER,
-        true,
-    ),
-    (
-        "CLONE_NEWNET",
-        crate::setup::clone_flags::CLONE_NEWNET,
-        true,
-    ),
-];
+pub use crate::clone_flags::CLONE_FLAGS;
 
 /// Sysctls a scenario may set: (name, summary).
 pub const SYSCTLS: &[(&str, &str)] = &[
@@ -290,6 +273,16 @@ pub fn profile_for_release(release: &str) -> Option<&'static ProfileInfo> {
         .max_by(|a, b| release_number(a.name).cmp(&release_number(b.name)))
 }
 
+/// The profile that models the running kernel (the newest one when the
+/// release cannot be read).
+pub fn host_profile() -> &'static str {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    profile_for_release(release.trim())
+        .or(PROFILES.last())
+        .map(|p| p.name)
+        .expect("at least one profile")
+}
+
 pub fn patch(name: &str) -> Option<&'static PatchInfo> {
     PATCHES.iter().find(|p| p.name == name)
 }
@@ -312,13 +305,13 @@ pub fn sysctl(name: &str) -> bool {
 pub fn costs() -> Vec<&'static sim::CostKey> {
     let mut all: Vec<&'static sim::CostKey> = vec![
         &sim::costs::STEP,
-        &crate::world::SYSCALL,
-        &crate::world::SWITCH_NS,
+        &crate::costs::SYSCALL,
+        &crate::costs::SWITCH_NS,
     ];
     all.extend(sync::costs::ALL.iter().copied());
     all.extend(ipcns::costs::ALL.iter().copied());
     all.extend(uevent::costs::ALL.iter().copied());
-    all.extend(crate::process::COSTS.iter().copied());
+    all.extend(crate::costs::ALL[2..].iter().copied());
     all
 }
 

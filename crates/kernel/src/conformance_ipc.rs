@@ -198,7 +198,7 @@ fn model_held(held: u32, limit: i64, nested: bool) -> String {
 /// Run `setup` once under the `fair` strategy and the profile of the
 /// running kernel; sum the `unshare` results of the tasks `counted` picks.
 fn model_unshare_results(setup: &Setup, counted: impl Fn(&str) -> bool) -> (u64, u64, u64) {
-    let profile = host_profile();
+    let profile = catalog::host_profile();
     let patches = resolve_patches(profile, &[]).expect("a catalogued profile");
     let spec = RunSpec {
         setup,
@@ -227,16 +227,6 @@ fn model_unshare_results(setup: &Setup, counted: impl Fn(&str) -> bool) -> (u64,
         }
     }
     (enospc, other, calls)
-}
-
-/// The profile that models the running kernel (the newest one when the
-/// release cannot be read).
-pub fn host_profile() -> &'static str {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    catalog::profile_for_release(release.trim())
-        .or(catalog::PROFILES.last())
-        .map(|p| p.name)
-        .expect("at least one profile")
 }
 
 // ---- the running kernel -------------------------------------------------

@@ -23,18 +23,9 @@ const NS_NEWUSER: u64 = crate::setup::clone_flags::CLONE_NEWUSER;
 /// How long the probes' sleepers live at most.
 const SLEEP: &str = "sleep 30 >/dev/null 2>&1";
 
-/// The profile that models the running kernel (the newest if unknown).
-pub(crate) fn host_profile() -> &'static str {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    catalog::profile_for_release(release.trim())
-        .or(catalog::PROFILES.last())
-        .map(|p| p.name)
-        .unwrap_or("v6.3")
-}
-
 /// Run `setup` once under the host's profile, in virtual-time order.
 fn model(setup: &Setup) -> Results {
-    let patches = crate::resolve_patches(host_profile(), &[]).expect("host profile");
+    let patches = crate::resolve_patches(catalog::host_profile(), &[]).expect("host profile");
     let spec = RunSpec {
         setup,
         patches: &patches,

@@ -5,7 +5,8 @@
 //! answers they give). Each question is also a scenario of the library
 //! (named in the case's question) that asserts the kernel's answer.
 
-use crate::conformance_nproc::{host_profile, mapped_container};
+use crate::catalog::host_profile;
+use crate::conformance_nproc::mapped_container;
 use crate::setup::clone_flags::{CLONE_NEWNET, CLONE_NEWUSER};
 use crate::setup::{Op, Setup, SysctlSpec, TaskSpec};
 use crate::world::{replay_run, Results, RunSpec};

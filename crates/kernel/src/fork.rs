@@ -4,9 +4,11 @@
 //! CLONE_NEWUSER, through the one `create_user_ns`), the RLIMIT_NPROC check
 //! of the era, and its namespaces from the one `create_new_namespaces`.
 
-use super::{World, SYSCALL};
+use super::World;
+use crate::costs::COPY_PROCESS;
+use crate::costs::SYSCALL;
 use crate::errno::Errno;
-use crate::process::{ForkError, COPY_PROCESS};
+use crate::process::ForkError;
 use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
 use crate::task::{Own, Task};
 use sim::ObjId;

@@ -1,14 +1,31 @@
-//! Processes, credentials and nsproxy; the syscalls that tie the subsystems
-//! together (`unshare`, sysctl writes); kernel profiles and patches.
+//! Tasks and the syscalls that tie the subsystems together; kernel
+//! profiles and patches.
 //!
-//! Models kernel/nsproxy.c (`unshare_nsproxy_namespaces`,
-//! `switch_task_namespaces`, `exit_task_namespaces`), kernel/fork.c
-//! (`ksys_unshare`) and kernel/ucount.c's sysctl table (`max_*` writes).
+//! Models kernel/nsproxy.c (`create_new_namespaces`,
+//! `unshare_nsproxy_namespaces`, `switch_task_namespaces`,
+//! `exit_task_namespaces`), kernel/fork.c (`ksys_unshare`,
+//! `unshare_userns`, `copy_process`), kernel/cred.c and kernel/sys.c (the
+//! credential paths of [`process`]), kernel/exit.c (`release_task`) and
+//! kernel/ucount.c's sysctl table (`max_*` writes).
+//!
+//! Layers, each file importing only those below it (a test holds them):
+//! * declarations: [`clone_flags`], [`costs`], [`invariants`], [`ops`],
+//!   [`setup`], [`catalog`] (patches, profiles, what a scenario may name),
+//!   [`profile`] (the patches in force);
+//! * the model: [`task`], [`process`] (credentials and RLIMIT_NPROC),
+//!   [`net`] (uevent sockets), and [`world`] with its syscall paths
+//!   (`nsproxy.rs`, `fork.rs`, `userns_ops.rs`, `denials.rs`) and the
+//!   invariants' checkers (`checks.rs`);
+//! * the conformance cases, which ask the model and the running kernel the
+//!   same question.
 
 pub mod catalog;
+pub mod clone_flags;
 pub mod conformance_ipc;
+pub mod conformance_netns;
 pub mod conformance_nproc;
 pub mod conformance_nsproxy;
+pub mod costs;
 pub mod errno;
 pub mod invariants;
 pub mod net;

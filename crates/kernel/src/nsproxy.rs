@@ -14,7 +14,8 @@
 //! grace period), user namespaces from a work item after their last
 //! credential's grace period.
 
-use super::{World, SWITCH_NS, SYSCALL};
+use super::World;
+use crate::costs::{SWITCH_NS, SYSCALL};
 use crate::errno::Errno;
 use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
 use crate::task::{Nsproxy, Task};

@@ -10,7 +10,7 @@
 //! `World::dispatch`: an op declared here but not implemented there does
 //! not compile.
 
-use crate::catalog::CLONE_FLAGS;
+use crate::clone_flags::CLONE_FLAGS;
 
 /// Kind of one operation argument, for checking scenario files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -41,13 +41,14 @@
 //!
 
 use crate::catalog::Patch;
+use crate::costs::{CRED, EXECVE, EXIT_AND_REAP, SYSCALL};
 use crate::errno::Errno;
 use crate::invariants::Invariant;
 use crate::profile::ActivePatches;
 use crate::setup::{Op, Setup};
 use crate::task::{Own, Task};
 use parking_lot::Mutex;
-use sim::{CostKey, ObjId};
+use sim::ObjId;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as StdOrdering};
 use std::sync::Arc;
@@ -61,67 +62,7 @@ use userns::{ns_capable, CapSet, Cred, UserNamespace, UserStruct, Userns, UNMAPP
 
 pub use crate::setup::{ProcessSetup, UidMap};
 
-pub static COPY_PROCESS: CostKey = CostKey::new(
-    "copy_process",
-    19_000,
-    "fork besides credentials: dup_task_struct, copy_mm, copy_files, wake_up_new_task",
-);
-pub static EXIT_AND_REAP: CostKey = CostKey::new(
-    "exit_and_reap",
-    20_000,
-    "a child's do_exit, the parent's wait4 and release_task, besides credentials",
-);
-pub static CRED: CostKey = CostKey::new(
-    "cred",
-    150,
-    "prepare_creds or commit_creds: copying or installing a struct cred",
-);
-pub static EXECVE: CostKey = CostKey::new(
-    "execve",
-    50_000,
-    "execve besides the PF_NPROC_EXCEEDED check: loading the new image",
-);
-/// Cost-table entries of this module.
-pub static COSTS: &[&CostKey] = &[&COPY_PROCESS, &EXIT_AND_REAP, &CRED, &EXECVE];
-
-/// The RLIMIT_NPROC behaviours of a profile.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NprocPatches {
-    pub ucounts: bool,
-    pub rlimit_max_check: bool,
-    pub enforce_limit: bool,
-    pub flag_after_set_user: bool,
-    pub real_uid: bool,
-    pub limitnproc_regression: bool,
-    pub rfc_2016: bool,
-}
-
-impl NprocPatches {
-    pub fn from_active(p: &ActivePatches) -> Self {
-        NprocPatches {
-            ucounts: p.has(Patch::NprocUcounts),
-            rlimit_max_check: p.has(Patch::UcountsRlimitMaxCheck),
-            enforce_limit: p.has(Patch::NprocEnforceLimit),
-            flag_after_set_user: p.has(Patch::NprocFlagAfterSetUser),
-            real_uid: p.has(Patch::NprocUcountsRealUid),
-            limitnproc_regression: p.has(Patch::NprocLimitnprocRegression),
-            rfc_2016: p.has(Patch::NprocPerUsernsRfc2016),
-        }
-    }
-
-    fn check(&self) -> RlimitCheck {
-        if self.rlimit_max_check {
-            RlimitCheck::NamespaceBelow
-        } else {
-            RlimitCheck::OwnNamespace
-        }
-    }
-
-    /// Is NPROC counted in ucounts (v5.14, or the RFC)?
-    fn in_ucounts(&self) -> bool {
-        self.ucounts || self.rfc_2016
-    }
-}
+pub use crate::profile::NprocPatches;
 
 /// One process as the checkers see it.
 #[derive(Clone)]
@@ -571,7 +512,7 @@ impl Procs {
     /// `setuid(uid)`: with CAP_SETUID in the namespace, all three uids;
     /// else the euid, to the real or saved uid only.
     pub fn setuid(&self, task: &Task, own: &mut Own, uid: u32) -> Result<(), Errno> {
-        sim::point("setuid", ObjId::NONE, &crate::world::SYSCALL);
+        sim::point("setuid", ObjId::NONE, &SYSCALL);
         let cred = task.cred();
         let kuid = make_kuid(&cred.user_ns, uid).ok_or(Errno::EINVAL)?;
         let privileged = ns_capable(&cred, &cred.user_ns, CAP_SETUID);
@@ -589,7 +530,7 @@ impl Procs {
     /// `setresuid(ruid, euid, suid)`: each must be one of the current three
     /// unless the caller has CAP_SETUID in its namespace.
     pub fn setresuid(&self, task: &Task, own: &mut Own, ids: [u32; 3]) -> Result<(), Errno> {
-        sim::point("setresuid", ObjId::NONE, &crate::world::SYSCALL);
+        sim::point("setresuid", ObjId::NONE, &SYSCALL);
         let cred = task.cred();
         let mut kuids = [0; 3];
         for (k, id) in kuids.iter_mut().zip(ids) {
@@ -670,7 +611,7 @@ impl Procs {
     /// its user is still over the limit; capabilities are recomputed
     /// (root keeps them within the bounding set, anyone else loses them).
     pub fn execve(&self, task: &Task, own: &mut Own) -> Result<(), Errno> {
-        sim::point("execve", ObjId::NONE, &crate::world::SYSCALL);
+        sim::point("execve", ObjId::NONE, &SYSCALL);
         let limit = own.rlimit_nproc.0;
         let cred = task.cred();
         if own.nproc_exceeded && self.enabled {
@@ -703,7 +644,7 @@ impl Procs {
     /// `setrlimit(RLIMIT_NPROC, limit)` (soft and hard): raising the hard
     /// limit needs CAP_SYS_RESOURCE in the initial user namespace.
     pub fn setrlimit_nproc(&self, task: &Task, own: &mut Own, limit: u64) -> Result<(), Errno> {
-        sim::point("setrlimit", ObjId::NONE, &crate::world::SYSCALL);
+        sim::point("setrlimit", ObjId::NONE, &SYSCALL);
         if limit > own.rlimit_nproc.1 && !self.capable(&task.cred(), CAP_SYS_RESOURCE) {
             return Err(Errno::EPERM);
         }

@@ -40,8 +40,8 @@ impl ActivePatches {
     }
 
     /// The RLIMIT_NPROC behaviours in force.
-    pub fn nproc(&self) -> crate::process::NprocPatches {
-        crate::process::NprocPatches::from_active(self)
+    pub fn nproc(&self) -> NprocPatches {
+        NprocPatches::from_active(self)
     }
 
     pub fn ipc(&self) -> IpcPatches {
@@ -77,6 +77,45 @@ impl ActivePatches {
             setfcap_root: self.has(Patch::IdmapSetfcapRoot),
             relaxed_publication: self.has(Patch::IdmapRelaxedPublication),
         }
+    }
+}
+
+/// The RLIMIT_NPROC behaviours of a profile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NprocPatches {
+    pub ucounts: bool,
+    pub rlimit_max_check: bool,
+    pub enforce_limit: bool,
+    pub flag_after_set_user: bool,
+    pub real_uid: bool,
+    pub limitnproc_regression: bool,
+    pub rfc_2016: bool,
+}
+
+impl NprocPatches {
+    pub fn from_active(p: &ActivePatches) -> Self {
+        NprocPatches {
+            ucounts: p.has(Patch::NprocUcounts),
+            rlimit_max_check: p.has(Patch::UcountsRlimitMaxCheck),
+            enforce_limit: p.has(Patch::NprocEnforceLimit),
+            flag_after_set_user: p.has(Patch::NprocFlagAfterSetUser),
+            real_uid: p.has(Patch::NprocUcountsRealUid),
+            limitnproc_regression: p.has(Patch::NprocLimitnprocRegression),
+            rfc_2016: p.has(Patch::NprocPerUsernsRfc2016),
+        }
+    }
+
+    pub fn check(&self) -> ucounts::RlimitCheck {
+        if self.rlimit_max_check {
+            ucounts::RlimitCheck::NamespaceBelow
+        } else {
+            ucounts::RlimitCheck::OwnNamespace
+        }
+    }
+
+    /// Is NPROC counted in ucounts (v5.14, or the RFC)?
+    pub fn in_ucounts(&self) -> bool {
+        self.ucounts || self.rfc_2016
     }
 }
 

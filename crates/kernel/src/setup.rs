@@ -8,11 +8,7 @@ use std::collections::BTreeMap;
 pub const INIT_USER_NS: &str = "init";
 
 /// Clone/unshare flags understood by the model.
-pub mod clone_flags {
-    pub const CLONE_NEWIPC: u64 = 0x0800_0000;
-    pub const CLONE_NEWUSER: u64 = 0x1000_0000;
-    pub const CLONE_NEWNET: u64 = 0x4000_0000;
-}
+pub use crate::clone_flags;
 
 /// Everything a run starts from.
 #[derive(Debug, Clone, Default, PartialEq)]

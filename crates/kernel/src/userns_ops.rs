@@ -18,7 +18,7 @@ impl World {
     /// CAP_SYS_ADMIN in the target namespace; its new credentials have
     /// every capability there (within its bounding set).
     pub(super) fn setns_user(&self, task: &Task, target: &str) -> Result<(), Errno> {
-        sim::point("setns", ObjId::NONE, &super::SYSCALL);
+        sim::point("setns", ObjId::NONE, &crate::costs::SYSCALL);
         let target = self.task_named(target).ok_or(Errno::ENOENT)?;
         let ns = target.user_ns();
         let cred = task.cred();
@@ -40,7 +40,7 @@ impl World {
         target: Option<&str>,
         text: &str,
     ) -> Result<(), Errno> {
-        sim::point("write", ObjId::NONE, &super::SYSCALL);
+        sim::point("write", ObjId::NONE, &crate::costs::SYSCALL);
         let ns = match target {
             None => task.user_ns(),
             Some(t) => self.task_named(t).ok_or(Errno::ENOENT)?.user_ns(),

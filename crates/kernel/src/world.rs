@@ -3,6 +3,7 @@
 //! operations. Also the entry points that explore or replay one kernel run.
 
 use crate::catalog::Patch;
+use crate::costs::SYSCALL;
 use crate::errno::Errno;
 use crate::invariants::Invariant;
 use crate::profile::ActivePatches;
@@ -10,7 +11,7 @@ use crate::setup::{Op, Setup, TaskSpec, UsernsFile, INIT_USER_NS};
 use crate::task::{Nsproxy, Task, TaskIdx};
 use ipcns::{mq_path_walk, Ipc};
 use parking_lot::Mutex;
-use sim::{CostKey, ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Schedule};
+use sim::{ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Schedule};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
@@ -31,13 +32,6 @@ mod nsproxy;
 
 #[path = "fork.rs"]
 mod fork;
-
-pub static SYSCALL: CostKey = CostKey::new("syscall", 150, "entering and leaving a syscall");
-pub static SWITCH_NS: CostKey = CostKey::new(
-    "switch_task_namespaces",
-    200,
-    "installing a new nsproxy and dropping the old one",
-);
 
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.

@@ -249,7 +249,7 @@ fn the_conformance_patches_follow_the_catalogue() {
 
 #[test]
 fn the_netns_loop_agrees_with_this_kernel() {
-    let cases = kernel::net::conformance_cases();
+    let cases = kernel::conformance_netns::conformance_cases();
     for case in cases.iter().filter(|c| c.subsystem == "netns") {
         let v = case.run();
         if let Ok(k) = &v.kernel {
