@@ -3,7 +3,7 @@
 //! against these lists; `nssim kernels` prints them.
 
 /// A named kernel behaviour that changed over history: one entry of
-/// [`PATCHES`], made by [`declare_patches!`] from the same line as its
+/// [`PATCHES`], made by `declare_patches!` from the same line as its
 /// [`Patch`] variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PatchInfo {

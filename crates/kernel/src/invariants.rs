@@ -1,5 +1,5 @@
 //! The invariants a scenario may ask for, each declared once in
-//! [`declare_invariants!`]: its [`Invariant`] variant, its name and what it
+//! `declare_invariants!`: its [`Invariant`] variant, its name and what it
 //! asserts. Its checker, and when it runs (after every step, at the end of
 //! the run, or around the operations it guards), is the one arm of the
 //! exhaustive `match` in the world's `install` (world/checks.rs): an

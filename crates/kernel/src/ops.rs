@@ -1,5 +1,5 @@
 //! The operations a scenario's tasks perform, each declared once in
-//! [`declare_ops!`]: its [`Op`] variant, its name, its arguments (each a
+//! `declare_ops!`: its [`Op`] variant, its name, its arguments (each a
 //! field of the variant and an [`ArgKind`] the scenario checker parses),
 //! which arguments its result label shows, and its line of documentation.
 //!
@@ -135,7 +135,7 @@ macro_rules! declare_ops {
             $($field:ident : $ty:ty = $kind:ident $([$shown:ident])?),*
         } $summary:literal;
     )*) => {
-        /// One operation of a task, declared in [`declare_ops!`].
+        /// One operation of a task, declared in `declare_ops!`.
         #[derive(Debug, Clone, PartialEq)]
         pub enum Op {
             $($(#[$doc])* $variant { $($field: $ty),* },)*
@@ -191,7 +191,7 @@ macro_rules! declare_ops {
     };
 }
 
-/// Whether a field of [`declare_ops!`] is marked `[label]`.
+/// Whether a field of `declare_ops!` is marked `[label]`.
 macro_rules! shown {
     () => {
         false

@@ -1,6 +1,6 @@
 //! The plain-data description of one simulated world: user namespaces,
 //! sysctls, tasks and what each task does. The scenario crate builds a
-//! [`Setup`] from a scenario file; [`crate::World`] turns it into a run.
+//! [`Setup`] from a scenario file; the world (`world.rs`) turns it into a run.
 
 use std::collections::BTreeMap;
 
