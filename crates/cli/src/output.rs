@@ -27,6 +27,7 @@ fn results_json(results: &Results) -> Value {
                     "calls": stats.calls,
                     "results": stats.results,
                     "first_failure": stats.first_failure,
+                    "values": stats.values,
                 }),
             );
         }
@@ -48,7 +49,16 @@ fn results_text(results: &Results) -> String {
                 .first_failure
                 .map(|i| format!(", first failure at call {i}"))
                 .unwrap_or_default();
-            lines.push(format!("    {task}: {op}: {}{first}", counts.join(", ")));
+            let values = if stats.values.is_empty() {
+                String::new()
+            } else {
+                let v: Vec<String> = stats.values.iter().map(u64::to_string).collect();
+                format!("; values {}", v.join(", "))
+            };
+            lines.push(format!(
+                "    {task}: {op}: {}{first}{values}",
+                counts.join(", ")
+            ));
         }
     }
     lines.join("\n")
@@ -177,6 +187,7 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
     let mut out = Vec::new();
     for want in expected {
         let mut got: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut values: Vec<u64> = Vec::new();
         for ops in results
             .iter()
             .filter(|(t, _)| want.matches_task(t))
@@ -190,6 +201,7 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                 for (result, n) in &stats.results {
                     *got.entry(result.as_str()).or_default() += n;
                 }
+                values.extend(&stats.values);
             }
         }
         let as_wanted = if want.at_least_once {
@@ -213,6 +225,14 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                 if want.at_least_once { "some " } else { "" },
                 want.result
             ));
+        }
+        if let Some(want_values) = &want.values {
+            if *want_values != values {
+                out.push(format!(
+                    "{} {}: expected values {want_values:?}, got {values:?}",
+                    want.task, want.op
+                ));
+            }
         }
     }
     out

@@ -262,6 +262,36 @@ fn an_unexpected_outcome_exits_1() {
     assert_eq!(lines[0]["as_expected"], false);
 }
 
+/// The values a call reports are part of its expected results: the
+/// library's scenario passes, and the same scenario expecting another
+/// sequence number fails and says what it got.
+#[test]
+fn reported_values_are_checked_against_the_expectation() {
+    let path = "sim-scenarios/uevent-seqnum-values.toml";
+    let o = nssim(&["run", path, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let lines = json_lines(&o);
+    assert_eq!(
+        lines[0]["results"]["root"]["uevent_inject"]["values"],
+        serde_json::json!([1, 2])
+    );
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    let wrong = text.replace("values = [1, 2] } }, user", "values = [1, 3] } }, user");
+    assert_ne!(wrong, text);
+    let dir = std::env::temp_dir().join(format!("nssim-values-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("wrong.toml");
+    std::fs::write(&file, wrong).unwrap();
+    let o = nssim(&["run", file.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("root uevent_inject: expected values [1, 3], got [1, 2]"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 #[test]
 fn a_malformed_scenario_names_line_and_column_and_exits_2() {
     let dir = std::env::temp_dir().join(format!("nssim-bad-{}", std::process::id()));

@@ -79,6 +79,7 @@ impl NetWorld {
         match self.uevent.uevent_recv(&sock) {
             Ok(got) => {
                 sim::note("uevent_recv: SEQNUM", sock.obj, got.seqnum as i64);
+                task.own.lock().reported = Some(got.seqnum);
                 Ok(())
             }
             Err(e) => {
@@ -102,7 +103,10 @@ impl NetWorld {
         let net = Arc::clone(&task.nsproxy().net_ns);
         let r = self.uevent.uevent_net_rcv_skb(&net, &task.cred(), payload);
         match r {
-            Ok(seqnum) => sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64),
+            Ok(seqnum) => {
+                sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64);
+                task.own.lock().reported = Some(seqnum);
+            }
             Err(e) => sim::note("uevent_inject", net.obj, errno(e).as_return()),
         }
         r.map(|_| ()).map_err(errno)

@@ -40,6 +40,10 @@ pub struct SyscallStats {
     pub calls: u64,
     pub results: BTreeMap<String, u64>,
     pub first_failure: Option<u64>,
+    /// What the calls reported, in call order, for ops that report a value
+    /// (the SEQNUM a uevent listener received, the sequence number an
+    /// injected uevent was given).
+    pub values: Vec<u64>,
 }
 
 /// Per task instance, per operation label.
@@ -448,6 +452,9 @@ impl World {
             Err(e) => e.name(),
         };
         *stats.results.entry(key.to_string()).or_default() += 1;
+        if let Some(v) = task.own.lock().reported.take() {
+            stats.values.push(v);
+        }
         if result.is_err() && stats.first_failure.is_none() {
             stats.first_failure = Some(stats.calls);
         }

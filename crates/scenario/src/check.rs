@@ -797,7 +797,10 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                     .with_expected(one_of(names()))
                     .with_help_opt(did_you_mean(op_name, names())));
             }
-            let written = string(ctx, op, result_v)?;
+            let (written, values) = match result_v.get_ref() {
+                DeValue::Table(_) => expected_values(ctx, op, result_v)?,
+                _ => (string(ctx, op, result_v)?, None),
+            };
             let (at_least_once, result) = match written.strip_prefix("some ") {
                 Some(r) => (true, r.trim_start()),
                 None => (false, written),
@@ -818,10 +821,40 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                 op: op.to_string(),
                 result: result.to_string(),
                 at_least_once,
+                values,
             });
         }
     }
     Ok(out)
+}
+
+/// `{ result = "ok", values = [1, 2] }`: the result (`ok` when left out)
+/// and the values the calls must report, in call order.
+fn expected_values<'a>(
+    ctx: &Ctx<'_>,
+    op: &str,
+    v: &'a Val<'_>,
+) -> Res<(&'a str, Option<Vec<u64>>)> {
+    let t = table(ctx, op, v)?;
+    t.only(ctx, &["result", "values"], op)?;
+    let result = match t.get("result") {
+        Some(rv) => string(ctx, "result", rv)?,
+        None => "ok",
+    };
+    let values = match t.get("values") {
+        None => None,
+        Some(vv) => {
+            let DeValue::Array(items) = vv.get_ref() else {
+                return Err(ctx.wrong_type("values", vv, "an array of integers"));
+            };
+            let mut out = Vec::with_capacity(items.len());
+            for item in items.iter() {
+                out.push(int_u64(ctx, "values", item, 0, u64::MAX)?);
+            }
+            Some(out)
+        }
+    };
+    Ok((result, values))
 }
 
 fn kernels(

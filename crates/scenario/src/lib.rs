@@ -116,6 +116,9 @@ pub struct ExpectedResult {
     pub result: String,
     /// `"some RESULT"`: one call returning it is enough.
     pub at_least_once: bool,
+    /// `{ values = [...] }`: what the calls reported, in call order (the
+    /// SEQNUM a listener received, the sequence number an injection got).
+    pub values: Option<Vec<u64>>,
 }
 
 impl ExpectedResult {
