@@ -81,8 +81,73 @@ fn container_loop(sysctl: &str, limit: i64, ops: Vec<Op>, repeat: u64) -> Setup 
     s
 }
 
+/// Root without CAP_SYS_ADMIN in its bounding set: a network namespace,
+/// then one inside a new user namespace.
+fn bounding_set_kernel() -> KernelAnswer {
+    if !probe::host_is_root() {
+        return Err(probe::Skip(
+            "needs root in the initial user namespace".into(),
+        ));
+    }
+    let drop = "setpriv --bounding-set -sys_admin --inh-caps -sys_admin";
+    let script = format!(
+        "{drop} unshare -n true 2>/dev/null && a=ok || a=EPERM; \
+         {drop} unshare -U -r unshare -n true 2>/dev/null && b=ok || b=EPERM; \
+         echo \"netns $a, in a new user namespace $b\""
+    );
+    let out = probe::sh_as_host(&script, 20)?;
+    Ok(out.stdout.trim().to_string())
+}
+
+fn bounding_set_model() -> String {
+    let mut s = Setup::default();
+    let no_admin = vec![userns::caps::CAP_SYS_ADMIN];
+    let plain = vec![
+        Op::Execve {},
+        Op::Unshare {
+            flags: CLONE_NEWNET,
+        },
+    ];
+    let nested = vec![
+        Op::Unshare {
+            flags: CLONE_NEWUSER,
+        },
+        Op::WriteSetgroups {
+            text: "deny".into(),
+        },
+        Op::WriteUidMap {
+            text: "0 0 1".into(),
+        },
+        Op::WriteGidMap {
+            text: "0 0 1".into(),
+        },
+        Op::Unshare {
+            flags: CLONE_NEWNET,
+        },
+    ];
+    for (name, ops) in [("a", plain), ("b", nested)] {
+        s.tasks.push(TaskSpec::new(name, "init", 0, ops));
+        s.processes
+            .bounding_drop
+            .insert(name.into(), no_admin.clone());
+    }
+    let r = model(&s);
+    format!(
+        "netns {}, in a new user namespace {}",
+        answer(&r, "a", "unshare(CLONE_NEWNET)"),
+        answer(&r, "b", "unshare(CLONE_NEWNET)")
+    )
+}
+
 pub fn conformance_cases() -> Vec<Case> {
     vec![
+        case(
+            "userns",
+            "caps.bounding_set_dropped",
+            "root without CAP_SYS_ADMIN in its bounding set unshares a network namespace, then does so inside a new user namespace (scenario security-caps-dropped)",
+            bounding_set_model,
+            bounding_set_kernel,
+        ),
         case(
             "userns",
             "userns.unshare_in_mapped_ns",

@@ -212,6 +212,50 @@ impl World {
         result
     }
 
+    /// `setns(fd, CLONE_NEWNET or CLONE_NEWIPC)` into the namespace of that
+    /// kind `target` is in (`netns_install`, `ipcns_install`): the caller
+    /// needs CAP_SYS_ADMIN over the namespace's owner and over its own user
+    /// namespace (EPERM); its other namespaces stay as they are.
+    pub(super) fn setns_nsproxy(&self, task: &Task, target: &str, kind: u64) -> Result<(), Errno> {
+        sim::point("setns", ObjId::NONE, &SYSCALL);
+        let target = self.task_named(target).ok_or(Errno::ENOENT)?;
+        let theirs = target.nsproxy();
+        let cred = task.cred();
+        let owner = if kind == CLONE_NEWNET {
+            Some(Arc::clone(&theirs.net_ns.user_ns))
+        } else {
+            self.owner_of_ucounts(&theirs.ipc_ns.user_ns)
+        };
+        let permitted = owner.is_some_and(|o| ns_capable(&cred, &o, caps::CAP_SYS_ADMIN))
+            && ns_capable(&cred, &cred.user_ns, caps::CAP_SYS_ADMIN);
+        if !permitted {
+            return Err(Errno::EPERM);
+        }
+        let mine = task.nsproxy();
+        let (ipc_ns, net_ns) = if kind == CLONE_NEWNET {
+            (&mine.ipc_ns, &theirs.net_ns)
+        } else {
+            (&theirs.ipc_ns, &mine.net_ns)
+        };
+        ipc_ns.get();
+        net_ns.get();
+        let new = Arc::new(Nsproxy {
+            ipc_ns: Arc::clone(ipc_ns),
+            net_ns: Arc::clone(net_ns),
+        });
+        self.switch_task_namespaces(task, new);
+        Ok(())
+    }
+
+    /// The user namespace whose ucounts side is `ns` (the ipc crate keeps
+    /// only that side of its owner).
+    fn owner_of_ucounts(&self, ns: &Arc<ucounts::UcountsNs>) -> Option<Arc<userns::UserNamespace>> {
+        self.userns
+            .namespaces()
+            .into_iter()
+            .find(|u| Arc::ptr_eq(&u.ucounts_ns, ns))
+    }
+
     /// A name for the next namespace a task makes: `<task>/userns<N>`.
     pub(super) fn next_userns_name(&self, task: &Task) -> String {
         let n = self

@@ -271,6 +271,12 @@ declare_ops! {
     /// `setns(fd, CLONE_NEWUSER)` into the user namespace task `target` is in.
     SetnsUser = "setns_user" { target: String = Task [label] }
         "setns(2) into the user namespace of the named task (userns_install)";
+    /// `setns(fd, CLONE_NEWNET)` into the network namespace task `target` is in.
+    SetnsNet = "setns_net" { target: String = Task [label] }
+        "setns(2) into the network namespace of the named task (netns_install): CAP_SYS_ADMIN over its owner and over the caller's own user namespace";
+    /// `setns(fd, CLONE_NEWIPC)` into the ipc namespace task `target` is in.
+    SetnsIpc = "setns_ipc" { target: String = Task [label] }
+        "setns(2) into the ipc namespace of the named task (ipcns_install): CAP_SYS_ADMIN over its owner and over the caller's own user namespace";
     /// A child process with the task's credentials calls `unshare(flags)`
     /// and exits (the shell's `unshare -U true`).
     UnshareAndExit = "unshare_and_exit" { flags: u64 = CloneFlags [label] }

@@ -478,7 +478,7 @@ impl Procs {
         ns.get();
         self.userns.put_user_ns(&new.user_ns);
         new.user_ns = Arc::clone(ns);
-        new.cap_effective = new.full_caps();
+        userns::set_cred_user_ns(&mut new);
         if let Err(e) = self.set_cred_ucounts(&mut new, &old) {
             self.put_cred(new);
             return Err(e);

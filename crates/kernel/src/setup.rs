@@ -144,4 +144,11 @@ pub struct ProcessSetup {
     /// RLIMIT_NPROC (soft and hard) of each task (by task name; unlimited
     /// when absent).
     pub task_nproc: BTreeMap<String, u64>,
+    /// Capabilities dropped from a task's effective set before it starts
+    /// (by task name), as `capsh --drop` or `setpriv --inh-caps` leave it.
+    pub cap_drop: BTreeMap<String, Vec<u32>>,
+    /// Capabilities dropped from a task's bounding set (by task name): an
+    /// execve as root does not give them back; a new user namespace starts
+    /// with a full set again (`set_cred_user_ns`).
+    pub bounding_drop: BTreeMap<String, Vec<u32>>,
 }

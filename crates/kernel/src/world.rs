@@ -3,6 +3,7 @@
 //! operations. Also the entry points that explore or replay one kernel run.
 
 use crate::catalog::Patch;
+use crate::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET};
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
 use crate::invariants::Invariant;
@@ -281,7 +282,16 @@ fn make_tasks(
                 net_ns: Arc::clone(&net.uevent.init_net),
             });
             let pid = procs.next_pid();
-            let cred = procs.setup_cred(pid, &user_ns[&t.userns], t.uid, t.uid, CapSet::FULL);
+            let dropped = |m: &BTreeMap<String, Vec<u32>>| {
+                m.get(&t.name)
+                    .into_iter()
+                    .flatten()
+                    .fold(CapSet::FULL, |set, cap| set.without(*cap))
+            };
+            let bset = dropped(&setup.processes.bounding_drop);
+            let mut cred = procs.setup_cred(pid, &user_ns[&t.userns], t.uid, t.uid, bset);
+            cred.cap_effective =
+                CapSet(cred.cap_effective.0 & dropped(&setup.processes.cap_drop).0);
             index.insert(name.clone(), tasks.len());
             tasks.push(Arc::new(Task::new(pid, name, cred, nsproxy, limit)));
         }
@@ -411,6 +421,8 @@ impl World {
                 self.write_userns_file(task, UsernsFile::Setgroups, Some(target), text)
             }
             Op::SetnsUser { target } => self.setns_user(task, target),
+            Op::SetnsNet { target } => self.setns_nsproxy(task, target, CLONE_NEWNET),
+            Op::SetnsIpc { target } => self.setns_nsproxy(task, target, CLONE_NEWIPC),
             Op::UnshareAndExit { flags } => self.unshare_and_exit(task, *flags),
             Op::UeventListen { rcvbuf } => self.net.listen(task, *rcvbuf),
             Op::UeventRecv {} => self.net.recv(task),

@@ -62,6 +62,8 @@ const TASK_KEYS: &[&str] = &[
     "repeat",
     "ops",
     "nproc",
+    "drop_caps",
+    "drop_bounding",
 ];
 const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
 const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results"];
@@ -650,6 +652,14 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             let limit = int_u64(ctx, "nproc", nv, 0, 1_000_000_000)?;
             setup.processes.task_nproc.insert(name.clone(), limit);
         }
+        for (key, sets) in [
+            ("drop_caps", &mut setup.processes.cap_drop),
+            ("drop_bounding", &mut setup.processes.bounding_drop),
+        ] {
+            if let Some(cv) = t.get(key) {
+                sets.insert(name.clone(), capabilities(ctx, key, cv)?);
+            }
+        }
         let ops_v = t.require(ctx, "ops", &place)?;
         let DeValue::Array(items) = ops_v.get_ref() else {
             return Err(ctx.wrong_type("ops", ops_v, "an array of operation strings"));
@@ -826,6 +836,29 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
         }
     }
     Ok(out)
+}
+
+/// `["CAP_SYS_ADMIN", "CAP_SETUID"]`: capability numbers.
+fn capabilities(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<Vec<u32>> {
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(ctx.wrong_type(key, v, "an array of capability names"));
+    };
+    let names = || userns::caps::NAMES.iter().copied();
+    let mut caps = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        let name = string(ctx, key, item)?;
+        let Some(cap) = userns::caps::from_name(name) else {
+            return Err(ctx
+                .err(
+                    item.span(),
+                    format!("unknown capability `{}`", name.escape_debug()),
+                )
+                .with_expected(one_of(names()))
+                .with_help_opt(did_you_mean(name, names())));
+        };
+        caps.push(cap);
+    }
+    Ok(caps)
 }
 
 /// `{ result = "ok", values = [1, 2] }`: the result (`ok` when left out)

@@ -117,6 +117,56 @@ pub mod caps {
     pub const CAP_SETFCAP: u32 = 31;
     /// `CAP_LAST_CAP` of recent kernels.
     pub const CAP_LAST_CAP: u32 = 40;
+
+    /// Every capability's name, by number.
+    pub const NAMES: [&str; CAP_LAST_CAP as usize + 1] = [
+        "CAP_CHOWN",
+        "CAP_DAC_OVERRIDE",
+        "CAP_DAC_READ_SEARCH",
+        "CAP_FOWNER",
+        "CAP_FSETID",
+        "CAP_KILL",
+        "CAP_SETGID",
+        "CAP_SETUID",
+        "CAP_SETPCAP",
+        "CAP_LINUX_IMMUTABLE",
+        "CAP_NET_BIND_SERVICE",
+        "CAP_NET_BROADCAST",
+        "CAP_NET_ADMIN",
+        "CAP_NET_RAW",
+        "CAP_IPC_LOCK",
+        "CAP_IPC_OWNER",
+        "CAP_SYS_MODULE",
+        "CAP_SYS_RAWIO",
+        "CAP_SYS_CHROOT",
+        "CAP_SYS_PTRACE",
+        "CAP_SYS_PACCT",
+        "CAP_SYS_ADMIN",
+        "CAP_SYS_BOOT",
+        "CAP_SYS_NICE",
+        "CAP_SYS_RESOURCE",
+        "CAP_SYS_TIME",
+        "CAP_SYS_TTY_CONFIG",
+        "CAP_MKNOD",
+        "CAP_LEASE",
+        "CAP_AUDIT_WRITE",
+        "CAP_AUDIT_CONTROL",
+        "CAP_SETFCAP",
+        "CAP_MAC_OVERRIDE",
+        "CAP_MAC_ADMIN",
+        "CAP_SYSLOG",
+        "CAP_WAKE_ALARM",
+        "CAP_BLOCK_SUSPEND",
+        "CAP_AUDIT_READ",
+        "CAP_PERFMON",
+        "CAP_BPF",
+        "CAP_CHECKPOINT_RESTORE",
+    ];
+
+    /// The number of capability `name` (`CAP_SYS_ADMIN`).
+    pub fn from_name(name: &str) -> Option<u32> {
+        NAMES.iter().position(|n| *n == name).map(|i| i as u32)
+    }
 }
 
 /// A capability set (`kernel_cap_t`).
@@ -252,8 +302,8 @@ pub struct Cred {
     pub egid: u32,
     pub user_ns: Arc<UserNamespace>,
     pub cap_effective: CapSet,
-    /// `cap_bset`: what the task can ever gain (execve as root, a new user
-    /// namespace).
+    /// `cap_bset`: what the task can gain by an execve as root (a new user
+    /// namespace starts with a full set again).
     pub cap_bset: CapSet,
     /// `cred->ucounts`: (user_ns, uid) of the process count. `None` for a
     /// credential made outside a simulated machine (tests, the idmap
@@ -296,6 +346,14 @@ impl std::fmt::Debug for Cred {
             self.euid, self.egid, self.user_ns.name, self.cap_effective.0
         )
     }
+}
+
+/// `set_cred_user_ns`: credentials entering a new user namespace (its
+/// creator's, or a `setns` into it) start with every capability there and
+/// a full bounding set, whatever they were bounded to before.
+pub fn set_cred_user_ns(cred: &mut Cred) {
+    cred.cap_effective = CapSet::FULL;
+    cred.cap_bset = CapSet::FULL;
 }
 
 /// `cap_capable`/`ns_capable`: does `cred` have `cap` in `target`? Walk
@@ -530,7 +588,7 @@ impl Userns {
         };
         let mut new = cred.clone();
         new.user_ns = ns;
-        new.cap_effective = cred.full_caps();
+        set_cred_user_ns(&mut new);
         Ok(new)
     }
 
@@ -645,6 +703,18 @@ impl Userns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capability_names_match_their_numbers() {
+        assert_eq!(caps::from_name("CAP_SYS_ADMIN"), Some(caps::CAP_SYS_ADMIN));
+        assert_eq!(caps::from_name("CAP_SETUID"), Some(caps::CAP_SETUID));
+        assert_eq!(
+            caps::from_name("CAP_SYS_RESOURCE"),
+            Some(caps::CAP_SYS_RESOURCE)
+        );
+        assert_eq!(caps::from_name("CAP_SETFCAP"), Some(caps::CAP_SETFCAP));
+        assert_eq!(caps::from_name("CAP_NOPE"), None);
+    }
 
     #[test]
     fn the_depth_limit_is_33_levels_with_the_errno_of_the_era() {
