@@ -7,6 +7,7 @@ use crate::invariants::Invariant;
 use sim::{Execution, Outcome};
 use std::sync::Arc;
 use ucounts::UcountType;
+use uevent::oracle::Watched;
 
 fn violation(invariant: Invariant, detail: String) -> Outcome {
     Outcome::Violation {
@@ -78,11 +79,11 @@ pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invarian
         }
         NprocRealUid => each_step(e, world, invariant, |w| w.procs.check_real_uid()),
         UcountsNoLeak => at_end(e, world, invariant, |w| w.procs.check_no_leak()),
-        UeventSeqnumInOrder | UeventNoLeakIntoUnprivileged | UeventInjectionPermitted => {
-            each_step(e, world, invariant, move |w| {
-                w.net.uevent.oracle.take_violation(invariant.name())
-            });
+        UeventSeqnumInOrder => uevent_watch(e, world, invariant, Watched::SeqnumInOrder),
+        UeventNoLeakIntoUnprivileged => {
+            uevent_watch(e, world, invariant, Watched::NoLeakIntoUnprivileged)
         }
+        UeventInjectionPermitted => uevent_watch(e, world, invariant, Watched::InjectionPermitted),
         UeventNoSilentLoss => at_end(e, world, invariant, |w| w.net.uevent.oracle.silent_loss()),
         // Checked around each guarded operation (denials.rs), when the
         // world was built with it.
@@ -91,6 +92,13 @@ pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invarian
         // use-after-free).
         Lifetime => {}
     }
+}
+
+/// What the uevent oracle watched for `invariant`, after every step.
+fn uevent_watch(e: &mut Execution, world: &Arc<World>, invariant: Invariant, watched: Watched) {
+    each_step(e, world, invariant, move |w| {
+        w.net.uevent.oracle.take_violation(watched)
+    });
 }
 
 /// `ucounts.balanced` at the end: every counter is back to zero.

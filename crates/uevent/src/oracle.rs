@@ -44,6 +44,20 @@ pub struct SocketBook {
     pub seen: Vec<u64>,
 }
 
+/// The properties the oracle watches as uevents are offered (the kernel
+/// crate's invariants `uevent.seqnum_in_order`,
+/// `uevent.no_leak_into_unprivileged` and `uevent.injection_permitted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Watched {
+    /// Each listener is offered strictly increasing sequence numbers.
+    SeqnumInOrder,
+    /// No untagged kernel uevent reaches a listener of a network namespace
+    /// owned by a non-initial user namespace.
+    NoLeakIntoUnprivileged,
+    /// An injected uevent is delivered only if its sender was capable.
+    InjectionPermitted,
+}
+
 #[derive(Default)]
 pub struct Oracle {
     state: Mutex<State>,
@@ -52,14 +66,14 @@ pub struct Oracle {
 #[derive(Default)]
 struct State {
     sockets: BTreeMap<u32, SocketBook>,
-    violations: BTreeMap<&'static str, String>,
+    violations: BTreeMap<Watched, String>,
 }
 
 /// Keep at most this many sequence numbers per socket for reports.
 const SEEN_KEPT: usize = 64;
 
 impl State {
-    fn violate(&mut self, invariant: &'static str, detail: String) {
+    fn violate(&mut self, invariant: Watched, detail: String) {
         self.violations.entry(invariant).or_insert(detail);
     }
 }
@@ -97,19 +111,19 @@ impl Oracle {
         let (name, init_owned) = (book.name.clone(), book.init_owned);
         if let Some(prev) = previous.filter(|p| *p >= seqnum) {
             s.violate(
-                "uevent.seqnum_in_order",
+                Watched::SeqnumInOrder,
                 format!("listener {name} was offered SEQNUM={seqnum} after SEQNUM={prev}"),
             );
         }
         match origin {
             Origin::Kernel { tagged: false } if !init_owned && queued => s.violate(
-                "uevent.no_leak_into_unprivileged",
+                Watched::NoLeakIntoUnprivileged,
                 format!(
                     "untagged kernel uevent SEQNUM={seqnum} reached listener {name}, whose network namespace is owned by a non-initial user namespace"
                 ),
             ),
             Origin::Injected { capable: false } if queued => s.violate(
-                "uevent.injection_permitted",
+                Watched::InjectionPermitted,
                 format!(
                     "uevent SEQNUM={seqnum} injected without CAP_SYS_ADMIN reached listener {name}"
                 ),
@@ -138,8 +152,9 @@ impl Oracle {
         }
     }
 
-    pub fn take_violation(&self, invariant: &str) -> Option<String> {
-        self.state.lock().violations.remove(invariant)
+    /// What broke `watched` since the last call, if anything did.
+    pub fn take_violation(&self, watched: Watched) -> Option<String> {
+        self.state.lock().violations.remove(&watched)
     }
 
     /// `uevent.no_silent_loss`, checked over every socket.

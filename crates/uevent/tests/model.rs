@@ -82,7 +82,7 @@ fn an_untagged_host_event_reaches_containers_until_the_restrict_patch() {
         let leak = w
             .uevent
             .oracle
-            .take_violation("uevent.no_leak_into_unprivileged");
+            .take_violation(uevent::oracle::Watched::NoLeakIntoUnprivileged);
         assert_eq!(leak.is_some(), reaches, "{leak:?}");
     }
 }
