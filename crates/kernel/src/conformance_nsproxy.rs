@@ -235,6 +235,45 @@ pub fn conformance_cases() -> Vec<Case> {
         ),
         case(
             "userns",
+            "userns.clone_reap_loop_enospc",
+            "20 x clone(CLONE_NEWUSER) and reap under max_user_namespaces = 1 in a container; the kernel half runs `unshare -U true` (fork, then the child's new user namespace), the nearest shell form (scenario userns-clone-reap-limit-one)",
+            || {
+                let ops = vec![Op::Clone { flags: CLONE_NEWUSER }, Op::Exit {}];
+                let s = container_loop("user.max_user_namespaces", 1, ops, 20);
+                loop_answer(&model(&s), "t", "clone(CLONE_NEWUSER)")
+            },
+            host_cases::userns_create_exit_loop_enospc,
+        ),
+        case(
+            "userns",
+            "userns.clone_nesting_depth",
+            "33 nested user namespaces, then clone(CLONE_NEWUSER) into a 34th (scenario userns-nesting-depth); the kernel half nests by unshare",
+            || {
+                let mut ops = Vec::new();
+                for _ in 0..33 {
+                    ops.push(Op::Unshare { flags: CLONE_NEWUSER });
+                    ops.push(Op::WriteSetgroups {
+                        text: "deny".into(),
+                    });
+                    ops.push(Op::WriteUidMap {
+                        text: "0 0 1".into(),
+                    });
+                    ops.push(Op::WriteGidMap {
+                        text: "0 0 1".into(),
+                    });
+                }
+                ops.push(Op::Clone { flags: CLONE_NEWUSER });
+                let mut s = Setup::default();
+                s.tasks.push(TaskSpec::new("t", "init", 0, ops));
+                let r = model(&s);
+                let made = r["t"]["unshare(CLONE_NEWUSER)"].results.get("ok").copied();
+                let clone = answer(&r, "t", "clone(CLONE_NEWUSER)");
+                format!("{} ok, then {clone}", made.unwrap_or(0))
+            },
+            host_cases::userns_nesting_depth,
+        ),
+        case(
+            "userns",
             "userns.creator_writes_own_max_sysctl",
             "uid 1000 unshares a user namespace and writes its user.max_ipc_namespaces (scenario userns-creator-writes-limit)",
             || {
