@@ -24,7 +24,7 @@ const NS_NEWUSER: u64 = crate::setup::clone_flags::CLONE_NEWUSER;
 const SLEEP: &str = "sleep 30 >/dev/null 2>&1";
 
 /// Run `setup` once under the host's profile, in virtual-time order.
-fn model(setup: &Setup) -> Results {
+pub(crate) fn model(setup: &Setup) -> Results {
     let patches = crate::resolve_patches(catalog::host_profile(), &[]).expect("host profile");
     let spec = RunSpec {
         setup,

@@ -5,24 +5,11 @@
 //! answers they give). Each question is also a scenario of the library
 //! (named in the case's question) that asserts the kernel's answer.
 
-use crate::catalog::host_profile;
-use crate::conformance_nproc::mapped_container;
+use crate::conformance_nproc::{mapped_container, model};
 use crate::setup::clone_flags::{CLONE_NEWNET, CLONE_NEWUSER};
-use crate::setup::{Op, Setup, SysctlSpec, TaskSpec};
-use crate::world::{replay_run, Results, RunSpec};
+use crate::setup::{nested_user_namespaces, Op, Setup, SysctlSpec, TaskSpec};
+use crate::world::Results;
 use probe::{host_cases, Case, KernelAnswer};
-use sim::{ExecConfig, ExploreConfig, Schedule, StrategySpec};
-
-fn model(setup: &Setup) -> Results {
-    let patches = crate::resolve_patches(host_profile(), &[]).expect("host profile");
-    let spec = RunSpec {
-        setup,
-        patches: &patches,
-        invariants: &[],
-        explore: ExploreConfig::new(StrategySpec::Fair, 1, 1, ExecConfig::default()),
-    };
-    replay_run(&spec, &Schedule::Fair, false).1
-}
 
 /// The results of `task`'s `label` calls: `ok`, an errno, or `ok then
 /// EPERM`-style when they differ (in call order of first appearance).
@@ -207,19 +194,7 @@ pub fn conformance_cases() -> Vec<Case> {
             "userns.nesting_depth",
             "how many nested user namespaces can be made from the initial one (scenario userns-nesting-depth)",
             || {
-                let mut ops = Vec::new();
-                for _ in 0..34 {
-                    ops.push(Op::Unshare { flags: CLONE_NEWUSER });
-                    ops.push(Op::WriteSetgroups {
-                        text: "deny".into(),
-                    });
-                    ops.push(Op::WriteUidMap {
-                        text: "0 0 1".into(),
-                    });
-                    ops.push(Op::WriteGidMap {
-                        text: "0 0 1".into(),
-                    });
-                }
+                let ops = nested_user_namespaces(34);
                 let mut s = Setup::default();
                 s.tasks.push(TaskSpec::new("t", "init", 0, ops));
                 let r = model(&s);
@@ -249,19 +224,7 @@ pub fn conformance_cases() -> Vec<Case> {
             "userns.clone_nesting_depth",
             "33 nested user namespaces, then clone(CLONE_NEWUSER) into a 34th (scenario userns-nesting-depth); the kernel half nests by unshare",
             || {
-                let mut ops = Vec::new();
-                for _ in 0..33 {
-                    ops.push(Op::Unshare { flags: CLONE_NEWUSER });
-                    ops.push(Op::WriteSetgroups {
-                        text: "deny".into(),
-                    });
-                    ops.push(Op::WriteUidMap {
-                        text: "0 0 1".into(),
-                    });
-                    ops.push(Op::WriteGidMap {
-                        text: "0 0 1".into(),
-                    });
-                }
+                let mut ops = nested_user_namespaces(33);
                 ops.push(Op::Clone { flags: CLONE_NEWUSER });
                 let mut s = Setup::default();
                 s.tasks.push(TaskSpec::new("t", "init", 0, ops));

@@ -77,6 +77,27 @@ impl TaskSpec {
 
 pub use crate::ops::Op;
 
+/// The ops that nest `levels` user namespaces, each mapping root onto its
+/// parent's root as `unshare -U -r` does (setgroups `deny`, then the uid
+/// and gid maps), so that the next level may be made.
+pub fn nested_user_namespaces(levels: usize) -> Vec<Op> {
+    let level = [
+        Op::Unshare {
+            flags: clone_flags::CLONE_NEWUSER,
+        },
+        Op::WriteSetgroups {
+            text: "deny".into(),
+        },
+        Op::WriteUidMap {
+            text: "0 0 1".into(),
+        },
+        Op::WriteGidMap {
+            text: "0 0 1".into(),
+        },
+    ];
+    level.iter().cycle().take(4 * levels).cloned().collect()
+}
+
 /// The per-namespace files of `/proc/PID` a task may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsernsFile {

@@ -112,21 +112,7 @@ fn an_unshare_loop_gets_enospc_while_frees_are_pending() {
 #[test]
 fn nesting_stops_at_level_33_with_the_errno_of_the_era() {
     // Each level maps root onto the parent's root so the next may be made.
-    let mut ops = Vec::new();
-    for _ in 0..34 {
-        ops.push(Op::Unshare {
-            flags: CLONE_NEWUSER,
-        });
-        ops.push(Op::WriteSetgroups {
-            text: "deny".into(),
-        });
-        ops.push(Op::WriteUidMap {
-            text: "0 0 1".into(),
-        });
-        ops.push(Op::WriteGidMap {
-            text: "0 0 1".into(),
-        });
-    }
+    let ops = kernel::setup::nested_user_namespaces(34);
     let setup = Setup {
         user_namespaces: vec![],
         sysctls: vec![],
