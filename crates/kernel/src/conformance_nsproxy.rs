@@ -95,23 +95,10 @@ fn bounding_set_model() -> String {
             flags: CLONE_NEWNET,
         },
     ];
-    let nested = vec![
-        Op::Unshare {
-            flags: CLONE_NEWUSER,
-        },
-        Op::WriteSetgroups {
-            text: "deny".into(),
-        },
-        Op::WriteUidMap {
-            text: "0 0 1".into(),
-        },
-        Op::WriteGidMap {
-            text: "0 0 1".into(),
-        },
-        Op::Unshare {
-            flags: CLONE_NEWNET,
-        },
-    ];
+    let mut nested = nested_user_namespaces(1);
+    nested.push(Op::Unshare {
+        flags: CLONE_NEWNET,
+    });
     for (name, ops) in [("a", plain), ("b", nested)] {
         s.tasks.push(TaskSpec::new(name, "init", 0, ops));
         s.processes
