@@ -7,7 +7,7 @@
 //!
 //! Targets: a uid/gid map write, the map of the namespace written; a
 //! setgroups write, the namespace's setgroups flag; a `max_*` sysctl write,
-//! the limit; set*uid, setrlimit, execve, fork and clone, the task's uids,
+//! the limit; a setns, the task's namespaces; set*uid, setrlimit, execve, fork and clone, the task's uids,
 //! RLIMIT_NPROC and children. (An injected uevent that is refused must not
 //! be delivered: `uevent.injection_permitted` checks that.)
 
@@ -56,6 +56,15 @@ impl World {
                         format!("setgroups allowed: {}", ns.setgroups_allowed())
                     }
                 })
+            }
+            Op::SetnsUser { .. } | Op::SetnsNet { .. } | Op::SetnsIpc { .. } => {
+                let ns = p.nsproxy();
+                Some(format!(
+                    "user namespace {}, ipc namespace {:?}, network namespace {}",
+                    p.user_ns().name,
+                    ns.ipc_ns.obj,
+                    ns.net_ns.id
+                ))
             }
             Op::SysctlWrite { name, .. } => {
                 let t = UcountType::from_sysctl(name)?;
