@@ -96,42 +96,37 @@ pub fn run(command: &IdmapCommand) -> Result<bool, String> {
     }
 }
 
+/// The map text, at most a page: the kernel refuses a write of a page or
+/// more, so one byte past what it would accept is enough to say so (and
+/// `/dev/zero` or an endless pipe is not read without bound).
 fn read_text(path: Option<&PathBuf>) -> Result<Vec<u8>, String> {
+    let limit = userns::map_write::PAGE_SIZE as u64;
+    let mut buf = Vec::new();
     match path {
-        Some(p) if p.as_os_str() != "-" => {
-            std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
-        }
-        _ => {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| format!("cannot read standard input: {e}"))?;
-            Ok(buf)
-        }
-    }
+        Some(p) if p.as_os_str() != "-" => std::fs::File::open(p)
+            .and_then(|f| f.take(limit).read_to_end(&mut buf))
+            .map_err(|e| format!("cannot read {}: {e}", p.display()))?,
+        _ => std::io::stdin()
+            .take(limit)
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("cannot read standard input: {e}"))?,
+    };
+    Ok(buf)
 }
 
 fn capability(name: &str) -> Result<u32, String> {
-    let known = [
-        ("CAP_SETGID", caps::CAP_SETGID),
-        ("CAP_SETUID", caps::CAP_SETUID),
-        ("CAP_SYS_ADMIN", caps::CAP_SYS_ADMIN),
-        ("CAP_SETFCAP", caps::CAP_SETFCAP),
-    ];
     let upper = name.to_ascii_uppercase();
     let full = if upper.starts_with("CAP_") {
         upper
     } else {
         format!("CAP_{upper}")
     };
-    known
-        .iter()
-        .find(|(n, _)| *n == full)
-        .map(|(_, c)| *c)
-        .ok_or_else(|| {
-            let names: Vec<_> = known.iter().map(|(n, _)| *n).collect();
-            format!("unknown capability `{name}` (known: {})", names.join(", "))
-        })
+    caps::from_name(&full).ok_or_else(|| {
+        format!(
+            "unknown capability `{name}` (known: {})",
+            caps::NAMES.join(", ")
+        )
+    })
 }
 
 fn patches(args: &CheckArgs) -> Result<(String, userns::UsernsPatches), String> {

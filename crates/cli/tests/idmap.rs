@@ -170,3 +170,31 @@ fn a_parent_map_confines_the_child_and_inside_writers_may_only_self_map() {
     assert_eq!(v["rule"], "permitted.cap_setid");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The kernel refuses a write of a page or more, so `idmap check` reads at
+/// most one page: an endless input (`/dev/zero`) or a long one ends with
+/// that rule instead of being read whole.
+#[test]
+fn input_past_a_page_is_refused_without_reading_it_all() {
+    let o = Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(["idmap", "check", "/dev/zero"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("write.offset_or_size"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let long = "0 0 1\n".repeat(20_000);
+    let o = check(&[], &long);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("write.offset_or_size"));
+    let just_under = format!("0 0 1{}\n", " ".repeat(4096 - 7));
+    assert_eq!(just_under.len(), 4095);
+    let o = check(&[], &just_under);
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("write.offset_or_size"),
+        "a write shorter than a page is judged by its content"
+    );
+}
