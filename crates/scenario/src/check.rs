@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use kernel::catalog;
 use kernel::setup::{Setup, SysctlSpec, TaskSpec, UserNsSpec, INIT_USER_NS};
+use sim::echo::echo;
+use sim::limits::{self, group, out_of_range, Limit};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
@@ -147,22 +149,6 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
     }
 }
 
-/// `1_000_000_000` style, as TOML accepts it.
-fn group(n: i128) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push('_');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        out.insert(0, '-');
-    }
-    out
-}
-
 fn string<'a>(ctx: &Ctx<'_>, key: &str, v: &'a Val<'_>) -> Res<&'a str> {
     match v.get_ref() {
         DeValue::String(s) => Ok(s),
@@ -206,7 +192,8 @@ fn tables<'a, 'i>(ctx: &Ctx<'_>, key: &str, v: &'a Val<'i>) -> Res<Vec<Tbl<'a, '
     }
 }
 
-/// An integer in `min..=max`.
+/// An integer in `min..=max`; out of range, the message every front end
+/// gives (see [`sim::limits`]).
 fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128> {
     let range = format!("an integer in {}..={}", group(min), group(max));
     let DeValue::Integer(i) = v.get_ref() else {
@@ -214,29 +201,20 @@ fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128>
     };
     let Ok(n) = i128::from_str_radix(i.as_str(), i.radix()) else {
         return Err(ctx
-            .err(v.span(), format!("`{key}` is out of range"))
-            .with_expected(range));
-    };
-    if n < 0 && min >= 0 {
-        return Err(ctx
-            .err(v.span(), format!("`{key}` must not be negative"))
-            .with_expected(range));
-    }
-    if n < min {
-        return Err(ctx
-            .err(v.span(), format!("`{key}` must be at least {}", group(min)))
-            .with_expected(range));
-    }
-    if n > max {
-        return Err(ctx
             .err(
                 v.span(),
                 format!(
-                    "`{key}` is out of range: {} is more than {}",
-                    group(n),
-                    group(max)
+                    "`{key}` must be in {}..={}, not {}",
+                    group(min),
+                    group(max),
+                    echo(i.as_str())
                 ),
             )
+            .with_expected(range));
+    };
+    if !(min..=max).contains(&n) {
+        return Err(ctx
+            .err(v.span(), out_of_range(key, min, max, n))
             .with_expected(range));
     }
     Ok(n)
@@ -245,6 +223,17 @@ fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128>
 fn int_u64(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u64, max: u64) -> Res<u64> {
     let n = int(ctx, key, v, min.into(), max.into())?;
     u64::try_from(n).map_err(|_| ctx.err(v.span(), format!("`{key}` is out of range")))
+}
+
+/// A setting with a range of its own in [`sim::limits`].
+fn limited(ctx: &Ctx<'_>, v: &Val<'_>, limit: &Limit) -> Res<u64> {
+    int_u64(ctx, limit.name, v, limit.min, limit.max)
+}
+
+/// [`limited`] for settings held in a `u32`.
+fn limited_u32(ctx: &Ctx<'_>, v: &Val<'_>, limit: &Limit) -> Res<u32> {
+    let n = limited(ctx, v, limit)?;
+    u32::try_from(n).map_err(|_| ctx.err(v.span(), limit.message(n.into())))
 }
 
 fn boolean(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<bool> {
@@ -288,6 +277,18 @@ fn duration(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u64) -> Res<u64> {
             )));
     }
     Ok(ns)
+}
+
+/// `max_virtual_time`, with the message of [`limits::MAX_VIRTUAL_NS`].
+fn limited_duration(ctx: &Ctx<'_>, v: &Val<'_>) -> Res<u64> {
+    let limit = &limits::MAX_VIRTUAL_NS;
+    let ns = duration(ctx, limit.name, v, 0)?;
+    limit.check(ns.into()).map_err(|m| {
+        ctx.err(v.span(), m).with_expected(format!(
+            "a duration of at least {}",
+            crate::format_duration(limit.min)
+        ))
+    })
 }
 
 /// `name`-like identifiers: non-empty, only characters `ok` allows.
@@ -362,13 +363,15 @@ fn explore(ctx: &Ctx<'_>, t: Tbl<'_, '_>, place: &str) -> Res<ExplorePatch> {
                         .with_help_opt(did_you_mean(s, names()))
                 })?);
             }
-            "seed" => p.seed = Some(int_u64(ctx, key, v, 0, u64::MAX)?),
-            "iterations" => p.iterations = Some(int_u64(ctx, key, v, 1, 1_000_000_000)?),
-            "pct_depth" => p.pct_depth = Some(int_u32(ctx, key, v, 1, 64)?),
-            "preemption_bound" => p.preemption_bound = Some(int_u32(ctx, key, v, 0, 64)?),
-            "cpus" => p.cpus = Some(int_u32(ctx, key, v, 1, 1024)?),
-            "max_steps" => p.max_steps = Some(int_u64(ctx, key, v, 1, 1_000_000_000_000)?),
-            "max_virtual_time" => p.max_virtual_ns = Some(duration(ctx, key, v, 1)?),
+            "seed" => p.seed = Some(limited(ctx, v, &limits::SEED)?),
+            "iterations" => p.iterations = Some(limited(ctx, v, &limits::ITERATIONS)?),
+            "pct_depth" => p.pct_depth = Some(limited_u32(ctx, v, &limits::PCT_DEPTH)?),
+            "preemption_bound" => {
+                p.preemption_bound = Some(limited_u32(ctx, v, &limits::PREEMPTION_BOUND)?)
+            }
+            "cpus" => p.cpus = Some(limited_u32(ctx, v, &limits::CPUS)?),
+            "max_steps" => p.max_steps = Some(limited(ctx, v, &limits::MAX_STEPS)?),
+            "max_virtual_time" => p.max_virtual_ns = Some(limited_duration(ctx, v)?),
             _ => {}
         }
     }

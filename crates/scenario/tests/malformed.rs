@@ -364,7 +364,10 @@ fn numbers() {
             "[sysctl]\n\"user.max_ipc_namespaces\" = 2147483648\n[[task]]",
         ),
         Some((4, 29)),
-        &["out of range", "an integer in 0..=2_147_483_647"],
+        &[
+            "`user.max_ipc_namespaces` must be in 0..=2_147_483_647, not 2_147_483_648",
+            "an integer in 0..=2_147_483_647",
+        ],
     );
     check(
         &edit(
@@ -372,27 +375,27 @@ fn numbers() {
             "[sysctl]\n\"user.max_ipc_namespaces\" = -1\n[[task]]",
         ),
         Some((4, 29)),
-        &["must not be negative"],
+        &["`user.max_ipc_namespaces` must be in 0..=2_147_483_647, not -1"],
     );
     check(
         &edit("[[task]]", "[explore]\niterations = 0\n[[task]]"),
         Some((4, 14)),
-        &["`iterations` must be at least 1", "1..=1_000_000_000"],
+        &["`iterations` must be in 1..=1_000_000_000, not 0"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\nrepeat = 0"),
         Some((5, 10)),
-        &["`repeat` must be at least 1"],
+        &["`repeat` must be in 1..=1_000_000_000, not 0"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\ninstances = 0"),
         Some((5, 13)),
-        &["`instances` must be at least 1", "1..=100_000"],
+        &["`instances` must be in 1..=100_000, not 0"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\ninstances = 100_001"),
         Some((5, 13)),
-        &["`instances` is out of range", "1..=100_000"],
+        &["`instances` must be in 1..=100_000, not 100_001"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\nsequential = 1"),
@@ -402,17 +405,17 @@ fn numbers() {
     check(
         &edit("name = \"a\"", "name = \"a\"\nuid = -1"),
         Some((5, 7)),
-        &["`uid` must not be negative", "0..=4_294_967_295"],
+        &["`uid` must be in 0..=4_294_967_295, not -1"],
     );
     check(
         &edit("[[task]]", "[explore]\ncpus = 5000\n[[task]]"),
         Some((4, 8)),
-        &["`cpus` is out of range", "1..=1_024"],
+        &["`cpus` must be in 1..=1_024, not 5_000"],
     );
     check(
         &edit("[[task]]", "[explore]\npct_depth = 65\n[[task]]"),
         Some((4, 13)),
-        &["`pct_depth` is out of range", "1..=64"],
+        &["`pct_depth` must be in 1..=64, not 65"],
     );
     check(
         &edit(
@@ -420,12 +423,12 @@ fn numbers() {
             "[explore]\nmax_steps = 1_000_000_000_001\n[[task]]",
         ),
         Some((4, 13)),
-        &["`max_steps` is out of range"],
+        &["`max_steps` must be in 1..=1_000_000_000_000, not 1_000_000_000_001"],
     );
     check(
         &edit("[[task]]", "[explore]\nseed = -3\n[[task]]"),
         Some((4, 8)),
-        &["`seed` must not be negative"],
+        &["`seed` must be in 0..=18_446_744_073_709_551_615, not -3"],
     );
 }
 
@@ -447,7 +450,7 @@ fn durations() {
     check(
         &edit("[[task]]", "[costs]\nsyscall = -5\n[[task]]"),
         Some((4, 11)),
-        &["`syscall` must not be negative"],
+        &["`syscall` must be in 0..=18_446_744_073_709_551_615, not -5"],
     );
     check(
         &edit("[[task]]", "[costs]\nsyscall = \"\"\n[[task]]"),

@@ -10,6 +10,8 @@ pub struct Limit {
     pub name: &'static str,
     pub min: u64,
     pub max: u64,
+    /// Written after the numbers in messages (`ns`), or empty.
+    pub unit: &'static str,
 }
 
 pub const SEED: Limit = Limit::new("seed", 0, u64::MAX);
@@ -19,7 +21,10 @@ pub const PREEMPTION_BOUND: Limit = Limit::new("preemption_bound", 0, 64);
 pub const CPUS: Limit = Limit::new("cpus", 1, 1024);
 pub const MAX_STEPS: Limit = Limit::new("max_steps", 1, 1_000_000_000_000);
 /// `max_virtual_time` in nanoseconds.
-pub const MAX_VIRTUAL_NS: Limit = Limit::new("max_virtual_time", 1, u64::MAX);
+pub const MAX_VIRTUAL_NS: Limit = Limit {
+    unit: "ns",
+    ..Limit::new("max_virtual_time", 1, u64::MAX)
+};
 
 /// Every range of the `[explore]` table, for tests and documentation.
 pub const EXPLORE: &[Limit] = &[
@@ -40,7 +45,12 @@ pub const MAX_CHOICES: u64 = 1 << 24;
 
 impl Limit {
     pub const fn new(name: &'static str, min: u64, max: u64) -> Limit {
-        Limit { name, min, max }
+        Limit {
+            name,
+            min,
+            max,
+            unit: "",
+        }
     }
 
     pub fn contains(&self, v: i128) -> bool {
@@ -54,7 +64,17 @@ impl Limit {
 
     /// The one message for a value outside the range.
     pub fn message(&self, v: i128) -> String {
-        out_of_range(self.name, self.min.into(), self.max.into(), v)
+        if self.unit.is_empty() {
+            return out_of_range(self.name, self.min.into(), self.max.into(), v);
+        }
+        // Only a lower bound is worth saying for a duration.
+        format!(
+            "`{}` must be at least {}{unit}, not {}{unit}",
+            self.name,
+            group(self.min.into()),
+            group(v),
+            unit = self.unit
+        )
     }
 
     /// `v` if it is in range, else the message.
@@ -131,6 +151,10 @@ mod tests {
         );
         assert_eq!(CPUS.check(1024), Ok(1024));
         assert_eq!(group(-1_000), "-1_000");
+        assert_eq!(
+            MAX_VIRTUAL_NS.message(0),
+            "`max_virtual_time` must be at least 1ns, not 0ns"
+        );
     }
 
     #[test]
