@@ -33,8 +33,18 @@ fn refused(limit: &Limit, v: i128) {
 fn boundaries_of_every_explore_range() {
     for limit in limits::EXPLORE {
         let (min, max) = (i128::from(limit.min), i128::from(limit.max));
-        assert_eq!(message_of(limit.name, &min.to_string()), None, "{}", limit.name);
-        assert_eq!(message_of(limit.name, &max.to_string()), None, "{}", limit.name);
+        assert_eq!(
+            message_of(limit.name, &min.to_string()),
+            None,
+            "{}",
+            limit.name
+        );
+        assert_eq!(
+            message_of(limit.name, &max.to_string()),
+            None,
+            "{}",
+            limit.name
+        );
         if min > 0 {
             refused(limit, min - 1);
         }

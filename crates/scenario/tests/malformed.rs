@@ -780,7 +780,7 @@ fn control_characters_are_not_sent_to_the_terminal() {
     let rendered = e.to_string();
     assert!(!rendered.contains('\u{1b}'), "{rendered:?}");
     assert!(
-        rendered.contains("unknown key `\u{241b}[31mred`"),
+        rendered.contains("unknown key `\\u{1b}[31mred`"),
         "{rendered}"
     );
     let e = parse_bytes("t.toml", b"name = \"x\"\x00\x1b\xff").unwrap_err();
@@ -790,6 +790,26 @@ fn control_characters_are_not_sent_to_the_terminal() {
         "{rendered:?}"
     );
     assert_eq!((e.line, e.column), (Some(1), Some(13)));
+}
+
+#[test]
+fn a_file_name_with_control_characters_is_escaped() {
+    let e = parse("evil\u{1b}]0;pwned\u{7}.toml", "name = 1").unwrap_err();
+    let rendered = e.to_string();
+    assert!(
+        !rendered.contains('\u{1b}') && !rendered.contains('\u{7}'),
+        "{rendered:?}"
+    );
+    assert!(
+        rendered.contains("--> evil\\u{1b}]0;pwned\\u{7}.toml:1:8"),
+        "{rendered}"
+    );
+    let long = format!("{}.toml", "d/".repeat(5000));
+    let rendered = parse(&long, "name = 1").unwrap_err().to_string();
+    assert!(
+        rendered.len() < 2000 && rendered.contains('…'),
+        "{rendered}"
+    );
 }
 
 #[test]

@@ -7,13 +7,25 @@ use std::fmt::Write;
 
 /// Most characters of a value shown; the rest becomes an ellipsis.
 pub const ECHO_MAX: usize = 80;
+/// Most characters of a file name shown: paths are often longer than a
+/// value and cutting them would lose the file, so only absurd ones are.
+pub const PATH_MAX_SHOWN: usize = 1024;
 
 /// `s` with control characters written as Rust escapes (`\u{1b}`) and cut
 /// to [`ECHO_MAX`] characters followed by `…`.
 pub fn echo(s: &str) -> String {
+    echo_within(s, ECHO_MAX)
+}
+
+/// [`echo`] for a file name.
+pub fn echo_path(s: &str) -> String {
+    echo_within(s, PATH_MAX_SHOWN)
+}
+
+fn echo_within(s: &str, max: usize) -> String {
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i == ECHO_MAX {
+        if i == max {
             out.push('…');
             break;
         }

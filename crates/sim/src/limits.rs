@@ -20,6 +20,13 @@ pub const PCT_DEPTH: Limit = Limit::new("pct_depth", 1, 64);
 pub const PREEMPTION_BOUND: Limit = Limit::new("preemption_bound", 0, 64);
 pub const CPUS: Limit = Limit::new("cpus", 1, 1024);
 pub const MAX_STEPS: Limit = Limit::new("max_steps", 1, 1_000_000_000_000);
+/// `max_steps` as a token carries it. A run stopped by wall time or
+/// memory has the step it stopped at pinned as its step limit, so that the
+/// replay stops there too; that step may be 0.
+pub const TOKEN_MAX_STEPS: Limit = Limit {
+    min: 0,
+    ..MAX_STEPS
+};
 /// `max_virtual_time` in nanoseconds.
 pub const MAX_VIRTUAL_NS: Limit = Limit {
     unit: "ns",

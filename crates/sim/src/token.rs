@@ -271,7 +271,7 @@ impl Token {
             .collect::<Result<Vec<_>, _>>()?;
         // Checked before the schedule, whose size they bound.
         let cpus = in_range(&limits::CPUS, r.varint()?)? as u32;
-        let max_steps = in_range(&limits::MAX_STEPS, r.varint()?)?;
+        let max_steps = in_range(&limits::TOKEN_MAX_STEPS, r.varint()?)?;
         let max_virtual_ns = in_range(&limits::MAX_VIRTUAL_NS, r.varint()?)?;
         let tag = r.varint()?;
         let schedule = match tag {
@@ -521,7 +521,7 @@ mod tests {
     fn boundaries_of_the_token_fields() {
         let cases: [(&Limit, fn(&mut Token, u64)); 4] = [
             (&limits::CPUS, |t, v| t.cpus = v as u32),
-            (&limits::MAX_STEPS, |t, v| t.max_steps = v),
+            (&limits::TOKEN_MAX_STEPS, |t, v| t.max_steps = v),
             (&limits::MAX_VIRTUAL_NS, |t, v| t.max_virtual_ns = v),
             (&limits::PCT_DEPTH, |t, v| {
                 t.schedule = Schedule::Pct {
