@@ -99,7 +99,7 @@ pub fn run(command: &IdmapCommand) -> Result<bool, String> {
 fn read_text(path: Option<&PathBuf>) -> Result<Vec<u8>, String> {
     match path {
         Some(p) if p.as_os_str() != "-" => {
-            std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+            std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", crate::run::shown(p)))
         }
         _ => {
             let mut buf = Vec::new();
@@ -130,7 +130,11 @@ fn capability(name: &str) -> Result<u32, String> {
         .map(|(_, c)| *c)
         .ok_or_else(|| {
             let names: Vec<_> = known.iter().map(|(n, _)| *n).collect();
-            format!("unknown capability `{name}` (known: {})", names.join(", "))
+            format!(
+                "unknown capability `{}` (known: {})",
+                sim::echo::echo(name),
+                names.join(", ")
+            )
         })
 }
 
@@ -144,7 +148,12 @@ fn patches(args: &CheckArgs) -> Result<(String, userns::UsernsPatches), String> 
         let (on, name) = match p.split_at_checked(1) {
             Some(("+", n)) => (true, n),
             Some(("-", n)) => (false, n),
-            _ => return Err(format!("--patch `{p}`: expected +NAME or -NAME")),
+            _ => {
+                return Err(format!(
+                    "--patch `{}`: expected +NAME or -NAME",
+                    sim::echo::echo(p)
+                ))
+            }
         };
         toggles.push((name.to_string(), on));
     }
@@ -171,7 +180,7 @@ fn parent_namespace(
         if let Err(e) = out.result {
             return Err(format!(
                 "--parent-map {}: the kernel refuses it as a {}: {e} ({}: {})",
-                path.display(),
+                crate::run::shown(path),
                 kind.file(),
                 out.rule.name(),
                 out.rule.describe()
