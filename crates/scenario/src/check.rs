@@ -121,7 +121,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
             let key: &str = k.get_ref();
             if !allowed.contains(&key) {
                 return Err(ctx
-                    .err(k.span(), format!("unknown key `{key}` in {place}"))
+                    .err(k.span(), format!("unknown key `{}` in {place}", echo(key)))
                     .with_expected(one_of(allowed.iter().copied()))
                     .with_help_opt(did_you_mean(key, allowed.iter().copied())));
             }
@@ -302,7 +302,7 @@ fn ident(
     let s = string(ctx, key, v)?;
     if s.is_empty() || !s.chars().all(ok) {
         return Err(ctx
-            .err(v.span(), format!("invalid {key} `{}`", s.escape_debug()))
+            .err(v.span(), format!("invalid {key} `{}`", echo(s)))
             .with_expected(format!("a non-empty name made of {pattern}")));
     }
     Ok(s.to_string())
@@ -358,7 +358,7 @@ fn explore(ctx: &Ctx<'_>, t: Tbl<'_, '_>, place: &str) -> Res<ExplorePatch> {
                 let s = string(ctx, key, v)?;
                 let names = || StrategyName::ALL.iter().map(|s| s.as_str());
                 p.strategy = Some(s.parse().map_err(|_| {
-                    ctx.err(v.span(), format!("unknown strategy `{}`", s.escape_debug()))
+                    ctx.err(v.span(), format!("unknown strategy `{}`", echo(s)))
                         .with_expected(one_of(names()))
                         .with_help_opt(did_you_mean(s, names()))
                 })?);
@@ -410,10 +410,7 @@ fn sysctls_in(
         }
         if !catalog::sysctl(&full) {
             return Err(ctx
-                .err(
-                    k.span(),
-                    format!("unknown sysctl `{}`", full.escape_debug()),
-                )
+                .err(k.span(), format!("unknown sysctl `{}`", echo(&full)))
                 .with_expected(one_of(names()))
                 .with_help_opt(did_you_mean(&full, names())));
         }
@@ -442,7 +439,7 @@ fn costs(ctx: &Ctx<'_>, t: Tbl<'_, '_>) -> Res<Vec<(String, u64)>> {
         let key: &str = k.get_ref();
         if !names().any(|n| n == key) {
             return Err(ctx
-                .err(k.span(), format!("unknown cost `{}`", key.escape_debug()))
+                .err(k.span(), format!("unknown cost `{}`", echo(key)))
                 .with_expected(one_of(names()))
                 .with_help_opt(did_you_mean(key, names())));
         }
@@ -461,10 +458,7 @@ fn invariants(ctx: &Ctx<'_>, v: &Val<'_>) -> Res<Vec<String>> {
         let s = string(ctx, "invariants", item)?;
         if !catalog::invariant(s) {
             return Err(ctx
-                .err(
-                    item.span(),
-                    format!("unknown invariant `{}`", s.escape_debug()),
-                )
+                .err(item.span(), format!("unknown invariant `{}`", echo(s)))
                 .with_expected(one_of(names()))
                 .with_help_opt(did_you_mean(s, names())));
         }
@@ -538,11 +532,8 @@ fn user_namespaces(
                             format!("user namespace `{p}` cannot be its own parent"),
                         )
                     } else {
-                        ctx.err(
-                            pv.span(),
-                            format!("no user namespace named `{}`", p.escape_debug()),
-                        )
-                        .with_help_opt(did_you_mean(p, known.clone()))
+                        ctx.err(pv.span(), format!("no user namespace named `{}`", echo(p)))
+                            .with_help_opt(did_you_mean(p, known.clone()))
                     };
                     e = e.with_expected(format!(
                         "`init` or an earlier [[userns]], {}",
@@ -629,10 +620,7 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
                     let known =
                         std::iter::once(INIT_USER_NS).chain(userns.iter().map(|x| x.name.as_str()));
                     return Err(ctx
-                        .err(
-                            uv.span(),
-                            format!("no user namespace named `{}`", u.escape_debug()),
-                        )
+                        .err(uv.span(), format!("no user namespace named `{}`", echo(u)))
                         .with_expected(one_of(known.clone()))
                         .with_help_opt(did_you_mean(u, known)));
                 }
@@ -703,7 +691,7 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
     let outcome_of = |ov: &Val<'_>| -> Res<ExpectedOutcome> {
         let s = string(ctx, "outcome", ov)?;
         s.parse().map_err(|_| {
-            ctx.err(ov.span(), format!("unknown outcome `{}`", s.escape_debug()))
+            ctx.err(ov.span(), format!("unknown outcome `{}`", echo(s)))
                 .with_expected(one_of(outcomes()))
                 .with_help_opt(did_you_mean(s, outcomes()))
         })
@@ -739,7 +727,7 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
                     let s = string(ctx, "invariant", iv)?;
                     if !catalog::invariant(s) {
                         return Err(ctx
-                            .err(iv.span(), format!("unknown invariant `{}`", s.escape_debug()))
+                            .err(iv.span(), format!("unknown invariant `{}`", echo(s)))
                             .with_expected(one_of(names()))
                             .with_help_opt(did_you_mean(s, names())));
                     }
@@ -789,10 +777,7 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
         let task: &str = task_key.get_ref();
         if !tasks.iter().any(|t| t == task) {
             return Err(ctx
-                .err(
-                    task_key.span(),
-                    format!("no task named `{}`", task.escape_debug()),
-                )
+                .err(task_key.span(), format!("no task named `{}`", echo(task)))
                 .with_expected(one_of(tasks.iter().map(String::as_str)))
                 .with_help_opt(did_you_mean(task, tasks.iter().map(String::as_str))));
         }
@@ -803,10 +788,7 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
             if catalog::op(op_name).is_none() {
                 let names = || catalog::OPS.iter().map(|o| o.name);
                 return Err(ctx
-                    .err(
-                        op_key.span(),
-                        format!("unknown operation `{}`", op.escape_debug()),
-                    )
+                    .err(op_key.span(), format!("unknown operation `{}`", echo(op)))
                     .with_expected(one_of(names()))
                     .with_help_opt(did_you_mean(op_name, names())));
             }
@@ -824,7 +806,7 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                 return Err(ctx
                     .err(
                         result_v.span(),
-                        format!("unknown result `{}`", result.escape_debug()),
+                        format!("unknown result `{}`", echo(result)),
                     )
                     .with_expected(one_of(errnos()))
                     .with_help_opt(did_you_mean(result, errnos())));
@@ -852,10 +834,7 @@ fn capabilities(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<Vec<u32>> {
         let name = string(ctx, key, item)?;
         let Some(cap) = userns::caps::from_name(name) else {
             return Err(ctx
-                .err(
-                    item.span(),
-                    format!("unknown capability `{}`", name.escape_debug()),
-                )
+                .err(item.span(), format!("unknown capability `{}`", echo(name)))
                 .with_expected(one_of(names()))
                 .with_help_opt(did_you_mean(name, names())));
         };
@@ -918,7 +897,7 @@ fn kernels(
             return Err(ctx
                 .err(
                     pv.span(),
-                    format!("unknown kernel profile `{}`", profile_name.escape_debug()),
+                    format!("unknown kernel profile `{}`", echo(profile_name)),
                 )
                 .with_expected(one_of(profiles()))
                 .with_help_opt(did_you_mean(profile_name, profiles())));
@@ -944,10 +923,7 @@ fn kernels(
                     return Err(ctx
                         .err(
                             item.span(),
-                            format!(
-                                "patch toggle `{}` needs a `+` or `-` prefix",
-                                s.escape_debug()
-                            ),
+                            format!("patch toggle `{}` needs a `+` or `-` prefix", echo(s)),
                         )
                         .with_expected(format!(
                             "\"+{s}\" to enable the patch or \"-{s}\" to disable it"
@@ -955,10 +931,7 @@ fn kernels(
                 };
                 if catalog::patch(name).is_none() {
                     let mut e = ctx
-                        .err(
-                            item.span(),
-                            format!("unknown patch `{}`", name.escape_debug()),
-                        )
+                        .err(item.span(), format!("unknown patch `{}`", echo(name)))
                         .with_expected(one_of(patch_names()));
                     if let Some(c) = crate::suggest::closest(name, patch_names()) {
                         e = e.with_help(format!(

@@ -801,7 +801,7 @@ fn a_file_name_with_control_characters_is_escaped() {
         "{rendered:?}"
     );
     assert!(
-        rendered.contains("--> evil\\u{1b}]0;pwned\\u{7}.toml:1:8"),
+        rendered.contains("--> evil\\u{1b}]0;pwned\\u{7}.toml:1:1"),
         "{rendered}"
     );
     let long = format!("{}.toml", "d/".repeat(5000));
@@ -820,4 +820,24 @@ fn long_lines_are_windowed() {
     let rendered = e.to_string();
     assert!(rendered.lines().all(|l| l.len() < 300), "{rendered}");
     assert!(rendered.contains("...  "), "{rendered}");
+}
+
+#[test]
+fn long_values_are_cut_in_messages() {
+    let long = "q".repeat(5000);
+    for text in [
+        edit(
+            "[[task]]",
+            &format!("[explore]\nstrategy = \"{long}\"\n[[task]]"),
+        ),
+        edit(
+            "[[task]]",
+            &format!("[explore]\nmax_virtual_time = \"1{long}\"\n[[task]]"),
+        ),
+        edit("[[task]]", &format!("[explore]\n{long} = 1\n[[task]]")),
+    ] {
+        let e = err_of(&text);
+        assert!(e.message.len() < 400, "{}", e.message);
+        assert!(e.message.contains('…'), "{}", e.message);
+    }
 }
