@@ -519,7 +519,8 @@ mod tests {
 
     #[test]
     fn boundaries_of_the_token_fields() {
-        let cases: [(&Limit, fn(&mut Token, u64)); 4] = [
+        type Set = fn(&mut Token, u64);
+        let cases: [(&Limit, Set); 4] = [
             (&limits::CPUS, |t, v| t.cpus = v as u32),
             (&limits::TOKEN_MAX_STEPS, |t, v| t.max_steps = v),
             (&limits::MAX_VIRTUAL_NS, |t, v| t.max_virtual_ns = v),
