@@ -105,7 +105,7 @@ fn read_text(path: Option<&PathBuf>) -> Result<Vec<u8>, String> {
     match path {
         Some(p) if p.as_os_str() != "-" => std::fs::File::open(p)
             .and_then(|f| f.take(limit).read_to_end(&mut buf))
-            .map_err(|e| format!("cannot read {}: {e}", p.display()))?,
+            .map_err(|e| format!("cannot read {}: {e}", crate::run::shown(p)))?,
         _ => std::io::stdin()
             .take(limit)
             .read_to_end(&mut buf)
@@ -123,7 +123,8 @@ fn capability(name: &str) -> Result<u32, String> {
     };
     caps::from_name(&full).ok_or_else(|| {
         format!(
-            "unknown capability `{name}` (known: {})",
+            "unknown capability `{}` (known: {})",
+            sim::echo::echo(name),
             caps::NAMES.join(", ")
         )
     })

@@ -12,6 +12,8 @@ mod tracefile;
 mod views;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use sim::echo::{echo, escape_controls};
+use sim::limits;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -65,25 +67,25 @@ pub struct Overrides {
     #[arg(long = "patch", value_name = "+NAME|-NAME", allow_hyphen_values = true)]
     pub patches: Vec<String>,
     /// Exploration seed (iteration i of seed s is a pure function of s and i).
-    #[arg(long)]
+    #[arg(long, value_parser = |s: &str| limits::SEED.parse(s))]
     pub seed: Option<u64>,
     /// Most executions per run.
-    #[arg(long)]
+    #[arg(long, value_parser = |s: &str| limits::ITERATIONS.parse(s))]
     pub iterations: Option<u64>,
     /// Exploration strategy.
     #[arg(long, value_enum)]
     pub strategy: Option<StrategyArg>,
     /// PCT depth bound (number of priority change points + 1).
-    #[arg(long, value_name = "D")]
+    #[arg(long, value_name = "D", value_parser = |s: &str| limits::PCT_DEPTH.parse_u32(s))]
     pub pct_depth: Option<u32>,
     /// Preemption bound of the dfs strategy.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = |s: &str| limits::PREEMPTION_BOUND.parse_u32(s))]
     pub preemption_bound: Option<u32>,
     /// Virtual CPUs.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = |s: &str| limits::CPUS.parse_u32(s))]
     pub cpus: Option<u32>,
     /// Most scheduling points per execution (then outcome `limit`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = |s: &str| limits::MAX_STEPS.parse(s))]
     pub max_steps: Option<u64>,
     /// Most virtual time per execution, e.g. `10s`, `1h` (then outcome `limit`).
     #[arg(long, value_name = "DURATION")]
@@ -130,18 +132,23 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
         "k" => 1 << 10,
         "m" => 1 << 20,
         "g" => 1 << 30,
-        _ => return Err(format!("`{s}` is not a size such as 65536, 64k, 1m or 2g")),
+        _ => return Err(not_a_size(s)),
     };
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size such as 65536, 64k, 1m or 2g"))?;
+    let n: usize = num.parse().map_err(|_| not_a_size(s))?;
     Ok(n.saturating_mul(mult))
+}
+
+fn not_a_size(s: &str) -> String {
+    format!("`{}` is not a size such as 65536, 64k, 1m or 2g", echo(s))
 }
 
 fn parse_memory(s: &str) -> Result<usize, String> {
     let bytes = parse_bytes(s)?;
     if bytes < 16 << 20 {
-        return Err(format!("--max-memory {s} is too small (at least 16m)"));
+        return Err(format!(
+            "--max-memory {} is too small (at least 16m)",
+            echo(s)
+        ));
     }
     Ok(bytes)
 }
@@ -149,13 +156,21 @@ fn parse_memory(s: &str) -> Result<usize, String> {
 fn parse_size(s: &str) -> Result<usize, String> {
     let bytes = parse_bytes(s)?;
     if !(16 << 10..=1 << 30).contains(&bytes) {
-        return Err(format!("stack size {s} is out of range (16k to 1g)"));
+        return Err(format!(
+            "stack size {} is out of range (16k to 1g)",
+            echo(s)
+        ));
     }
     Ok(bytes)
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("`{s}` is not K/N with 1 <= K <= N, e.g. --shard 3/8");
+    let bad = || {
+        format!(
+            "`{}` is not K/N with 1 <= K <= N, e.g. --shard 3/8",
+            echo(s)
+        )
+    };
     let (k, n) = s.split_once('/').ok_or_else(bad)?;
     let (k, n): (u64, u64) = (
         k.trim().parse().map_err(|_| bad())?,
@@ -273,10 +288,15 @@ fn main() -> ExitCode {
     restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // clap quotes arguments as given: print its message without
+            // styles and with control characters escaped.
+            eprint!("{}", escape_controls(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
         }
     };
     let result = match cli.command {
@@ -344,7 +364,9 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("{e}");
+            // Values are quoted with `echo` where the message is made;
+            // this catches what the system adds (error texts, paths).
+            eprintln!("{}", escape_controls(&e.to_string()));
             ExitCode::from(2)
         }
     }

@@ -155,7 +155,7 @@ impl RunRecord {
         }
         text.push_str(&format!(
             "\n    token {token}\n    replay: nssim replay {} {token}",
-            sc.path.display()
+            crate::run::shown(&sc.path)
         ));
         let case = junit::Case {
             scenario: sc.name.clone(),

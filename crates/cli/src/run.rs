@@ -8,9 +8,16 @@ use crate::views::{self, ViewArgs, ViewContext};
 use crate::{Format, Overrides, StrategyArg};
 use kernel::{catalog, explore_run, replay_run, resolve_patches, ActivePatches, RunSpec};
 use scenario::{Expect, Explore, KernelRun, Scenario, StrategyName};
+use sim::echo::{echo, echo_path};
+use sim::limits;
 use sim::{CostTable, ExecConfig, ExploreConfig, Schedule, StrategySpec, Token};
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// A file name for a message: escaped, and cut if absurdly long.
+pub fn shown(path: &Path) -> String {
+    echo_path(&path.display().to_string())
+}
 
 /// An error that ends the command with exit status 2.
 #[derive(Debug)]
@@ -83,14 +90,17 @@ fn parse_toggles(patches: &[String]) -> Result<Vec<(String, bool)>, CliError> {
                 Some(("-", n)) => (false, n),
                 _ => {
                     return Err(CliError(format!(
-                        "error: --patch `{p}` must start with + (turn on) or - (turn off), e.g. --patch +ipc-batch-free"
+                        "error: --patch `{}` must start with + (turn on) or - (turn off), e.g. --patch +ipc-batch-free",
+                        echo(p)
                     )))
                 }
             };
             if catalog::patch(name).is_none() {
                 let known: Vec<_> = catalog::PATCHES.iter().map(|p| p.name).collect();
                 return Err(CliError(format!(
-                    "error: unknown patch `{name}` in --patch {p} (known: {})",
+                    "error: unknown patch `{}` in --patch {} (known: {})",
+                    echo(name),
+                    echo(p),
                     known.join(", ")
                 )));
             }
@@ -109,14 +119,16 @@ fn apply_overrides(mut e: Explore, ov: &Overrides) -> Result<Explore, CliError> 
         };
     }
     e.seed = ov.seed.unwrap_or(e.seed);
-    e.iterations = ov.iterations.unwrap_or(e.iterations).max(1);
+    // Numbers were checked against `sim::limits` when parsed.
+    e.iterations = ov.iterations.unwrap_or(e.iterations);
     e.pct_depth = ov.pct_depth.unwrap_or(e.pct_depth);
     e.preemption_bound = ov.preemption_bound.unwrap_or(e.preemption_bound);
-    e.cpus = ov.cpus.unwrap_or(e.cpus).max(1);
+    e.cpus = ov.cpus.unwrap_or(e.cpus);
     e.max_steps = ov.max_steps.unwrap_or(e.max_steps);
     if let Some(t) = &ov.max_virtual_time {
-        e.max_virtual_ns = scenario::parse_duration(t)
-            .map_err(|m| CliError(format!("error: --max-virtual-time `{t}`: {m}")))?;
+        let bad = |m: String| CliError(format!("error: --max-virtual-time `{}`: {m}", echo(t)));
+        let ns = scenario::parse_duration(t).map_err(|m| bad(m.to_string()))?;
+        e.max_virtual_ns = limits::MAX_VIRTUAL_NS.check(ns.into()).map_err(bad)?;
     }
     Ok(e)
 }
@@ -170,7 +182,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
 fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
     let ns = match &ov.timeout {
         Some(t) => scenario::parse_duration(t)
-            .map_err(|m| CliError(format!("error: --timeout `{t}`: {m}")))?,
+            .map_err(|m| CliError(format!("error: --timeout `{}`: {m}", echo(t))))?,
         None => 600_000_000_000,
     };
     Ok(std::time::Duration::from_nanos(ns))
@@ -251,7 +263,8 @@ fn check_kernels(scenarios: &[Scenario], ov: &Overrides) -> Result<(), CliError>
         if !listed && catalog::profile(k).is_none() {
             let known: Vec<_> = catalog::PROFILES.iter().map(|p| p.name).collect();
             return Err(CliError(format!(
-                "error: unknown kernel `{k}` in --kernel (profiles: {}; or a label of a scenario's [[kernel]] entry)",
+                "error: unknown kernel `{}` in --kernel (profiles: {}; or a label of a scenario's [[kernel]] entry)",
+                echo(k),
                 known.join(", ")
             )));
         }
@@ -309,7 +322,7 @@ pub fn run(
         std::fs::write(file, junit::render(&cases)).map_err(|e| {
             CliError(format!(
                 "error: cannot write JUnit XML to {}: {e}",
-                file.display()
+                shown(file)
             ))
         })?;
     }
@@ -318,7 +331,7 @@ pub fn run(
 
 fn plan_patches(sc: &Scenario, plan: &Plan) -> Result<ActivePatches, CliError> {
     resolve_patches(&plan.profile, &plan.toggles)
-        .map_err(|m| CliError(format!("error: {}: {m}", sc.path.display())))
+        .map_err(|m| CliError(format!("error: {}: {m}", shown(&sc.path))))
 }
 
 /// What the kernel crate runs for `plan` of `sc`.
@@ -488,12 +501,12 @@ pub fn replay(
     let (token_text, expected_hash) = resolve_token(token_arg)?;
     let token_text = token_text.as_str();
     let token = Token::decode(token_text)
-        .map_err(|e| CliError(format!("error: bad token `{token_text}`: {e}")))?;
+        .map_err(|e| CliError(format!("error: bad token `{}`: {e}", echo(token_text))))?;
     if token.scenario != scenario_hash(&sc) {
         return Err(CliError(format!(
             "error: the token was made for another scenario, not `{}` ({})",
             sc.name,
-            path.display()
+            shown(path)
         )));
     }
     let (kernel, cli_patches) = token_kernel(&token)?;
@@ -505,14 +518,15 @@ pub fn replay(
     let toggles = parse_toggles(cli_patches)?;
     if !sc.runs.iter().any(|r| kernel_matches(r, kernel)) && catalog::profile(kernel).is_none() {
         return Err(CliError(format!(
-            "error: the token names kernel `{kernel}`, which `{}` no longer lists",
-            path.display()
+            "error: the token names kernel `{}`, which `{}` no longer lists",
+            echo(kernel),
+            shown(path)
         )));
     }
     let mut plan = plans(&sc, &ov, &toggles)?
         .into_iter()
         .find(|p| p.label == kernel)
-        .ok_or_else(|| CliError(format!("error: kernel `{kernel}` not found")))?;
+        .ok_or_else(|| CliError(format!("error: kernel `{}` not found", echo(kernel))))?;
     plan.explore.cpus = token.cpus;
     plan.explore.max_steps = token.max_steps;
     plan.explore.max_virtual_ns = token.max_virtual_ns;
@@ -569,15 +583,17 @@ pub fn replay(
 fn divergence_error(schedule: &Schedule, step: u64) -> CliError {
     let expected = match schedule {
         Schedule::Segments(segments) => {
-            let mut start = 1;
+            // Saturating: a token's step counts may add up past u64::MAX.
+            let mut start: u64 = 1;
             segments
                 .iter()
                 .find(|s| {
-                    let inside = step < start + s.steps;
-                    start += s.steps;
+                    let end = start.saturating_add(s.steps);
+                    let inside = step < end;
+                    start = end;
                     inside
                 })
-                .map(|s| format!(" (the token expects {s})"))
+                .map(|s| format!(" (the token expects {})", echo(&s.to_string())))
                 .unwrap_or_default()
         }
         _ => String::new(),

@@ -91,7 +91,7 @@ pub struct Loaded {
 
 /// Read a trace file, with errors that say where and what is wrong.
 pub fn load(path: &Path) -> Result<Loaded, CliError> {
-    let at = path.display();
+    let at = crate::run::shown(path);
     let text = std::fs::read(path)
         .map_err(|e| CliError(format!("error: cannot read trace file {at}: {e}")))?;
     let doc: Value = serde_json::from_slice(&text).map_err(|e| {
@@ -132,7 +132,7 @@ pub fn write(path: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(path, text).map_err(|e| {
         CliError(format!(
             "error: cannot write trace file {}: {e}",
-            path.display()
+            crate::run::shown(path)
         ))
     })
 }

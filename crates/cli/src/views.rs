@@ -148,17 +148,17 @@ fn write_view(path: &Path, ctx: &ViewContext<'_>, what: &str, text: &str) -> Res
         std::fs::create_dir_all(dir).map_err(|e| {
             CliError(format!(
                 "error: cannot make {} for the {what}: {e}",
-                dir.display()
+                crate::run::shown(dir)
             ))
         })?;
     }
     std::fs::write(&path, text).map_err(|e| {
         CliError(format!(
             "error: cannot write the {what} to {}: {e}",
-            path.display()
+            crate::run::shown(&path)
         ))
     })?;
-    eprintln!("wrote the {what}: {}", path.display());
+    eprintln!("wrote the {what}: {}", crate::run::shown(&path));
     Ok(())
 }
 

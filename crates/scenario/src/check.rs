@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use kernel::catalog;
 use kernel::setup::{Setup, SysctlSpec, TaskSpec, UserNsSpec, INIT_USER_NS};
+use sim::echo::echo;
+use sim::limits::{self, group, out_of_range, Limit};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
@@ -119,7 +121,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
             let key: &str = k.get_ref();
             if !allowed.contains(&key) {
                 return Err(ctx
-                    .err(k.span(), format!("unknown key `{key}` in {place}"))
+                    .err(k.span(), format!("unknown key `{}` in {place}", echo(key)))
                     .with_expected(one_of(allowed.iter().copied()))
                     .with_help_opt(did_you_mean(key, allowed.iter().copied())));
             }
@@ -145,22 +147,6 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
         DeValue::Array(_) => "an array",
         DeValue::Table(_) => "a table",
     }
-}
-
-/// `1_000_000_000` style, as TOML accepts it.
-fn group(n: i128) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push('_');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        out.insert(0, '-');
-    }
-    out
 }
 
 fn string<'a>(ctx: &Ctx<'_>, key: &str, v: &'a Val<'_>) -> Res<&'a str> {
@@ -206,7 +192,8 @@ fn tables<'a, 'i>(ctx: &Ctx<'_>, key: &str, v: &'a Val<'i>) -> Res<Vec<Tbl<'a, '
     }
 }
 
-/// An integer in `min..=max`.
+/// An integer in `min..=max`; out of range, the message every front end
+/// gives (see [`sim::limits`]).
 fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128> {
     let range = format!("an integer in {}..={}", group(min), group(max));
     let DeValue::Integer(i) = v.get_ref() else {
@@ -214,29 +201,20 @@ fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128>
     };
     let Ok(n) = i128::from_str_radix(i.as_str(), i.radix()) else {
         return Err(ctx
-            .err(v.span(), format!("`{key}` is out of range"))
-            .with_expected(range));
-    };
-    if n < 0 && min >= 0 {
-        return Err(ctx
-            .err(v.span(), format!("`{key}` must not be negative"))
-            .with_expected(range));
-    }
-    if n < min {
-        return Err(ctx
-            .err(v.span(), format!("`{key}` must be at least {}", group(min)))
-            .with_expected(range));
-    }
-    if n > max {
-        return Err(ctx
             .err(
                 v.span(),
                 format!(
-                    "`{key}` is out of range: {} is more than {}",
-                    group(n),
-                    group(max)
+                    "`{key}` must be in {}..={}, not {}",
+                    group(min),
+                    group(max),
+                    echo(i.as_str())
                 ),
             )
+            .with_expected(range));
+    };
+    if !(min..=max).contains(&n) {
+        return Err(ctx
+            .err(v.span(), out_of_range(key, min, max, n))
             .with_expected(range));
     }
     Ok(n)
@@ -245,6 +223,17 @@ fn int(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: i128, max: i128) -> Res<i128>
 fn int_u64(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u64, max: u64) -> Res<u64> {
     let n = int(ctx, key, v, min.into(), max.into())?;
     u64::try_from(n).map_err(|_| ctx.err(v.span(), format!("`{key}` is out of range")))
+}
+
+/// A setting with a range of its own in [`sim::limits`].
+fn limited(ctx: &Ctx<'_>, v: &Val<'_>, limit: &Limit) -> Res<u64> {
+    int_u64(ctx, limit.name, v, limit.min, limit.max)
+}
+
+/// [`limited`] for settings held in a `u32`.
+fn limited_u32(ctx: &Ctx<'_>, v: &Val<'_>, limit: &Limit) -> Res<u32> {
+    let n = limited(ctx, v, limit)?;
+    u32::try_from(n).map_err(|_| ctx.err(v.span(), limit.message(n.into())))
 }
 
 fn boolean(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<bool> {
@@ -290,6 +279,18 @@ fn duration(ctx: &Ctx<'_>, key: &str, v: &Val<'_>, min: u64) -> Res<u64> {
     Ok(ns)
 }
 
+/// `max_virtual_time`, with the message of [`limits::MAX_VIRTUAL_NS`].
+fn limited_duration(ctx: &Ctx<'_>, v: &Val<'_>) -> Res<u64> {
+    let limit = &limits::MAX_VIRTUAL_NS;
+    let ns = duration(ctx, limit.name, v, 0)?;
+    limit.check(ns.into()).map_err(|m| {
+        ctx.err(v.span(), m).with_expected(format!(
+            "a duration of at least {}",
+            crate::format_duration(limit.min)
+        ))
+    })
+}
+
 /// `name`-like identifiers: non-empty, only characters `ok` allows.
 fn ident(
     ctx: &Ctx<'_>,
@@ -301,7 +302,7 @@ fn ident(
     let s = string(ctx, key, v)?;
     if s.is_empty() || !s.chars().all(ok) {
         return Err(ctx
-            .err(v.span(), format!("invalid {key} `{}`", s.escape_debug()))
+            .err(v.span(), format!("invalid {key} `{}`", echo(s)))
             .with_expected(format!("a non-empty name made of {pattern}")));
     }
     Ok(s.to_string())
@@ -357,18 +358,20 @@ fn explore(ctx: &Ctx<'_>, t: Tbl<'_, '_>, place: &str) -> Res<ExplorePatch> {
                 let s = string(ctx, key, v)?;
                 let names = || StrategyName::ALL.iter().map(|s| s.as_str());
                 p.strategy = Some(s.parse().map_err(|_| {
-                    ctx.err(v.span(), format!("unknown strategy `{}`", s.escape_debug()))
+                    ctx.err(v.span(), format!("unknown strategy `{}`", echo(s)))
                         .with_expected(one_of(names()))
                         .with_help_opt(did_you_mean(s, names()))
                 })?);
             }
-            "seed" => p.seed = Some(int_u64(ctx, key, v, 0, u64::MAX)?),
-            "iterations" => p.iterations = Some(int_u64(ctx, key, v, 1, 1_000_000_000)?),
-            "pct_depth" => p.pct_depth = Some(int_u32(ctx, key, v, 1, 64)?),
-            "preemption_bound" => p.preemption_bound = Some(int_u32(ctx, key, v, 0, 64)?),
-            "cpus" => p.cpus = Some(int_u32(ctx, key, v, 1, 1024)?),
-            "max_steps" => p.max_steps = Some(int_u64(ctx, key, v, 1, 1_000_000_000_000)?),
-            "max_virtual_time" => p.max_virtual_ns = Some(duration(ctx, key, v, 1)?),
+            "seed" => p.seed = Some(limited(ctx, v, &limits::SEED)?),
+            "iterations" => p.iterations = Some(limited(ctx, v, &limits::ITERATIONS)?),
+            "pct_depth" => p.pct_depth = Some(limited_u32(ctx, v, &limits::PCT_DEPTH)?),
+            "preemption_bound" => {
+                p.preemption_bound = Some(limited_u32(ctx, v, &limits::PREEMPTION_BOUND)?)
+            }
+            "cpus" => p.cpus = Some(limited_u32(ctx, v, &limits::CPUS)?),
+            "max_steps" => p.max_steps = Some(limited(ctx, v, &limits::MAX_STEPS)?),
+            "max_virtual_time" => p.max_virtual_ns = Some(limited_duration(ctx, v)?),
             _ => {}
         }
     }
@@ -407,10 +410,7 @@ fn sysctls_in(
         }
         if !catalog::sysctl(&full) {
             return Err(ctx
-                .err(
-                    k.span(),
-                    format!("unknown sysctl `{}`", full.escape_debug()),
-                )
+                .err(k.span(), format!("unknown sysctl `{}`", echo(&full)))
                 .with_expected(one_of(names()))
                 .with_help_opt(did_you_mean(&full, names())));
         }
@@ -439,7 +439,7 @@ fn costs(ctx: &Ctx<'_>, t: Tbl<'_, '_>) -> Res<Vec<(String, u64)>> {
         let key: &str = k.get_ref();
         if !names().any(|n| n == key) {
             return Err(ctx
-                .err(k.span(), format!("unknown cost `{}`", key.escape_debug()))
+                .err(k.span(), format!("unknown cost `{}`", echo(key)))
                 .with_expected(one_of(names()))
                 .with_help_opt(did_you_mean(key, names())));
         }
@@ -458,10 +458,7 @@ fn invariants(ctx: &Ctx<'_>, v: &Val<'_>) -> Res<Vec<String>> {
         let s = string(ctx, "invariants", item)?;
         if !catalog::invariant(s) {
             return Err(ctx
-                .err(
-                    item.span(),
-                    format!("unknown invariant `{}`", s.escape_debug()),
-                )
+                .err(item.span(), format!("unknown invariant `{}`", echo(s)))
                 .with_expected(one_of(names()))
                 .with_help_opt(did_you_mean(s, names())));
         }
@@ -535,11 +532,8 @@ fn user_namespaces(
                             format!("user namespace `{p}` cannot be its own parent"),
                         )
                     } else {
-                        ctx.err(
-                            pv.span(),
-                            format!("no user namespace named `{}`", p.escape_debug()),
-                        )
-                        .with_help_opt(did_you_mean(p, known.clone()))
+                        ctx.err(pv.span(), format!("no user namespace named `{}`", echo(p)))
+                            .with_help_opt(did_you_mean(p, known.clone()))
                     };
                     e = e.with_expected(format!(
                         "`init` or an earlier [[userns]], {}",
@@ -626,10 +620,7 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
                     let known =
                         std::iter::once(INIT_USER_NS).chain(userns.iter().map(|x| x.name.as_str()));
                     return Err(ctx
-                        .err(
-                            uv.span(),
-                            format!("no user namespace named `{}`", u.escape_debug()),
-                        )
+                        .err(uv.span(), format!("no user namespace named `{}`", echo(u)))
                         .with_expected(one_of(known.clone()))
                         .with_help_opt(did_you_mean(u, known)));
                 }
@@ -700,7 +691,7 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
     let outcome_of = |ov: &Val<'_>| -> Res<ExpectedOutcome> {
         let s = string(ctx, "outcome", ov)?;
         s.parse().map_err(|_| {
-            ctx.err(ov.span(), format!("unknown outcome `{}`", s.escape_debug()))
+            ctx.err(ov.span(), format!("unknown outcome `{}`", echo(s)))
                 .with_expected(one_of(outcomes()))
                 .with_help_opt(did_you_mean(s, outcomes()))
         })
@@ -736,7 +727,7 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
                     let s = string(ctx, "invariant", iv)?;
                     if !catalog::invariant(s) {
                         return Err(ctx
-                            .err(iv.span(), format!("unknown invariant `{}`", s.escape_debug()))
+                            .err(iv.span(), format!("unknown invariant `{}`", echo(s)))
                             .with_expected(one_of(names()))
                             .with_help_opt(did_you_mean(s, names())));
                     }
@@ -786,10 +777,7 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
         let task: &str = task_key.get_ref();
         if !tasks.iter().any(|t| t == task) {
             return Err(ctx
-                .err(
-                    task_key.span(),
-                    format!("no task named `{}`", task.escape_debug()),
-                )
+                .err(task_key.span(), format!("no task named `{}`", echo(task)))
                 .with_expected(one_of(tasks.iter().map(String::as_str)))
                 .with_help_opt(did_you_mean(task, tasks.iter().map(String::as_str))));
         }
@@ -800,10 +788,7 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
             if catalog::op(op_name).is_none() {
                 let names = || catalog::OPS.iter().map(|o| o.name);
                 return Err(ctx
-                    .err(
-                        op_key.span(),
-                        format!("unknown operation `{}`", op.escape_debug()),
-                    )
+                    .err(op_key.span(), format!("unknown operation `{}`", echo(op)))
                     .with_expected(one_of(names()))
                     .with_help_opt(did_you_mean(op_name, names())));
             }
@@ -821,7 +806,7 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                 return Err(ctx
                     .err(
                         result_v.span(),
-                        format!("unknown result `{}`", result.escape_debug()),
+                        format!("unknown result `{}`", echo(result)),
                     )
                     .with_expected(one_of(errnos()))
                     .with_help_opt(did_you_mean(result, errnos())));
@@ -849,10 +834,7 @@ fn capabilities(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<Vec<u32>> {
         let name = string(ctx, key, item)?;
         let Some(cap) = userns::caps::from_name(name) else {
             return Err(ctx
-                .err(
-                    item.span(),
-                    format!("unknown capability `{}`", name.escape_debug()),
-                )
+                .err(item.span(), format!("unknown capability `{}`", echo(name)))
                 .with_expected(one_of(names()))
                 .with_help_opt(did_you_mean(name, names())));
         };
@@ -915,7 +897,7 @@ fn kernels(
             return Err(ctx
                 .err(
                     pv.span(),
-                    format!("unknown kernel profile `{}`", profile_name.escape_debug()),
+                    format!("unknown kernel profile `{}`", echo(profile_name)),
                 )
                 .with_expected(one_of(profiles()))
                 .with_help_opt(did_you_mean(profile_name, profiles())));
@@ -941,10 +923,7 @@ fn kernels(
                     return Err(ctx
                         .err(
                             item.span(),
-                            format!(
-                                "patch toggle `{}` needs a `+` or `-` prefix",
-                                s.escape_debug()
-                            ),
+                            format!("patch toggle `{}` needs a `+` or `-` prefix", echo(s)),
                         )
                         .with_expected(format!(
                             "\"+{s}\" to enable the patch or \"-{s}\" to disable it"
@@ -952,10 +931,7 @@ fn kernels(
                 };
                 if catalog::patch(name).is_none() {
                     let mut e = ctx
-                        .err(
-                            item.span(),
-                            format!("unknown patch `{}`", name.escape_debug()),
-                        )
+                        .err(item.span(), format!("unknown patch `{}`", echo(name)))
                         .with_expected(one_of(patch_names()));
                     if let Some(c) = crate::suggest::closest(name, patch_names()) {
                         e = e.with_help(format!(

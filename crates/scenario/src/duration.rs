@@ -40,16 +40,18 @@ pub(crate) const DURATION_SYNTAX: &str =
 /// ```
 pub fn parse_duration(s: &str) -> Result<u64, String> {
     let t = s.trim();
+    // Messages quote the input: escaped and cut.
+    let q = sim::echo::echo(t);
     if t.is_empty() {
         return Err("empty duration".into());
     }
     if t.starts_with('-') {
-        return Err(format!("negative duration `{t}`"));
+        return Err(format!("negative duration `{q}`"));
     }
     if t.bytes().all(|b| b.is_ascii_digit()) {
         return t
             .parse::<u64>()
-            .map_err(|_| format!("duration `{t}` is too large (at most {} ns)", u64::MAX));
+            .map_err(|_| format!("duration `{q}` is too large (at most {} ns)", u64::MAX));
     }
     let mut rest = t;
     let mut total: u64 = 0;
@@ -65,15 +67,18 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
             frac_part = &after_dot[..frac_len];
             rest = &after_dot[frac_len..];
             if frac_len == 0 {
-                return Err(format!("`{t}`: expected digits after the decimal point"));
+                return Err(format!("`{q}`: expected digits after the decimal point"));
             }
         }
         if int_part.is_empty() {
             if frac_part.is_empty() {
                 let bad = rest.chars().next().unwrap_or(' ');
-                return Err(format!("`{t}`: expected a number, found `{bad}`"));
+                return Err(format!(
+                    "`{q}`: expected a number, found `{}`",
+                    sim::echo::echo(&bad.to_string())
+                ));
             }
-            return Err(format!("`{t}`: expected a digit before the decimal point"));
+            return Err(format!("`{q}`: expected a digit before the decimal point"));
         }
         rest = rest.trim_start();
         let unit_len = rest
@@ -83,26 +88,29 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         let unit = &rest[..unit_len];
         rest = rest[unit_len..].trim_start();
         if unit.is_empty() {
-            return Err(format!("`{t}`: missing unit after `{int_part}{}{frac_part}` (units: ns, us, ms, s, m, h; a plain integer is nanoseconds)", if frac_part.is_empty() { "" } else { "." }));
+            let dot = if frac_part.is_empty() { "" } else { "." };
+            let number = sim::echo::echo(&format!("{int_part}{dot}{frac_part}"));
+            return Err(format!("`{q}`: missing unit after `{number}` (units: ns, us, ms, s, m, h; a plain integer is nanoseconds)"));
         }
         let Some(idx) = UNITS.iter().position(|(names, _)| names.contains(&unit)) else {
             return Err(format!(
-                "`{t}`: unknown unit `{unit}` (units: ns, us, µs, ms, s, m, h)"
+                "`{q}`: unknown unit `{}` (units: ns, us, µs, ms, s, m, h)",
+                sim::echo::echo(unit)
             ));
         };
         if let Some(prev) = last_unit {
             if idx <= prev {
                 return Err(format!(
-                    "`{t}`: units must go from larger to smaller, each at most once"
+                    "`{q}`: units must go from larger to smaller, each at most once"
                 ));
             }
         }
         last_unit = Some(idx);
         let unit_ns = UNITS[idx].1;
-        let part = component_ns(int_part, frac_part, unit_ns).map_err(|e| format!("`{t}`: {e}"))?;
+        let part = component_ns(int_part, frac_part, unit_ns).map_err(|e| format!("`{q}`: {e}"))?;
         total = total
             .checked_add(part)
-            .ok_or_else(|| format!("duration `{t}` is too large (at most {} ns)", u64::MAX))?;
+            .ok_or_else(|| format!("duration `{q}` is too large (at most {} ns)", u64::MAX))?;
     }
     Ok(total)
 }

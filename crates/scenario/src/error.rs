@@ -186,10 +186,10 @@ impl fmt::Display for ScenarioError {
     }
 }
 
-/// `s` with control characters (other than tab) shown as their Unicode
-/// control pictures, one character each, so that a hostile file cannot
-/// send escape sequences to the terminal and carets stay aligned.
-fn clean(s: &str) -> String {
+/// A source line with control characters (other than tab) shown as their
+/// Unicode control pictures, one character each, so that a hostile file
+/// cannot send escape sequences to the terminal and carets stay aligned.
+fn picture(s: &str) -> String {
     s.chars()
         .map(|c| match c {
             '\t' => c,
@@ -201,10 +201,21 @@ fn clean(s: &str) -> String {
         .collect()
 }
 
+/// Messages and file names: control characters as escapes (`\u{1b}`), as
+/// every message of nssim shows them.
+fn clean(s: &str) -> String {
+    sim::echo::escape_controls(s)
+}
+
+/// The file name, escaped and cut if absurdly long.
+fn file_name(s: &str) -> String {
+    sim::echo::echo_path(s)
+}
+
 fn render(e: &ScenarioError, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(f, "error: {}", clean(&e.message))?;
     let (Some(line), Some(column), Some(snippet)) = (e.line, e.column, &e.detail.snippet) else {
-        write!(f, "  --> {}", clean(&e.file))?;
+        write!(f, "  --> {}", file_name(&e.file))?;
         if let Some(expected) = &e.expected {
             write!(f, "\n   = expected {}", clean(expected))?;
         }
@@ -215,9 +226,9 @@ fn render(e: &ScenarioError, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     };
     let width = line.to_string().len() + 1;
     let pad = " ".repeat(width);
-    writeln!(f, "{pad}--> {}:{line}:{column}", clean(&e.file))?;
+    writeln!(f, "{pad}--> {}:{line}:{column}", file_name(&e.file))?;
     writeln!(f, "{pad} |")?;
-    writeln!(f, "{line:>width$} | {}", clean(&snippet.text))?;
+    writeln!(f, "{line:>width$} | {}", picture(&snippet.text))?;
     // Keep tabs of the source line so the caret lines up under it.
     let indent: String = snippet
         .text

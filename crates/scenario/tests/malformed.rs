@@ -364,7 +364,10 @@ fn numbers() {
             "[sysctl]\n\"user.max_ipc_namespaces\" = 2147483648\n[[task]]",
         ),
         Some((4, 29)),
-        &["out of range", "an integer in 0..=2_147_483_647"],
+        &[
+            "`user.max_ipc_namespaces` must be in 0..=2_147_483_647, not 2_147_483_648",
+            "an integer in 0..=2_147_483_647",
+        ],
     );
     check(
         &edit(
@@ -372,27 +375,27 @@ fn numbers() {
             "[sysctl]\n\"user.max_ipc_namespaces\" = -1\n[[task]]",
         ),
         Some((4, 29)),
-        &["must not be negative"],
+        &["`user.max_ipc_namespaces` must be in 0..=2_147_483_647, not -1"],
     );
     check(
         &edit("[[task]]", "[explore]\niterations = 0\n[[task]]"),
         Some((4, 14)),
-        &["`iterations` must be at least 1", "1..=1_000_000_000"],
+        &["`iterations` must be in 1..=1_000_000_000, not 0"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\nrepeat = 0"),
         Some((5, 10)),
-        &["`repeat` must be at least 1"],
+        &["`repeat` must be in 1..=1_000_000_000, not 0"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\ninstances = 0"),
         Some((5, 13)),
-        &["`instances` must be at least 1", "1..=100_000"],
+        &["`instances` must be in 1..=100_000, not 0"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\ninstances = 100_001"),
         Some((5, 13)),
-        &["`instances` is out of range", "1..=100_000"],
+        &["`instances` must be in 1..=100_000, not 100_001"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\nsequential = 1"),
@@ -402,17 +405,17 @@ fn numbers() {
     check(
         &edit("name = \"a\"", "name = \"a\"\nuid = -1"),
         Some((5, 7)),
-        &["`uid` must not be negative", "0..=4_294_967_295"],
+        &["`uid` must be in 0..=4_294_967_295, not -1"],
     );
     check(
         &edit("[[task]]", "[explore]\ncpus = 5000\n[[task]]"),
         Some((4, 8)),
-        &["`cpus` is out of range", "1..=1_024"],
+        &["`cpus` must be in 1..=1_024, not 5_000"],
     );
     check(
         &edit("[[task]]", "[explore]\npct_depth = 65\n[[task]]"),
         Some((4, 13)),
-        &["`pct_depth` is out of range", "1..=64"],
+        &["`pct_depth` must be in 1..=64, not 65"],
     );
     check(
         &edit(
@@ -420,12 +423,12 @@ fn numbers() {
             "[explore]\nmax_steps = 1_000_000_000_001\n[[task]]",
         ),
         Some((4, 13)),
-        &["`max_steps` is out of range"],
+        &["`max_steps` must be in 1..=1_000_000_000_000, not 1_000_000_000_001"],
     );
     check(
         &edit("[[task]]", "[explore]\nseed = -3\n[[task]]"),
         Some((4, 8)),
-        &["`seed` must not be negative"],
+        &["`seed` must be in 0..=18_446_744_073_709_551_615, not -3"],
     );
 }
 
@@ -447,7 +450,7 @@ fn durations() {
     check(
         &edit("[[task]]", "[costs]\nsyscall = -5\n[[task]]"),
         Some((4, 11)),
-        &["`syscall` must not be negative"],
+        &["`syscall` must be in 0..=18_446_744_073_709_551_615, not -5"],
     );
     check(
         &edit("[[task]]", "[costs]\nsyscall = \"\"\n[[task]]"),
@@ -777,7 +780,7 @@ fn control_characters_are_not_sent_to_the_terminal() {
     let rendered = e.to_string();
     assert!(!rendered.contains('\u{1b}'), "{rendered:?}");
     assert!(
-        rendered.contains("unknown key `\u{241b}[31mred`"),
+        rendered.contains("unknown key `\\u{1b}[31mred`"),
         "{rendered}"
     );
     let e = parse_bytes("t.toml", b"name = \"x\"\x00\x1b\xff").unwrap_err();
@@ -790,6 +793,26 @@ fn control_characters_are_not_sent_to_the_terminal() {
 }
 
 #[test]
+fn a_file_name_with_control_characters_is_escaped() {
+    let e = parse("evil\u{1b}]0;pwned\u{7}.toml", "name = 1").unwrap_err();
+    let rendered = e.to_string();
+    assert!(
+        !rendered.contains('\u{1b}') && !rendered.contains('\u{7}'),
+        "{rendered:?}"
+    );
+    assert!(
+        rendered.contains("--> evil\\u{1b}]0;pwned\\u{7}.toml:1:1"),
+        "{rendered}"
+    );
+    let long = format!("{}.toml", "d/".repeat(5000));
+    let rendered = parse(&long, "name = 1").unwrap_err().to_string();
+    assert!(
+        rendered.len() < 2000 && rendered.contains('…'),
+        "{rendered}"
+    );
+}
+
+#[test]
 fn long_lines_are_windowed() {
     let long = format!("{}\"v9.9\"", " ".repeat(5000));
     let e = err_of(&edit("\"v6.2\"", &long));
@@ -797,4 +820,24 @@ fn long_lines_are_windowed() {
     let rendered = e.to_string();
     assert!(rendered.lines().all(|l| l.len() < 300), "{rendered}");
     assert!(rendered.contains("...  "), "{rendered}");
+}
+
+#[test]
+fn long_values_are_cut_in_messages() {
+    let long = "q".repeat(5000);
+    for text in [
+        edit(
+            "[[task]]",
+            &format!("[explore]\nstrategy = \"{long}\"\n[[task]]"),
+        ),
+        edit(
+            "[[task]]",
+            &format!("[explore]\nmax_virtual_time = \"1{long}\"\n[[task]]"),
+        ),
+        edit("[[task]]", &format!("[explore]\n{long} = 1\n[[task]]")),
+    ] {
+        let e = err_of(&text);
+        assert!(e.message.len() < 400, "{}", e.message);
+        assert!(e.message.contains('…'), "{}", e.message);
+    }
 }

@@ -32,9 +32,11 @@
 //!   set-up the schedule belongs to) as opaque strings.
 
 mod cost;
+pub mod echo;
 mod exec;
 mod explore;
 mod keys;
+pub mod limits;
 mod outcome;
 mod rt;
 mod strategy;

@@ -8,6 +8,8 @@
 
 use thiserror::Error;
 
+use crate::limits::{self, Limit};
+
 const MAGIC: &str = "nss1_";
 /// Version 2: the caller's context is one list of strings.
 const VERSION: u8 = 2;
@@ -81,6 +83,15 @@ pub enum TokenError {
     Version(u8),
     #[error("the token is truncated or corrupted ({0})")]
     Malformed(&'static str),
+    /// A field outside the range the scenario format and the command line
+    /// allow; the message is theirs.
+    #[error("the token's {0}")]
+    Range(String),
+}
+
+/// `v` checked against `limit`, as a decoded field.
+fn in_range(limit: &Limit, v: u64) -> Result<u64, TokenError> {
+    limit.check(v.into()).map_err(TokenError::Range)
 }
 
 /// A stable 32-bit hash used for scenario names and token checksums.
@@ -258,9 +269,10 @@ impl Token {
         let context = (0..ncontext)
             .map(|_| r.string())
             .collect::<Result<Vec<_>, _>>()?;
-        let cpus = r.u32()?;
-        let max_steps = r.varint()?;
-        let max_virtual_ns = r.varint()?;
+        // Checked before the schedule, whose size they bound.
+        let cpus = in_range(&limits::CPUS, r.varint()?)? as u32;
+        let max_steps = in_range(&limits::TOKEN_MAX_STEPS, r.varint()?)?;
+        let max_virtual_ns = in_range(&limits::MAX_VIRTUAL_NS, r.varint()?)?;
         let tag = r.varint()?;
         let schedule = match tag {
             0 => Schedule::Random {
@@ -270,11 +282,11 @@ impl Token {
             1 => Schedule::Pct {
                 seed: r.varint()?,
                 iteration: r.varint()?,
-                depth: r.u32()?,
+                depth: in_range(&limits::PCT_DEPTH, r.varint()?)? as u32,
                 steps_hint: r.varint()?,
             },
             2 => Schedule::Fair,
-            3 => Schedule::Choices(get_runs(&mut r)?),
+            3 => Schedule::Choices(get_runs(&mut r, max_steps.min(limits::MAX_CHOICES))?),
             4 => Schedule::Segments(get_segments(&mut r)?),
             _ => return Err(TokenError::Malformed("unknown schedule kind")),
         };
@@ -332,10 +344,16 @@ fn get_segments(r: &mut Reader<'_>) -> Result<Vec<Segment>, TokenError> {
             .ok_or(TokenError::Malformed("a name index is out of range"))
     };
     let mut out = Vec::new();
+    // Readers add up the steps to find a step's segment: keep that sum
+    // within a u64.
+    let mut total: u64 = 0;
     for _ in 0..count {
         let task = name(r.varint()?)?;
         let at = name(r.varint()?)?;
         let steps = r.varint()?;
+        total = total
+            .checked_add(steps)
+            .ok_or(TokenError::Malformed("too many steps in the segments"))?;
         out.push(Segment { task, at, steps });
     }
     Ok(out)
@@ -357,15 +375,23 @@ fn put_runs(b: &mut Vec<u8>, choices: &[u32]) {
     }
 }
 
-fn get_runs(r: &mut Reader<'_>) -> Result<Vec<u32>, TokenError> {
-    const MAX_CHOICES: u64 = 1 << 28;
+/// At most `max` choices: an execution chooses at most once a step, and
+/// the run lengths are checked before any of them is expanded.
+fn get_runs(r: &mut Reader<'_>, max: u64) -> Result<Vec<u32>, TokenError> {
     let nruns = r.varint()?;
     let mut out = Vec::new();
     for _ in 0..nruns {
         let t = r.u32()?;
         let n = r.varint()?;
-        if out.len() as u64 + n > MAX_CHOICES {
-            return Err(TokenError::Malformed("too many choices"));
+        if (out.len() as u64)
+            .checked_add(n)
+            .is_none_or(|total| total > max)
+        {
+            return Err(TokenError::Range(format!(
+                "explicit choices must be at most {} (its max_steps, and no more than {})",
+                limits::group(max.into()),
+                limits::group(limits::MAX_CHOICES.into())
+            )));
         }
         out.extend(std::iter::repeat_n(t, n as usize));
     }
@@ -445,5 +471,119 @@ mod tests {
         let v1 = "nss1_AYic0twJBHY2LjIAAoCt4gSAwOKF42gEAgZsb29wZXIFc3RhcnQBAAE7az-lQA";
         assert_eq!(Token::decode(v1), Err(TokenError::Version(1)));
         assert_eq!(Token::decode("nss1_ab!c"), Err(TokenError::Alphabet(8)));
+    }
+
+    /// A token with a valid checksum whose payload ends with `schedule`
+    /// (tag and fields), for fields `encode` cannot write.
+    fn raw(cpus: u64, max_steps: u64, schedule: &[u64]) -> String {
+        let mut b = vec![VERSION];
+        for v in [hash32(b"x"), 1, 0].map(u64::from) {
+            put_varint(&mut b, v);
+        }
+        for v in [cpus, max_steps, 1].iter().chain(schedule) {
+            put_varint(&mut b, *v);
+        }
+        let sum = hash32(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        format!("{MAGIC}{}", b64_encode(&b))
+    }
+
+    fn range_error(text: &str) -> String {
+        match Token::decode(text) {
+            Err(TokenError::Range(m)) => m,
+            other => panic!("not a range error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn out_of_range_fields_are_refused_with_the_shared_message() {
+        for cpus in [0, 1025] {
+            let t = Token {
+                cpus,
+                ..sample(Schedule::Fair)
+            };
+            assert_eq!(range_error(&t.encode()), limits::CPUS.message(cpus.into()));
+        }
+        let t = sample(Schedule::Pct {
+            seed: 1,
+            iteration: 0,
+            depth: 65,
+            steps_hint: 1,
+        });
+        assert_eq!(range_error(&t.encode()), limits::PCT_DEPTH.message(65));
+        assert!(Token::decode(&t.encode())
+            .unwrap_err()
+            .to_string()
+            .contains("`pct_depth` must be in 1..=64, not 65"));
+    }
+
+    #[test]
+    fn boundaries_of_the_token_fields() {
+        type Set = fn(&mut Token, u64);
+        let cases: [(&Limit, Set); 4] = [
+            (&limits::CPUS, |t, v| t.cpus = v as u32),
+            (&limits::TOKEN_MAX_STEPS, |t, v| t.max_steps = v),
+            (&limits::MAX_VIRTUAL_NS, |t, v| t.max_virtual_ns = v),
+            (&limits::PCT_DEPTH, |t, v| {
+                t.schedule = Schedule::Pct {
+                    seed: 0,
+                    iteration: 0,
+                    depth: v as u32,
+                    steps_hint: 1,
+                }
+            }),
+        ];
+        for (limit, set) in cases {
+            let below = limit.min.checked_sub(1);
+            let above = limit.max.checked_add(1);
+            for (v, ok) in [(below, false), (Some(limit.min), true)]
+                .into_iter()
+                .chain([(Some(limit.max), true), (above, false)])
+            {
+                let Some(v) = v else { continue };
+                let mut t = sample(Schedule::Fair);
+                set(&mut t, v);
+                let decoded = Token::decode(&t.encode());
+                if ok {
+                    assert_eq!(decoded, Ok(t), "{} = {v}", limit.name);
+                } else {
+                    assert_eq!(
+                        decoded,
+                        Err(TokenError::Range(limit.message(v.into()))),
+                        "{} = {v}",
+                        limit.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn explicit_choices_are_bounded_before_they_are_expanded() {
+        // One run of 2^28 choices: a few bytes asking for a gigabyte.
+        let text = raw(2, 1_000_000_000_000, &[3, 1, 0, 1 << 28]);
+        assert!(text.len() < 64);
+        assert!(range_error(&text).contains("explicit choices must be at most"));
+        // And never more than max_steps.
+        assert!(Token::decode(&raw(2, 10, &[3, 1, 0, 11])).is_err());
+        assert!(Token::decode(&raw(2, 10, &[3, 1, 0, 10])).is_ok());
+        // Run lengths whose sum overflows.
+        assert!(Token::decode(&raw(2, 10, &[3, 2, 0, 5, 1, u64::MAX])).is_err());
+    }
+
+    #[test]
+    fn segment_steps_cannot_overflow() {
+        let seg = |steps| Segment {
+            task: "a".into(),
+            at: "b".into(),
+            steps,
+        };
+        let one = sample(Schedule::Segments(vec![seg(u64::MAX)]));
+        assert_eq!(Token::decode(&one.encode()), Ok(one));
+        let two = sample(Schedule::Segments(vec![seg(u64::MAX), seg(1)]));
+        assert_eq!(
+            Token::decode(&two.encode()),
+            Err(TokenError::Malformed("too many steps in the segments"))
+        );
     }
 }

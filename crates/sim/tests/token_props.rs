@@ -2,7 +2,8 @@
 //! error, never a panic; and every token survives encoding.
 
 use proptest::prelude::*;
-use sim::{Schedule, Segment, Token};
+use sim::limits;
+use sim::{Schedule, Segment, Token, TokenError};
 
 fn schedule() -> impl Strategy<Value = Schedule> {
     prop_oneof![
@@ -35,9 +36,10 @@ fn token() -> impl Strategy<Value = Token> {
     (
         any::<u32>(),
         proptest::collection::vec("[a-z0-9.+-]{0,12}", 0..4),
-        any::<u32>(),
-        any::<u64>(),
-        any::<u64>(),
+        // In the ranges of `sim::limits`; max_steps bounds the choices.
+        limits::CPUS.min as u32..=limits::CPUS.max as u32,
+        50..=limits::TOKEN_MAX_STEPS.max,
+        limits::MAX_VIRTUAL_NS.min..=limits::MAX_VIRTUAL_NS.max,
         schedule(),
     )
         .prop_map(
@@ -64,6 +66,15 @@ proptest! {
     #[test]
     fn any_token_round_trips(t in token()) {
         prop_assert_eq!(Token::decode(&t.encode()), Ok(t));
+    }
+
+    #[test]
+    fn cpus_out_of_range_are_refused(t in token(), cpus in prop_oneof![Just(0u32), 1025u32..]) {
+        let t = Token { cpus, ..t };
+        prop_assert_eq!(
+            Token::decode(&t.encode()),
+            Err(TokenError::Range(limits::CPUS.message(cpus.into())))
+        );
     }
 
     #[test]

@@ -1,0 +1,196 @@
+//! Bad input gets a clear error and exit status 2, never a panic or an
+//! abort: numbers out of the ranges of `sim::limits` (on the command line
+//! and in tokens), and input that would drive or flood the terminal.
+
+use sim::limits::{self, Limit};
+use sim::{Schedule, Segment, Token};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SCENARIO: &str = "sim-scenarios/ipc-alloc-vs-free.toml";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn nssim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("nssim runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit status 2 and the stderr, which must not carry a control character
+/// other than a line break.
+#[track_caller]
+fn usage_error(args: &[&str]) -> String {
+    let o = nssim(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    err
+}
+
+/// The command-line option of a range of `sim::limits`.
+fn flag(limit: &Limit) -> String {
+    format!("--{}", limit.name.replace('_', "-"))
+}
+
+/// `nssim run` of a path that does not exist: a valid number gets past the
+/// argument parser to the missing file, so nothing runs.
+fn run_missing_with(flag: &str, value: &str) -> String {
+    // `--flag=-1`: clap would take a separate `-1` for an option.
+    usage_error(&["run", "no/such/dir", &format!("{flag}={value}")])
+}
+
+#[test]
+fn values_the_command_line_used_to_accept_are_refused() {
+    for (limit, v) in [
+        (&limits::CPUS, 4_294_967_295),
+        (&limits::PCT_DEPTH, 4_294_967_295),
+        (&limits::CPUS, 0),
+        (&limits::PCT_DEPTH, 0),
+        (&limits::ITERATIONS, 0),
+        (&limits::PREEMPTION_BOUND, 100_000),
+    ] {
+        let err = usage_error(&["run", SCENARIO, &flag(limit), &v.to_string()]);
+        assert!(err.contains(&limit.message(v)), "{err}");
+    }
+    let err = usage_error(&["run", SCENARIO, "--cpus", "0"]);
+    assert!(err.contains("`cpus` must be in 1..=1_024, not 0"), "{err}");
+    let err = usage_error(&["run", SCENARIO, "--max-virtual-time", "0s"]);
+    assert!(err.contains(&limits::MAX_VIRTUAL_NS.message(0)), "{err}");
+}
+
+#[test]
+fn boundaries_of_every_range_on_the_command_line() {
+    // max_virtual_time is a duration option, checked above.
+    for limit in limits::EXPLORE.iter().filter(|l| l.unit.is_empty()) {
+        let (min, max) = (i128::from(limit.min), i128::from(limit.max));
+        let f = flag(limit);
+        for v in [min, max] {
+            let err = run_missing_with(&f, &v.to_string());
+            assert!(!err.contains("must be"), "{f} {v}: {err}");
+        }
+        for v in [min - 1, max + 1] {
+            let err = run_missing_with(&f, &v.to_string());
+            assert!(err.contains(&limit.message(v)), "{f} {v}: {err}");
+        }
+    }
+}
+
+/// A token for the v6.2 run of [`SCENARIO`].
+fn token(schedule: Schedule) -> Token {
+    Token {
+        scenario: sim::token::hash32(b"ipc-alloc-vs-free"),
+        context: vec!["v6.2".into()],
+        cpus: 2,
+        max_steps: 10_000_000,
+        max_virtual_ns: 3_600_000_000_000,
+        schedule,
+    }
+}
+
+fn replay_error(t: &Token) -> String {
+    usage_error(&["replay", SCENARIO, &t.encode()])
+}
+
+#[test]
+fn tokens_with_out_of_range_fields_are_refused() {
+    for cpus in [0, 1025] {
+        let err = replay_error(&Token {
+            cpus,
+            ..token(Schedule::Fair)
+        });
+        assert!(
+            err.contains(&format!(
+                "the token's {}",
+                limits::CPUS.message(cpus.into())
+            )),
+            "{err}"
+        );
+    }
+    let err = replay_error(&Token {
+        max_steps: 10,
+        ..token(Schedule::Choices(vec![0; 11]))
+    });
+    assert!(err.contains("explicit choices must be at most 10"), "{err}");
+}
+
+#[test]
+fn a_made_up_token_in_range_replays() {
+    let o = nssim(&["replay", SCENARIO, &token(Schedule::Fair).encode()]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+}
+
+#[test]
+fn segment_steps_near_u64_max_report_the_divergence() {
+    let seg = |at: &str, steps| Segment {
+        task: "looper".into(),
+        at: at.into(),
+        steps,
+    };
+    // The steps add up to u64::MAX, and one more counting from step 1.
+    let t = token(Schedule::Segments(vec![
+        seg("start", 3),
+        seg("renamed_point", u64::MAX - 3),
+    ]));
+    let err = replay_error(&t);
+    assert!(err.contains("diverges from the token at step 4"), "{err}");
+    assert!(err.contains("looper@renamed_point"), "{err}");
+    // Past u64::MAX the token is refused as it is read.
+    let t = token(Schedule::Segments(vec![
+        seg("start", 3),
+        seg("renamed_point", u64::MAX),
+    ]));
+    let err = replay_error(&t);
+    assert!(err.contains("too many steps in the segments"), "{err}");
+}
+
+#[test]
+fn a_token_with_an_escape_is_shown_escaped() {
+    let err = usage_error(&["replay", SCENARIO, "nss1_\u{1b}[31mRED\u{7}"]);
+    assert!(err.contains("`nss1_\\u{1b}[31mRED\\u{7}`"), "{err}");
+    // Also where clap quotes the value.
+    let err = usage_error(&["run", SCENARIO, "--cpus", "\u{1b}[31m1"]);
+    assert!(err.contains("`\\u{1b}[31m1`"), "{err}");
+}
+
+#[test]
+fn a_huge_token_is_cut_in_the_message() {
+    // An argument is at most 128 KiB on Linux: the 5 MB token comes from
+    // a trace file.
+    let dir = std::env::temp_dir().join(format!("nssim-hardening-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("huge.json");
+    let huge = format!("nss1_{}", "A".repeat(5 << 20));
+    let doc = serde_json::json!({"format": "nssim-trace", "format_version": 1, "token": huge});
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let err = usage_error(&["replay", SCENARIO, file.to_str().unwrap()]);
+    assert!(err.len() < 1000, "{} bytes", err.len());
+    assert!(
+        err.contains("bad token `nss1_AAAA") && err.contains('…'),
+        "{err}"
+    );
+    let long = format!("nss1_{}!", "A".repeat(100_000));
+    let err = usage_error(&["replay", SCENARIO, &long]);
+    assert!(err.len() < 1000, "{} bytes", err.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_scenario_file_name_with_a_control_character_is_escaped() {
+    let dir = std::env::temp_dir().join(format!("nssim-hardening-name-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("evil\u{1b}[31m.toml");
+    std::fs::write(&file, "name = 1\n").unwrap();
+    let err = usage_error(&["run", file.to_str().unwrap()]);
+    assert!(err.contains("evil\\u{1b}[31m.toml"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
