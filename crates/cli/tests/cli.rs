@@ -1,30 +1,11 @@
 //! The `nssim` binary against the scenario library: the acceptance checks
 //! of the foundation, each run the way a user runs them.
 
+mod support;
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn nssim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nssim"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("nssim runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{nssim, root, stderr, stdout};
 
 fn json_lines(o: &Output) -> Vec<Value> {
     stdout(o)

@@ -2,29 +2,13 @@
 //! abort: numbers out of the ranges of `sim::limits` (on the command line
 //! and in tokens), and input that would drive or flood the terminal.
 
+mod support;
+
 use sim::limits::{self, Limit};
 use sim::{Schedule, Segment, Token};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use support::{nssim, stderr};
 
 const SCENARIO: &str = "sim-scenarios/ipc-alloc-vs-free.toml";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn nssim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nssim"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("nssim runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Exit status 2 and the stderr, which must not carry a control character
 /// other than a line break.
