@@ -5,6 +5,7 @@ mod bench;
 mod conformance;
 mod idmap;
 mod junit;
+mod onkernel;
 mod output;
 mod progress;
 mod run;
@@ -205,6 +206,17 @@ enum Command {
         trace: Option<PathBuf>,
         #[command(flatten)]
         views: views::ViewArgs,
+        /// Run each scenario on the running kernel (as root, with user namespaces) and
+        /// check that every outcome the kernel shows is one the model reaches under
+        /// the profile matching the kernel's release, with --patch toggles on top
+        /// (exit status 1 when not). Other exploration options do not apply.
+        #[arg(long)]
+        on_kernel: bool,
+        /// --on-kernel: runs of each scenario on the kernel (bounded by 15 s of
+        /// wall-clock time per scenario).
+        #[arg(long, value_name = "N", requires = "on_kernel",
+              value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: Option<u32>,
     },
     /// Replay exactly the execution a token names, step by step.
     Replay {
@@ -269,6 +281,18 @@ enum Command {
     Idmap(idmap::IdmapCommand),
 }
 
+/// The executor's own processes (`kexec`): started by `run --on-kernel`,
+/// and by a task's execve, never by hand.
+fn kernel_executor() -> Option<u8> {
+    let mut args = std::env::args();
+    let code = match args.nth(1)?.as_str() {
+        kexec::EXEC_COMMAND => kexec::exec_main(),
+        kexec::RESUME_COMMAND => kexec::resume_main(&args.next().unwrap_or_default()),
+        _ => return None,
+    };
+    Some(code.clamp(0, 255) as u8)
+}
+
 /// Like other command-line tools, end quietly when the reader of our
 /// output goes away (`nssim run ... | head`), instead of failing to print.
 fn restore_sigpipe() {
@@ -286,6 +310,9 @@ static ALLOC: sim::mem::CountingAlloc = sim::mem::CountingAlloc;
 
 fn main() -> ExitCode {
     restore_sigpipe();
+    if let Some(code) = kernel_executor() {
+        return ExitCode::from(code);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if e.use_stderr() => {
@@ -304,9 +331,23 @@ fn main() -> ExitCode {
             paths,
             overrides,
             format,
+            on_kernel: true,
+            repeat,
+            ..
+        } => onkernel::run(
+            &paths,
+            format,
+            repeat.unwrap_or(onkernel::DEFAULT_REPEAT),
+            &overrides.patches,
+        ),
+        Command::Run {
+            paths,
+            overrides,
+            format,
             junit,
             trace,
             views,
+            ..
         } => run::run(
             &paths,
             &overrides,

@@ -81,7 +81,7 @@ impl Plan {
     }
 }
 
-fn parse_toggles(patches: &[String]) -> Result<Vec<(String, bool)>, CliError> {
+pub(crate) fn parse_toggles(patches: &[String]) -> Result<Vec<(String, bool)>, CliError> {
     patches
         .iter()
         .map(|p| {
@@ -241,7 +241,7 @@ fn cost_table(sc: &Scenario) -> CostTable {
     t
 }
 
-fn exec_config(sc: &Scenario, e: &Explore) -> ExecConfig {
+pub(crate) fn exec_config(sc: &Scenario, e: &Explore) -> ExecConfig {
     ExecConfig {
         cpus: e.cpus,
         max_steps: e.max_steps,

@@ -102,10 +102,16 @@ fn uevent_watch(e: &mut Execution, world: &Arc<World>, invariant: Invariant, wat
 }
 
 /// `ucounts.balanced` at the end: every counter is back to zero.
-fn counters_back_to_zero(w: &World) -> Option<String> {
-    let outstanding = w.ucounts.ledger.outstanding();
-    let nonzero: Vec<String> = w
-        .ucounts
+/// The ucounts still charged: the ledger's objects and the counters that
+/// are not zero, as text.
+pub(super) fn charged_counters(table: &ucounts::UcountsTable) -> (Vec<String>, Vec<String>) {
+    let outstanding = table
+        .ledger
+        .outstanding()
+        .iter()
+        .map(|(key, v)| format!("{key:?}={v}"))
+        .collect();
+    let nonzero = table
         .peek_entries()
         .iter()
         .flat_map(|u| {
@@ -116,9 +122,17 @@ fn counters_back_to_zero(w: &World) -> Option<String> {
                 .collect::<Vec<_>>()
         })
         .collect();
-    (!outstanding.is_empty() || !nonzero.is_empty()).then(|| {
+    (outstanding, nonzero)
+}
+
+/// Every counter back where the set-up left it (the set-up's user
+/// namespaces stay charged for the whole run).
+fn counters_back_to_zero(w: &World) -> Option<String> {
+    let (outstanding, nonzero) = charged_counters(&w.ucounts);
+    let (setup_outstanding, setup_nonzero) = &w.setup_charges;
+    (outstanding != *setup_outstanding || nonzero != *setup_nonzero).then(|| {
         format!(
-            "after every task exited and the queues drained, counters are not zero: {}",
+            "after every task exited and the queues drained, counters are not back to their set-up values: {}",
             nonzero.join("; ")
         )
     })

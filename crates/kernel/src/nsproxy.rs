@@ -14,6 +14,7 @@
 //! grace period), user namespaces from a work item after their last
 //! credential's grace period.
 
+use super::procfs::ProcFile;
 use super::World;
 use crate::costs::{SWITCH_NS, SYSCALL};
 use crate::errno::Errno;
@@ -218,7 +219,7 @@ impl World {
     /// namespace (EPERM); its other namespaces stay as they are.
     pub(super) fn setns_nsproxy(&self, task: &Task, target: &str, kind: u64) -> Result<(), Errno> {
         sim::point("setns", ObjId::NONE, &SYSCALL);
-        let target = self.task_named(target).ok_or(Errno::ENOENT)?;
+        let target = self.open_proc_file(task, target, ProcFile::NsLink)?;
         let theirs = target.nsproxy();
         let cred = task.cred();
         let owner = if kind == CLONE_NEWNET {

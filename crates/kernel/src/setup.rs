@@ -73,6 +73,18 @@ impl TaskSpec {
             ops,
         }
     }
+
+    /// Its instances' names: the task's own name for one instance,
+    /// `name.0`, `name.1`, ... for several.
+    pub fn instance_names(&self) -> Vec<String> {
+        if self.instances <= 1 {
+            vec![self.name.clone()]
+        } else {
+            (0..self.instances)
+                .map(|i| format!("{}.{i}", self.name))
+                .collect()
+        }
+    }
 }
 
 pub use crate::ops::Op;

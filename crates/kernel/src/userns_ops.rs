@@ -5,6 +5,7 @@
 //! setgroups}` (fs/proc/base.c, kernel/user_namespace.c `map_write`), and
 //! the user-namespace invariants.
 
+use super::procfs::ProcFile;
 use super::World;
 use crate::errno::{from_userns, Errno};
 use crate::setup::UsernsFile;
@@ -19,7 +20,7 @@ impl World {
     /// every capability there (within its bounding set).
     pub(super) fn setns_user(&self, task: &Task, target: &str) -> Result<(), Errno> {
         sim::point("setns", ObjId::NONE, &crate::costs::SYSCALL);
-        let target = self.task_named(target).ok_or(Errno::ENOENT)?;
+        let target = self.open_proc_file(task, target, ProcFile::NsLink)?;
         let ns = target.user_ns();
         let cred = task.cred();
         if Arc::ptr_eq(&ns, &cred.user_ns) {
@@ -43,7 +44,7 @@ impl World {
         sim::point("write", ObjId::NONE, &crate::costs::SYSCALL);
         let ns = match target {
             None => task.user_ns(),
-            Some(t) => self.task_named(t).ok_or(Errno::ENOENT)?.user_ns(),
+            Some(t) => self.open_proc_file(task, t, ProcFile::IdFile)?.user_ns(),
         };
         let cred = task.cred();
         let result = match file {

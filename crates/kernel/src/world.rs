@@ -34,6 +34,9 @@ mod nsproxy;
 #[path = "fork.rs"]
 mod fork;
 
+#[path = "procfs.rs"]
+mod procfs;
+
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,6 +61,9 @@ struct ScenarioLock {
 }
 
 struct World {
+    /// The ucounts the set-up charged (its user namespaces), as
+    /// `checks::charged_counters` shows them.
+    setup_charges: (Vec<String>, Vec<String>),
     ipc: Arc<Ipc>,
     ucounts: Arc<UcountsTable>,
     userns: Arc<Userns>,
@@ -114,6 +120,30 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
     RunOutput { explore, results }
 }
 
+/// What one execution's results come to, for [`explore_outcomes`].
+pub type OutcomeOf = Arc<dyn Fn(&Results) -> String + Send + Sync>;
+
+/// Explore a run and count the distinct outcomes that `outcome` makes of
+/// the results of each execution that ends (failing or not).
+pub fn explore_outcomes(
+    spec: &RunSpec<'_>,
+    outcome: &OutcomeOf,
+) -> (ExploreReport, BTreeMap<String, u64>) {
+    let seen: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
+    let build = |e: &mut Execution| {
+        let world = build_world(e, spec);
+        let (seen, outcome) = (Arc::clone(&seen), Arc::clone(outcome));
+        e.check_at_end(move || {
+            let o = outcome(&world.results.lock());
+            *seen.lock().entry(o).or_default() += 1;
+            None
+        });
+    };
+    let explore = sim::explore(&spec.explore, &build);
+    let seen = std::mem::take(&mut *seen.lock());
+    (explore, seen)
+}
+
 /// Explore `setup` on kernel `profile` with every invariant checked and no
 /// shrinking: the short way for tests and conformance cases.
 pub fn explore_profile(
@@ -153,6 +183,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
         let wq = Workqueue::new("system_wq");
         wq.start_worker("kworker");
         let (userns, user_namespaces) = make_user_namespaces(spec, &ucounts, &wq);
+        let setup_charges = checks::charged_counters(&ucounts);
         apply_sysctls(spec.setup, &user_namespaces);
         let init_ucounts = &user_namespaces[INIT_USER_NS].ucounts_ns;
         let ipc = Ipc::new(spec.patches.ipc(), Arc::clone(&ucounts), init_ucounts, &wq);
@@ -186,6 +217,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
                 .any(|i| i == Invariant::SecurityDeniedChangesNothing.name()),
             guarded_successes: std::sync::atomic::AtomicU64::new(0),
             sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
+            setup_charges,
         });
         spawn_tasks(spec.setup, &world);
         world
@@ -219,7 +251,9 @@ fn make_user_namespaces(
     all.insert(INIT_USER_NS.to_string(), Arc::clone(&sys.init));
     for (i, s) in setup.user_namespaces.iter().enumerate() {
         let parent: Arc<UserNamespace> = Arc::clone(&all[&s.parent]);
-        let charge = table.alloc_ucounts(&parent.ucounts_ns, s.owner);
+        // inc_user_namespaces: a set-up namespace counts against its
+        // ancestors' max_user_namespaces as one a task makes does.
+        let charge = table.inc_ucount(&parent.ucounts_ns, s.owner, UcountType::UserNamespaces);
         let rlimits = crate::process::setup_rlimits(setup, i, spec.patches);
         let ucounts_ns = UcountsNs::child_with_rlimits(
             i as u32 + 1,
@@ -248,14 +282,6 @@ fn apply_sysctls(setup: &Setup, user_ns: &BTreeMap<String, Arc<UserNamespace>>) 
     }
 }
 
-fn instance_names(name: &str, instances: u32) -> Vec<String> {
-    if instances <= 1 {
-        vec![name.to_string()]
-    } else {
-        (0..instances).map(|i| format!("{name}.{i}")).collect()
-    }
-}
-
 /// One task per instance: its credentials in its user namespace, and an
 /// nsproxy of its own in the initial namespaces (each holds a reference
 /// to the initial ipc namespace).
@@ -275,7 +301,7 @@ fn make_tasks(
             .get(&t.name)
             .copied()
             .unwrap_or(ucounts::RLIM_INFINITY);
-        for name in instance_names(&t.name, t.instances) {
+        for name in t.instance_names() {
             ipc.init_ipc_ns.get();
             let nsproxy = Arc::new(Nsproxy {
                 ipc_ns: Arc::clone(&ipc.init_ipc_ns),

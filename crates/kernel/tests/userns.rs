@@ -78,12 +78,25 @@ fn of_concurrent_map_writers_exactly_one_succeeds_in_every_interleaving() {
         ],
         ..Setup::default()
     };
+    let mut one_won = 0;
     for seed in 0..40 {
         let (outcome, results) = run(&setup, "v6.3", StrategySpec::Random, seed);
         assert_eq!(outcome, Outcome::Pass, "seed {seed}");
-        assert_eq!(count(&results, "ok"), 1, "seed {seed}: {results:?}");
-        assert_eq!(count(&results, "EPERM"), 3, "seed {seed}: {results:?}");
+        // A writer that comes after `inside` has exited finds no
+        // /proc/PID (ENOENT); of the others exactly one wins the map.
+        let (ok, eperm, gone) = (
+            count(&results, "ok"),
+            count(&results, "EPERM"),
+            count(&results, "ENOENT"),
+        );
+        assert_eq!(ok + eperm + gone, 4, "seed {seed}: {results:?}");
+        assert_eq!(ok, u64::from(gone < 4), "seed {seed}: {results:?}");
+        one_won += u64::from(gone == 0);
     }
+    assert!(
+        one_won > 0,
+        "some seed runs every writer before `inside` exits"
+    );
 }
 
 #[test]
@@ -182,7 +195,8 @@ fn setns_into_a_user_namespace_needs_cap_sys_admin_there() {
             .cloned()
     };
     assert_eq!(got("root").as_deref(), Some("ok"));
-    assert_eq!(got("stranger").as_deref(), Some("EPERM"));
+    // Another user's /proc/PID/ns/user does not even open.
+    assert_eq!(got("stranger").as_deref(), Some("EACCES"));
     assert_eq!(got("self").as_deref(), Some("EINVAL"));
 }
 

@@ -110,8 +110,10 @@ impl Error {
 
 /// Capability numbers (include/uapi/linux/capability.h).
 pub mod caps {
+    pub const CAP_DAC_OVERRIDE: u32 = 1;
     pub const CAP_SETGID: u32 = 6;
     pub const CAP_SETUID: u32 = 7;
+    pub const CAP_SYS_PTRACE: u32 = 19;
     pub const CAP_SYS_ADMIN: u32 = 21;
     pub const CAP_SYS_RESOURCE: u32 = 24;
     pub const CAP_SETFCAP: u32 = 31;

@@ -1,0 +1,388 @@
+//! `nssim run --on-kernel`: each scenario on the running kernel and in the
+//! model, and whether every outcome the kernel showed is one the model
+//! reaches.
+//!
+//! The kernel side is `kexec` (the scenario's world as real processes);
+//! the model side explores the same scenario under the profile matching
+//! the running kernel's release, with no invariant checked (an outcome is
+//! what the results show, failing execution or not), and reduces each
+//! execution to the same outcome string (`kexec::outcome`).
+
+use crate::run::{shown, CliError};
+use crate::Format;
+use kernel::{OutcomeOf, RunSpec};
+use scenario::Scenario;
+use serde_json::json;
+use sim::{ExecConfig, ExploreConfig, StrategySpec};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Repeats per scenario when `--repeat` is not given.
+pub const DEFAULT_REPEAT: u32 = 20;
+/// Wall-clock time the kernel side of one scenario may take; past it no
+/// further repeat starts and a running one is cut off.
+const KERNEL_BUDGET: Duration = Duration::from_secs(15);
+/// Scheduling points the model side of one scenario may spend, over all
+/// its searches: a bound in the model's own units, so that what it
+/// reaches does not depend on the machine.
+const MODEL_STEP_BUDGET: u64 = 20_000_000;
+/// Most executions of the exhaustive search before it gives up.
+const DFS_EXECUTIONS: u64 = 2_000;
+const DFS_PREEMPTION_BOUND: u32 = 2;
+/// Executions of each sampling search (random, then PCT of depth 2 and 3
+/// when a kernel outcome is still missing).
+const SAMPLES: u64 = 1_000;
+/// Outcomes only the model reached that the text output shows (the most
+/// frequent first).
+const MODEL_ONLY_SHOWN: usize = 5;
+
+/// The verdict on one scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every outcome the kernel showed is one the model reaches.
+    Agree,
+    /// The kernel showed an outcome the model does not reach.
+    ModelMisses,
+    Skipped,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Agree => "agree",
+            Verdict::ModelMisses => "model-misses",
+            Verdict::Skipped => "skipped",
+        }
+    }
+}
+
+/// What the model reached, and how it searched.
+pub struct ModelOutcomes {
+    pub outcomes: BTreeMap<String, u64>,
+    pub searches: Vec<String>,
+    pub exhausted: bool,
+}
+
+/// One scenario held against the kernel.
+pub struct OnKernel {
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    pub repeats: usize,
+    pub timed_out: u32,
+    pub wall: Duration,
+    pub kernel: BTreeMap<String, u64>,
+    pub model: Option<ModelOutcomes>,
+}
+
+fn spec_explore(
+    strategy: StrategySpec,
+    seed: u64,
+    iterations: u64,
+    sc: &Scenario,
+) -> ExploreConfig {
+    let exec = match sc.runs.first() {
+        Some(run) => crate::run::exec_config(sc, &run.explore),
+        None => ExecConfig::default(),
+    };
+    let mut e = ExploreConfig::new(strategy, seed, iterations, exec);
+    e.shrink = false;
+    e
+}
+
+/// The model's outcomes of `sc` under `patches`: exhaustive `dfs` when it
+/// finishes within its bounds, else random sampling; then, while a kernel
+/// outcome is missing, PCT of depth 2 and 3 and random with further seeds,
+/// until the step budget is spent.
+pub fn model_outcomes(
+    sc: &Scenario,
+    patches: &kernel::ActivePatches,
+    wanted: &[String],
+) -> ModelOutcomes {
+    let setup = Arc::new(sc.setup.clone());
+    let outcome: OutcomeOf = {
+        let setup = Arc::clone(&setup);
+        Arc::new(move |r| kexec::outcome::outcome_of(&setup, r))
+    };
+    let seed = sc.runs.first().map_or(1, |r| r.explore.seed);
+    let mut budget = MODEL_STEP_BUDGET;
+    let mut all: BTreeMap<String, u64> = BTreeMap::new();
+    let mut searches = Vec::new();
+    let search =
+        |strategy: StrategySpec, seed: u64, iterations: u64, all: &mut BTreeMap<String, u64>| {
+            let spec = RunSpec {
+                setup: &setup,
+                patches,
+                invariants: &[],
+                explore: spec_explore(strategy, seed, iterations, sc),
+            };
+            let (report, seen) = kernel::explore_outcomes(&spec, &outcome);
+            for (o, n) in seen {
+                *all.entry(o).or_default() += n;
+            }
+            (
+                report.executions,
+                report.exhausted,
+                report.report.steps.max(1),
+            )
+        };
+    let (_, _, steps) = search(StrategySpec::Fair, seed, 1, &mut all);
+    searches.push("fair: 1 execution".to_string());
+    budget = budget.saturating_sub(steps);
+    let affordable = |budget: u64, want: u64| want.min(budget / steps);
+    let mut exhausted = false;
+    let n = affordable(budget, DFS_EXECUTIONS);
+    if n == DFS_EXECUTIONS {
+        let dfs = StrategySpec::Dfs {
+            preemption_bound: DFS_PREEMPTION_BOUND,
+        };
+        let (ran, done, _) = search(dfs, seed, n, &mut all);
+        budget = budget.saturating_sub(ran * steps);
+        exhausted = done;
+        searches.push(format!(
+            "dfs (preemption bound {DFS_PREEMPTION_BOUND}): {ran} executions{}",
+            if done {
+                ", exhausted"
+            } else {
+                ", not exhausted"
+            }
+        ));
+    }
+    let missing = |all: &BTreeMap<String, u64>| wanted.iter().any(|w| !all.contains_key(w));
+    let mut round = 0u64;
+    let strategies = [
+        StrategySpec::Random,
+        StrategySpec::Pct { depth: 2 },
+        StrategySpec::Pct { depth: 3 },
+    ];
+    while (!exhausted && round == 0) || missing(&all) {
+        let n = affordable(budget, SAMPLES);
+        if n == 0 {
+            break;
+        }
+        let strategy = strategies[(round % 3) as usize];
+        let s = seed.wrapping_add(round / 3);
+        let (ran, _, _) = search(strategy, s, n, &mut all);
+        budget = budget.saturating_sub(ran * steps);
+        searches.push(format!(
+            "{} (seed {s}): {ran} executions",
+            strategy_name(strategy)
+        ));
+        round += 1;
+    }
+    ModelOutcomes {
+        outcomes: all,
+        searches,
+        exhausted,
+    }
+}
+
+fn strategy_name(s: StrategySpec) -> String {
+    match s {
+        StrategySpec::Random => "random".into(),
+        StrategySpec::Pct { depth } => format!("pct (depth {depth})"),
+        StrategySpec::Dfs { preemption_bound } => {
+            format!("dfs (preemption bound {preemption_bound})")
+        }
+        StrategySpec::Fair => "fair".into(),
+    }
+}
+
+/// Hold `sc` against the running kernel.
+pub fn on_kernel(sc: &Scenario, repeat: u32, patches: &kernel::ActivePatches) -> OnKernel {
+    let skipped = |reason: String| OnKernel {
+        verdict: Verdict::Skipped,
+        reason: Some(reason),
+        repeats: 0,
+        timed_out: 0,
+        wall: Duration::ZERO,
+        kernel: BTreeMap::new(),
+        model: None,
+    };
+    let program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => return skipped(format!("cannot find the nssim binary: {e}")),
+    };
+    let file = shown(&sc.path);
+    let runs = match kexec::execute(
+        &program,
+        &file,
+        &sc.source,
+        &sc.setup,
+        repeat,
+        KERNEL_BUDGET,
+    ) {
+        Ok(r) => r,
+        Err(kexec::Skip(why)) => return skipped(why),
+    };
+    if runs.runs.is_empty() {
+        return OnKernel {
+            timed_out: runs.timed_out,
+            wall: runs.wall,
+            ..skipped(format!(
+                "no repeat finished within {} s",
+                KERNEL_BUDGET.as_secs()
+            ))
+        };
+    }
+    let mut kernel_outcomes: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &runs.runs {
+        *kernel_outcomes
+            .entry(kexec::outcome::outcome_of(&sc.setup, r))
+            .or_default() += 1;
+    }
+    let wanted: Vec<String> = kernel_outcomes.keys().cloned().collect();
+    let model = model_outcomes(sc, patches, &wanted);
+    let misses = wanted.iter().any(|w| !model.outcomes.contains_key(w));
+    OnKernel {
+        verdict: if misses {
+            Verdict::ModelMisses
+        } else {
+            Verdict::Agree
+        },
+        reason: None,
+        repeats: runs.runs.len(),
+        timed_out: runs.timed_out,
+        wall: runs.wall,
+        kernel: kernel_outcomes,
+        model: Some(model),
+    }
+}
+
+fn print_text(sc: &Scenario, profile: &str, r: &OnKernel) {
+    let mut head = format!("{:<40} {:<8} {}", sc.name, profile, r.verdict.name());
+    match r.verdict {
+        Verdict::Skipped => {
+            head.push_str(&format!(": {}", r.reason.as_deref().unwrap_or("")));
+            println!("{head}");
+            return;
+        }
+        _ => head.push_str(&format!(
+            " ({} repeats on the kernel in {:.1} s{})",
+            r.repeats,
+            r.wall.as_secs_f64(),
+            if r.timed_out > 0 {
+                format!(", {} cut off", r.timed_out)
+            } else {
+                String::new()
+            }
+        )),
+    }
+    println!("{head}");
+    let model = r.model.as_ref().expect("a model side for a run that ran");
+    for (o, n) in &r.kernel {
+        let mark = if model.outcomes.contains_key(o) {
+            "kernel"
+        } else {
+            "kernel, NOT REACHED BY THE MODEL"
+        };
+        println!("    {mark} {n}x: {o}");
+    }
+    let mut only: Vec<(&String, &u64)> = model
+        .outcomes
+        .iter()
+        .filter(|(o, _)| !r.kernel.contains_key(*o))
+        .collect();
+    only.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (o, n) in only.iter().take(MODEL_ONLY_SHOWN) {
+        println!("    model only {n}x: {o}");
+    }
+    if only.len() > MODEL_ONLY_SHOWN {
+        println!(
+            "    ... and {} more outcomes only the model reached (--format json lists them all)",
+            only.len() - MODEL_ONLY_SHOWN
+        );
+    }
+    println!("    model search: {}", search_summary(&model.searches));
+}
+
+/// The first searches, and how many more there were.
+fn search_summary(searches: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = searches
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if searches.len() > SHOWN {
+        text.push_str(&format!("; and {} more samples", searches.len() - SHOWN));
+    }
+    text
+}
+
+fn outcomes_json(m: &BTreeMap<String, u64>) -> serde_json::Value {
+    m.iter()
+        .map(|(o, n)| json!({ "outcome": o, "count": n }))
+        .collect()
+}
+
+fn print_json(sc: &Scenario, profile: &str, r: &OnKernel) {
+    let mut on_kernel = json!({
+        "verdict": r.verdict.name(),
+        "repeats": r.repeats,
+        "timed_out": r.timed_out,
+        "wall_seconds": (r.wall.as_secs_f64() * 1000.0).round() / 1000.0,
+        "kernel_outcomes": outcomes_json(&r.kernel),
+        "model_outcomes": r.model.as_ref().map_or(json!([]), |m| outcomes_json(&m.outcomes)),
+    });
+    if let Some(m) = &r.model {
+        on_kernel["model_search"] = json!(m.searches);
+        on_kernel["model_exhausted"] = json!(m.exhausted);
+    }
+    if let Some(reason) = &r.reason {
+        on_kernel["reason"] = json!(reason);
+    }
+    let line = json!({
+        "scenario": sc.name,
+        "file": shown(&sc.path),
+        "kernel": profile,
+        "on_kernel": on_kernel,
+    });
+    println!("{line}");
+}
+
+/// `nssim run --on-kernel PATH...`: exit status 1 when any scenario's
+/// kernel showed an outcome its model does not reach.
+pub fn run(
+    paths: &[PathBuf],
+    format: Format,
+    repeat: u32,
+    toggles: &[String],
+) -> Result<bool, CliError> {
+    let toggles = crate::run::parse_toggles(toggles)?;
+    let files = scenario::discover(paths)?;
+    if files.is_empty() {
+        return Err(CliError(
+            "error: no scenario files (*.toml) found in the given paths".into(),
+        ));
+    }
+    let scenarios = files
+        .iter()
+        .map(|f| scenario::load(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let profile = kernel::catalog::host_profile();
+    let patches = kernel::resolve_patches(profile, &toggles)
+        .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for sc in &scenarios {
+        let r = on_kernel(sc, repeat, &patches);
+        *counts.entry(r.verdict.name()).or_default() += 1;
+        match format {
+            Format::Text => print_text(sc, profile, &r),
+            Format::Json => print_json(sc, profile, &r),
+        }
+    }
+    let n = |v: Verdict| counts.get(v.name()).copied().unwrap_or(0);
+    if format == Format::Text {
+        println!(
+            "{} scenarios on the kernel ({profile}): {} agree, {} model-misses, {} skipped",
+            scenarios.len(),
+            n(Verdict::Agree),
+            n(Verdict::ModelMisses),
+            n(Verdict::Skipped)
+        );
+    }
+    Ok(n(Verdict::ModelMisses) == 0)
+}

@@ -1,0 +1,162 @@
+//! `nssim run --on-kernel`: the executor against this machine's kernel.
+//! Each test says why when the machine cannot run the executor (not root,
+//! no user namespaces) and then checks nothing; the tests run one at a
+//! time, since each counts the machine's processes and namespaces.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use support::{nssim, stdout};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Why this machine cannot run the executor, if it cannot.
+fn cannot_run() -> Option<String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    let max = std::fs::read_to_string("/proc/sys/user/max_user_namespaces").unwrap_or_default();
+    (max.trim().parse::<u64>().unwrap_or(0) == 0).then(|| "no user namespaces".into())
+}
+
+fn skip_unless_runnable(test: &str) -> bool {
+    match cannot_run() {
+        Some(why) => {
+            eprintln!("SKIPPED {test}: the kernel executor cannot run here ({why})");
+            false
+        }
+        None => true,
+    }
+}
+
+/// Every namespace (user, net, ipc, pid) some process of the machine is
+/// in, and the executor processes alive.
+fn machine_state() -> (BTreeSet<String>, usize) {
+    let mut namespaces = BTreeSet::new();
+    let mut executors = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains("__kernel-") {
+            executors += 1;
+        }
+        for ns in ["user", "net", "ipc", "pid"] {
+            if let Ok(link) = std::fs::read_link(entry.path().join("ns").join(ns)) {
+                namespaces.insert(link.to_string_lossy().to_string());
+            }
+        }
+    }
+    (namespaces, executors)
+}
+
+fn assert_nothing_left(before: &BTreeSet<String>) {
+    let (after, executors) = machine_state();
+    assert_eq!(executors, 0, "executor processes are left behind");
+    let new: Vec<&String> = after.difference(before).collect();
+    assert!(new.is_empty(), "namespaces left behind: {new:?}");
+}
+
+#[test]
+fn a_model_without_the_user_namespace_charge_misses_what_the_kernel_shows() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !skip_unless_runnable("a_model_without_the_user_namespace_charge") {
+        return;
+    }
+    let scenario = "sim-scenarios/userns-create-drop-loop.toml";
+    let faithful = nssim(&["run", "--on-kernel", scenario, "--repeat", "3"]);
+    let text = stdout(&faithful);
+    assert_eq!(faithful.status.code(), Some(0), "{text}");
+    assert!(text.contains(" agree ("), "{text}");
+    let wrong = nssim(&[
+        "run",
+        "--on-kernel",
+        scenario,
+        "--repeat",
+        "3",
+        "--patch",
+        "-userns-ucounts-limits",
+    ]);
+    let text = stdout(&wrong);
+    assert_eq!(wrong.status.code(), Some(1), "{text}");
+    assert!(text.contains(" model-misses ("), "{text}");
+    assert!(text.contains("NOT REACHED BY THE MODEL"), "{text}");
+}
+
+#[test]
+fn the_executor_leaves_no_process_and_no_namespace_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !skip_unless_runnable("the_executor_leaves_no_process_and_no_namespace_behind") {
+        return;
+    }
+    let (before, _) = machine_state();
+    let scenarios = [
+        "sim-scenarios/nproc-setuid-execve.toml",
+        "sim-scenarios/userns-limits-nested.toml",
+        "sim-scenarios/netns-setns.toml",
+        "sim-scenarios/ipc-v6.3-window-loopers.toml",
+    ];
+    let mut args = vec!["run", "--on-kernel", "--repeat", "2", "--format", "json"];
+    args.extend(scenarios);
+    let out = nssim(&args);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["on_kernel"]["verdict"], "agree", "{line}");
+        assert!(v["on_kernel"]["repeats"].as_u64().unwrap() >= 1, "{line}");
+    }
+    assert_nothing_left(&before);
+}
+
+#[test]
+fn a_run_cut_off_by_its_wall_clock_bound_leaves_nothing_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !skip_unless_runnable("a_run_cut_off_by_its_wall_clock_bound") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("nssim-onkernel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sleepers.toml");
+    std::fs::write(
+        &file,
+        r#"name = "sleepers"
+summary = "tasks that sleep past the executor's wall-clock bound"
+
+[[userns]]
+name = "c"
+owner = 1000
+map = "0 1000 1"
+
+[[task]]
+name = "sleeper"
+instances = 3
+userns = "c"
+uid = 1000
+ops = ["fork()", "unshare(CLONE_NEWNET)", "sleep(60s)"]
+
+[[kernel]]
+profile = "v6.9"
+expect = "pass"
+"#,
+    )
+    .unwrap();
+    let (before, _) = machine_state();
+    let out = nssim(&[
+        "run",
+        "--on-kernel",
+        "--repeat",
+        "1",
+        file.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("skipped: no repeat finished within"),
+        "{text}"
+    );
+    assert_nothing_left(&before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

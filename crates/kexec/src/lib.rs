@@ -1,0 +1,383 @@
+//! The kernel executor: a scenario's world and ops run as real processes
+//! and syscalls on the running kernel, with results recorded in the shape
+//! of the model's ([`kernel::Results`]), so that what the kernel shows can
+//! be held against what the model reaches.
+//!
+//! Each op of `kernel::ops` has its second implementation in [`ops`];
+//! [`world`] builds the scenario's namespaces, sysctls and credentials and
+//! starts one process per task instance behind a barrier; [`task`] runs an
+//! instance's ops. The executor runs in a process of its own (the `nssim`
+//! binary started with [`EXEC_COMMAND`]), single-threaded, so that it may
+//! fork freely: [`execute`] starts it, hands it the scenario, and bounds it
+//! in wall-clock time. Every process of a run lives in a pid namespace of
+//! the run's own and dies with it; limits are lowered only in user
+//! namespaces the run made.
+
+pub mod lines;
+pub mod netlink;
+pub mod ops;
+pub mod outcome;
+pub mod sys;
+pub mod task;
+pub mod world;
+
+use kernel::setup::Setup;
+use kernel::{Results, SyscallStats};
+use serde_json::{json, Value};
+use std::io::{BufRead, Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The hidden command that runs the executor (`nssim __kernel-exec`).
+pub const EXEC_COMMAND: &str = "__kernel-exec";
+/// The hidden command a task's execve resumes it with.
+pub const RESUME_COMMAND: &str = "__kernel-resume";
+
+/// Why a scenario does not run on this machine's kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip(pub String);
+
+/// What the kernel showed over the repeats of one scenario.
+#[derive(Debug, Default)]
+pub struct KernelRuns {
+    /// One entry per repeat that ran to its end.
+    pub runs: Vec<Results>,
+    /// Repeats cut off by the wall-clock bound (not counted in `runs`).
+    pub timed_out: u32,
+    /// Wall-clock time of all repeats.
+    pub wall: Duration,
+}
+
+/// The first op of the scenario that this executor cannot run, with why.
+pub fn unsupported_in(setup: &Setup) -> Option<String> {
+    setup.tasks.iter().find_map(|t| {
+        t.ops.iter().find_map(|op| {
+            ops::unsupported(op).map(|why| format!("task {} runs {}: {why}", t.name, op.name()))
+        })
+    })
+}
+
+/// Whether this machine can run the executor at all.
+pub fn machine_can_run() -> Result<(), Skip> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(Skip(
+            "the executor needs root (it makes namespaces and sets uids)".into(),
+        ));
+    }
+    let max = std::fs::read_to_string("/proc/sys/user/max_user_namespaces").unwrap_or_default();
+    if max.trim().parse::<u64>().unwrap_or(0) == 0 {
+        return Err(Skip(
+            "user namespaces are not available (user.max_user_namespaces is 0)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Run the scenario `source` (from `file`) on the kernel up to `repeat`
+/// times, within `budget` of wall-clock time (at least one repeat is
+/// tried), with `program` as the executor binary.
+pub fn execute(
+    program: &Path,
+    file: &str,
+    source: &str,
+    setup: &Setup,
+    repeat: u32,
+    budget: Duration,
+) -> Result<KernelRuns, Skip> {
+    machine_can_run()?;
+    if let Some(why) = unsupported_in(setup) {
+        return Err(Skip(why));
+    }
+    let request = json!({
+        "file": file,
+        "source": source,
+        "repeat": repeat,
+        "budget_ms": budget.as_millis() as u64,
+    });
+    let started = Instant::now();
+    let lines = run_executor(
+        program,
+        &request.to_string(),
+        budget + Duration::from_secs(10),
+    )?;
+    let mut out = KernelRuns::default();
+    for line in lines {
+        let v: Value = serde_json::from_str(&line)
+            .map_err(|e| Skip(format!("the executor printed `{line}`: {e}")))?;
+        if let Some(skip) = v.get("skip").and_then(Value::as_str) {
+            return Err(Skip(skip.to_string()));
+        }
+        if v.get("timed_out").and_then(Value::as_bool) == Some(true) {
+            out.timed_out += 1;
+            continue;
+        }
+        out.runs.push(results_from_json(&v["results"]));
+    }
+    out.wall = started.elapsed();
+    Ok(out)
+}
+
+/// Start the executor, hand it `request`, and read its lines; kill its
+/// process group if it outlives `bound`.
+fn run_executor(program: &Path, request: &str, bound: Duration) -> Result<Vec<String>, Skip> {
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new(program)
+        .arg(EXEC_COMMAND)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            Skip(format!(
+                "cannot start the executor {}: {e}",
+                program.display()
+            ))
+        })?;
+    let pgid = child.id() as i32;
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let _ = stdin.write_all(request.as_bytes());
+    drop(stdin);
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let lines: Vec<String> = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect();
+        let _ = tx.send(lines);
+    });
+    let lines = match rx.recv_timeout(bound) {
+        Ok(lines) => lines,
+        Err(_) => {
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+            let _ = child.wait();
+            let _ = reader.join();
+            return Err(Skip(format!(
+                "the executor did not finish within {} s and was killed",
+                bound.as_secs()
+            )));
+        }
+    };
+    let _ = reader.join();
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    let status = child.wait().map_err(|e| Skip(format!("executor: {e}")))?;
+    if !status.success() && lines.is_empty() {
+        return Err(Skip(format!(
+            "the executor failed ({status}): {}",
+            stderr.trim()
+        )));
+    }
+    Ok(lines)
+}
+
+fn results_to_json(results: &Results) -> Value {
+    let tasks: serde_json::Map<String, Value> = results
+        .iter()
+        .map(|(task, ops)| {
+            let ops: serde_json::Map<String, Value> = ops
+                .iter()
+                .map(|(label, s)| {
+                    (
+                        label.clone(),
+                        json!({
+                            "calls": s.calls,
+                            "results": s.results,
+                            "first_failure": s.first_failure,
+                            "values": s.values,
+                        }),
+                    )
+                })
+                .collect();
+            (task.clone(), Value::Object(ops))
+        })
+        .collect();
+    Value::Object(tasks)
+}
+
+fn results_from_json(v: &Value) -> Results {
+    let mut results = Results::new();
+    let Some(tasks) = v.as_object() else {
+        return results;
+    };
+    for (task, ops) in tasks {
+        let entry = results.entry(task.clone()).or_default();
+        for (label, s) in ops.as_object().into_iter().flatten() {
+            let stats = SyscallStats {
+                calls: s["calls"].as_u64().unwrap_or(0),
+                results: s["results"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(0)))
+                    .collect(),
+                first_failure: s["first_failure"].as_u64(),
+                values: s["values"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_u64)
+                    .collect(),
+            };
+            entry.insert(label.clone(), stats);
+        }
+    }
+    results
+}
+
+/// The calls of one world run, filed as the model files them
+/// (`World::record`): by instance and op label, counting each result and
+/// noting the index of the first failure.
+pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
+    let instances = world::instances(setup);
+    let mut results = Results::new();
+    for (instance, op, result, value) in &run.calls {
+        let (Some(inst), Some(op)) = (
+            instances.get(*instance),
+            instances
+                .get(*instance)
+                .and_then(|i| setup.tasks[i.task].ops.get(*op)),
+        ) else {
+            continue;
+        };
+        let stats = results
+            .entry(inst.name.clone())
+            .or_default()
+            .entry(op.label())
+            .or_default();
+        *stats.results.entry(result.clone()).or_default() += 1;
+        if let Some(v) = value {
+            stats.values.push(v.saturating_sub(run.seqnum_base));
+        }
+        if result != "ok" && stats.first_failure.is_none() {
+            stats.first_failure = Some(stats.calls);
+        }
+        stats.calls += 1;
+    }
+    results
+}
+
+fn print_line(v: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
+/// `nssim __kernel-exec`: read the request on standard input, run the
+/// repeats, print one JSON line per repeat.
+pub fn exec_main() -> i32 {
+    sys::die_with_parent();
+    let mut text = String::new();
+    if std::io::stdin().read_to_string(&mut text).is_err() {
+        return 2;
+    }
+    let Ok(request) = serde_json::from_str::<Value>(&text) else {
+        eprintln!("nssim: the executor's request is not JSON");
+        return 2;
+    };
+    let setup = match setup_of(&request) {
+        Ok(s) => s,
+        Err(msg) => {
+            print_line(&json!({ "skip": msg }));
+            return 0;
+        }
+    };
+    if let Err(Skip(why)) = machine_can_run() {
+        print_line(&json!({ "skip": why }));
+        return 0;
+    }
+    let plan = match plan_memfd(&text) {
+        Ok(fd) => fd,
+        Err(e) => {
+            print_line(&json!({ "skip": format!("memfd_create: {}", sys::errno_name(e)) }));
+            return 0;
+        }
+    };
+    let repeat = request["repeat"].as_u64().unwrap_or(1).max(1);
+    let budget = Duration::from_millis(request["budget_ms"].as_u64().unwrap_or(10_000));
+    let started = Instant::now();
+    for r in 0..repeat {
+        let elapsed = started.elapsed();
+        if r > 0 && elapsed >= budget {
+            break;
+        }
+        let deadline = started + budget.max(elapsed + Duration::from_secs(1));
+        let run = world::run_world(&setup, plan, deadline);
+        if let Some(err) = &run.error {
+            print_line(
+                &json!({ "skip": format!("the world could not be built on this kernel: {err}") }),
+            );
+            return 0;
+        }
+        print_line(&json!({
+            "repeat": r,
+            "timed_out": run.timed_out,
+            "results": results_to_json(&results_of(&setup, &run)),
+        }));
+    }
+    0
+}
+
+fn setup_of(request: &Value) -> Result<Setup, String> {
+    let file = request["file"].as_str().unwrap_or("scenario");
+    let source = request["source"]
+        .as_str()
+        .ok_or("no scenario in the request")?;
+    let sc = scenario::parse(file, source).map_err(|e| e.to_string())?;
+    Ok(sc.setup)
+}
+
+/// The request in a memfd that task processes keep across execve.
+fn plan_memfd(text: &str) -> sys::SysResult<i32> {
+    let name = sys::cstring("nssim-plan");
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    sys::write(fd, text.as_bytes())?;
+    Ok(fd)
+}
+
+/// `nssim __kernel-resume STATE`: a task after its execve records the
+/// execve's success and runs on from the next op.
+pub fn resume_main(arg: &str) -> i32 {
+    let Some(resume) = task::parse_resume(arg) else {
+        return 2;
+    };
+    let mut text = String::new();
+    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(resume.plan) };
+    use std::io::Seek;
+    if file.seek(std::io::SeekFrom::Start(0)).is_err() || file.read_to_string(&mut text).is_err() {
+        return 2;
+    }
+    std::mem::forget(file);
+    let Ok(request) = serde_json::from_str::<Value>(&text) else {
+        return 2;
+    };
+    let Ok(setup) = setup_of(&request) else {
+        return 2;
+    };
+    let instances = world::instances(&setup);
+    let ctx = task::TaskCtx {
+        setup: &setup,
+        instances: &instances,
+        instance: resume.instance,
+        pids: resume.pids,
+        results: resume.results,
+        plan: resume.plan,
+    };
+    let Some(inst) = instances.get(resume.instance) else {
+        return 2;
+    };
+    let spec = &setup.tasks[inst.task];
+    let index = (resume.pos % spec.ops.len() as u64) as usize;
+    task::record(&ctx, index, &spec.ops[index], Ok(()), None);
+    task::run_ops(&ctx, resume.pos + 1, resume.state)
+}

@@ -1,0 +1,183 @@
+//! Every op's second implementation: the real syscalls it stands for.
+//! Both matches are exhaustive, so an op declared in `kernel::ops` but not
+//! given a kernel implementation (or a reason why it has none) does not
+//! compile.
+
+use crate::netlink;
+use crate::sys::{self, SysResult};
+use crate::task::{TaskCtx, TaskState};
+use crate::world::{instance_named, write_sysctl};
+use kernel::setup::Op;
+
+/// Why an op cannot run on the running kernel, or `None` when it can.
+pub fn unsupported(op: &Op) -> Option<&'static str> {
+    match op {
+        Op::MqPathWalk { .. } => Some(
+            "mq_path_walk is the model's RCU reader of another task's mqueue mount, with no syscall of its own",
+        ),
+        Op::Lock { .. } | Op::Unlock { .. } => {
+            Some("lock and unlock take the scenario's own mutexes, not kernel objects")
+        }
+        Op::Bug { .. } => Some("a kernel BUG() is not something to set off on the running kernel"),
+        Op::UeventDeviceEvent { .. } => Some(
+            "an untagged device uevent is broadcast to the machine's own listeners too",
+        ),
+        Op::UeventNetdevEvent { .. } => {
+            Some("a network device's uevent needs a device made in the run's namespace")
+        }
+        Op::Unshare { .. }
+        | Op::SysctlWrite { .. }
+        | Op::UeventListen { .. }
+        | Op::UeventRecv {}
+        | Op::UeventClose {}
+        | Op::UeventInject { .. }
+        | Op::Sleep { .. }
+        | Op::WriteUidMap { .. }
+        | Op::WriteGidMap { .. }
+        | Op::WriteSetgroups { .. }
+        | Op::WriteUidMapOf { .. }
+        | Op::WriteGidMapOf { .. }
+        | Op::WriteSetgroupsOf { .. }
+        | Op::SetnsUser { .. }
+        | Op::SetnsNet { .. }
+        | Op::SetnsIpc { .. }
+        | Op::UnshareAndExit { .. }
+        | Op::Fork {}
+        | Op::Clone { .. }
+        | Op::Exit {}
+        | Op::Setuid { .. }
+        | Op::Setresuid { .. }
+        | Op::Execve {}
+        | Op::Setrlimit { .. } => None,
+    }
+}
+
+/// Whether the kernel implementation reports a value the model's results
+/// also hold (a received uevent's SEQNUM). An injection's SEQNUM is the
+/// kernel's to give and no caller sees it, so only the model reports it.
+pub fn reports_values(op: &Op) -> bool {
+    matches!(op, Op::UeventRecv {})
+}
+
+/// The /proc directory of the instance a task op names.
+fn proc_of(ctx: &TaskCtx<'_>, target: &str) -> String {
+    let pid = instance_named(ctx.instances, target)
+        .and_then(|i| ctx.pids.get(i).copied())
+        .unwrap_or(0);
+    format!("/proc/{pid}")
+}
+
+fn setns_into(dir: &str, file: &str, nstype: libc::c_int) -> SysResult<()> {
+    let fd = sys::open(&format!("{dir}/ns/{file}"), libc::O_RDONLY)?;
+    let r = sys::setns(fd, nstype);
+    sys::close(fd);
+    r
+}
+
+/// A child that stays alive until the task's `exit()` or its own end.
+fn keep_child(state: &mut TaskState, flags: u64) -> SysResult<()> {
+    let pid = sys::clone_process(flags)?;
+    if pid == 0 {
+        sys::pause_forever();
+    }
+    state.children.push(pid);
+    Ok(())
+}
+
+/// Run one op: its result, and the value it reported (the SEQNUM a
+/// listener received).
+pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>, Option<u64>) {
+    let done = |r: SysResult<()>| (r, None);
+    match op {
+        Op::Unshare { flags } => done(sys::unshare(*flags)),
+        Op::SysctlWrite { name, value } => done(write_sysctl(name, *value)),
+        Op::UeventListen { rcvbuf } => done(netlink::listen(*rcvbuf).map(|fd| {
+            if let Some(old) = state.sock.replace(fd) {
+                sys::close(old);
+            }
+        })),
+        Op::UeventRecv {} => match state.sock {
+            None => done(Err(libc::ENOENT)),
+            Some(fd) => match netlink::recv(fd) {
+                Ok(seqnum) => (Ok(()), seqnum),
+                Err(e) => done(Err(e)),
+            },
+        },
+        Op::UeventClose {} => done(match state.sock.take() {
+            Some(fd) => {
+                sys::close(fd);
+                Ok(())
+            }
+            None => Err(libc::ENOENT),
+        }),
+        Op::UeventInject { payload } => done(netlink::inject(payload)),
+        Op::Sleep { ns } => {
+            sys::nanosleep(*ns);
+            done(Ok(()))
+        }
+        Op::WriteUidMap { text } => done(sys::write_file_once("/proc/self/uid_map", text)),
+        Op::WriteGidMap { text } => done(sys::write_file_once("/proc/self/gid_map", text)),
+        Op::WriteSetgroups { text } => done(sys::write_file_once("/proc/self/setgroups", text)),
+        Op::WriteUidMapOf { target, text } => done(sys::write_file_once(
+            &format!("{}/uid_map", proc_of(ctx, target)),
+            text,
+        )),
+        Op::WriteGidMapOf { target, text } => done(sys::write_file_once(
+            &format!("{}/gid_map", proc_of(ctx, target)),
+            text,
+        )),
+        Op::WriteSetgroupsOf { target, text } => done(sys::write_file_once(
+            &format!("{}/setgroups", proc_of(ctx, target)),
+            text,
+        )),
+        Op::SetnsUser { target } => done(setns_into(
+            &proc_of(ctx, target),
+            "user",
+            libc::CLONE_NEWUSER,
+        )),
+        Op::SetnsNet { target } => {
+            done(setns_into(&proc_of(ctx, target), "net", libc::CLONE_NEWNET))
+        }
+        Op::SetnsIpc { target } => {
+            done(setns_into(&proc_of(ctx, target), "ipc", libc::CLONE_NEWIPC))
+        }
+        Op::UnshareAndExit { flags } => done(unshare_and_exit(*flags)),
+        Op::Fork {} => done(keep_child(state, 0)),
+        Op::Clone { flags } => done(keep_child(state, *flags)),
+        Op::Exit {} => done(match state.children.pop() {
+            Some(pid) => {
+                sys::kill(pid, libc::SIGKILL);
+                sys::waitpid(pid, 0).map(drop)
+            }
+            None => Err(libc::ECHILD),
+        }),
+        Op::Setuid { uid } => done(sys::setuid(*uid)),
+        Op::Setresuid { ruid, euid, suid } => done(sys::setresuid(*ruid, *euid, *suid)),
+        Op::Setrlimit { resource: _, limit } => done(sys::set_nproc_limit(*limit)),
+        Op::Execve {} => unreachable!("the task loop runs execve itself"),
+        Op::MqPathWalk { .. }
+        | Op::Lock { .. }
+        | Op::Unlock { .. }
+        | Op::Bug { .. }
+        | Op::UeventDeviceEvent { .. }
+        | Op::UeventNetdevEvent { .. } => done(Err(libc::ENOSYS)),
+    }
+}
+
+/// A child calls `unshare(flags)` and exits with its errno; the task
+/// reaps it (`unshare -U true`).
+fn unshare_and_exit(flags: u64) -> SysResult<()> {
+    let pid = sys::fork()?;
+    if pid == 0 {
+        let code = match sys::unshare(flags) {
+            Ok(()) => 0,
+            Err(e) => e,
+        };
+        sys::exit_now(code);
+    }
+    let (_, status) = sys::waitpid(pid, 0)?;
+    match libc::WEXITSTATUS(status) {
+        0 => Ok(()),
+        e => Err(e),
+    }
+}

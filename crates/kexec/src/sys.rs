@@ -1,0 +1,307 @@
+//! Thin wrappers over the syscalls the executor makes: each returns the
+//! kernel's errno as a number, so that results are recorded exactly as
+//! the kernel gave them.
+
+use std::ffi::CString;
+
+/// An errno as the kernel returned it.
+pub type Errno = i32;
+
+pub type SysResult<T> = Result<T, Errno>;
+
+fn errno() -> Errno {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+fn check(ret: libc::c_long) -> SysResult<libc::c_long> {
+    if ret < 0 {
+        Err(errno())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn check_int(ret: libc::c_int) -> SysResult<libc::c_int> {
+    check(ret as libc::c_long).map(|r| r as libc::c_int)
+}
+
+/// The kernel's name for an errno, `E<n>` for one without a name here.
+pub fn errno_name(e: Errno) -> String {
+    if let Some(known) = kernel::Errno::ALL.iter().find(|k| **k as i32 == e) {
+        return known.name().to_string();
+    }
+    let name = match e {
+        libc::ESRCH => "ESRCH",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::EBADF => "EBADF",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::ENFILE => "ENFILE",
+        libc::EMFILE => "EMFILE",
+        libc::ENOSYS => "ENOSYS",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::ERANGE => "ERANGE",
+        libc::E2BIG => "E2BIG",
+        libc::ENOEXEC => "ENOEXEC",
+        libc::ETXTBSY => "ETXTBSY",
+        _ => return format!("E{e}"),
+    };
+    name.to_string()
+}
+
+pub fn cstring(s: &str) -> CString {
+    CString::new(s.replace('\0', "")).expect("no NUL left")
+}
+
+pub fn unshare(flags: u64) -> SysResult<()> {
+    check_int(unsafe { libc::unshare(flags as libc::c_int) }).map(drop)
+}
+
+pub fn setns(fd: i32, nstype: libc::c_int) -> SysResult<()> {
+    check_int(unsafe { libc::setns(fd, nstype) }).map(drop)
+}
+
+/// `clone(flags | SIGCHLD)` without a new stack: a fork that may also
+/// make new namespaces. 0 in the child, the child's pid in the parent.
+pub fn clone_process(flags: u64) -> SysResult<i32> {
+    let flags = flags as libc::c_ulong | libc::SIGCHLD as libc::c_ulong;
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            flags,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            0 as libc::c_ulong,
+        )
+    };
+    check(ret).map(|pid| pid as i32)
+}
+
+pub fn fork() -> SysResult<i32> {
+    clone_process(0)
+}
+
+/// Wait for `pid` (or any child for -1): its pid and wait status.
+pub fn waitpid(pid: i32, flags: libc::c_int) -> SysResult<(i32, i32)> {
+    let mut status = 0;
+    loop {
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        match check_int(r) {
+            Err(libc::EINTR) => continue,
+            Err(e) => return Err(e),
+            Ok(p) => return Ok((p, status)),
+        }
+    }
+}
+
+pub fn kill(pid: i32, sig: libc::c_int) {
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+pub fn setresuid(r: u32, e: u32, s: u32) -> SysResult<()> {
+    check_int(unsafe { libc::setresuid(r, e, s) }).map(drop)
+}
+
+pub fn setresgid(r: u32, e: u32, s: u32) -> SysResult<()> {
+    check_int(unsafe { libc::setresgid(r, e, s) }).map(drop)
+}
+
+pub fn setuid(uid: u32) -> SysResult<()> {
+    check_int(unsafe { libc::setuid(uid) }).map(drop)
+}
+
+pub fn clear_groups() -> SysResult<()> {
+    check_int(unsafe { libc::setgroups(0, std::ptr::null()) }).map(drop)
+}
+
+pub fn set_nproc_limit(limit: u64) -> SysResult<()> {
+    let value = if limit == u64::MAX {
+        libc::RLIM_INFINITY
+    } else {
+        limit as libc::rlim_t
+    };
+    let rl = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    check_int(unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rl) }).map(drop)
+}
+
+pub fn drop_bounding(cap: u32) -> SysResult<()> {
+    check_int(unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) })
+        .map(drop)
+}
+
+pub fn die_with_parent() {
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+    }
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// Clear `caps` from the effective set (what `capsh --drop` leaves).
+pub fn drop_effective(caps: &[u32]) -> SysResult<()> {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
+    for cap in caps {
+        let (word, bit) = ((*cap / 32) as usize, cap % 32);
+        if word < 2 {
+            data[word].effective &= !(1 << bit);
+        }
+    }
+    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+}
+
+/// Clear every capability (effective, permitted, inheritable).
+pub fn clear_capabilities() -> SysResult<()> {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData::default(); 2];
+    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+}
+
+/// Become `uid`/`gid` in the current namespace and keep every capability
+/// in the effective set (to join a user namespace as that uid next).
+pub fn become_keeping_caps(uid: u32, gid: u32) -> SysResult<()> {
+    check_int(unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 1 as libc::c_ulong, 0, 0, 0) })?;
+    setresgid(gid, gid, gid)?;
+    setresuid(uid, uid, uid)?;
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
+    for d in &mut data {
+        d.effective = d.permitted;
+    }
+    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+}
+
+pub fn open(path: &str, flags: libc::c_int) -> SysResult<i32> {
+    let p = cstring(path);
+    check_int(unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC) })
+}
+
+pub fn close(fd: i32) {
+    unsafe {
+        libc::close(fd);
+    }
+}
+
+pub fn write(fd: i32, bytes: &[u8]) -> SysResult<usize> {
+    check(unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) as libc::c_long })
+        .map(|n| n as usize)
+}
+
+/// One read(2), retried when interrupted.
+pub fn read_once(fd: i32, buf: &mut [u8]) -> SysResult<usize> {
+    loop {
+        let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        match check(r as libc::c_long) {
+            Err(libc::EINTR) => continue,
+            other => return other.map(|n| n as usize),
+        }
+    }
+}
+
+/// Read until `buf` is full or end of file.
+pub fn read_full(fd: i32, buf: &mut [u8]) -> SysResult<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        let r = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        match check(r as libc::c_long) {
+            Err(libc::EINTR) => continue,
+            Err(e) => return Err(e),
+            Ok(0) => break,
+            Ok(n) => got += n as usize,
+        }
+    }
+    Ok(got)
+}
+
+/// One write(2) of `text` to the file at `path`, as `echo -n text >
+/// path` does: the errno of the open or of the write.
+pub fn write_file_once(path: &str, text: &str) -> SysResult<()> {
+    let fd = open(path, libc::O_WRONLY)?;
+    let r = write(fd, text.as_bytes());
+    close(fd);
+    r.map(drop)
+}
+
+/// A pipe whose ends are closed on execve; `(read, write)`.
+pub fn pipe() -> (i32, i32) {
+    let mut fds = [0; 2];
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(r, 0, "pipe2 failed: {}", errno());
+    (fds[0], fds[1])
+}
+
+/// Keep `fd` open across execve.
+pub fn keep_on_exec(fd: i32) {
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFD, 0);
+    }
+}
+
+/// This process's pid as the machine's /proc names it (the executor's
+/// processes live in a pid namespace of their own).
+pub fn proc_pid() -> u32 {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str().and_then(|s| s.parse().ok()))
+        .unwrap_or(0)
+}
+
+pub fn exit_now(code: i32) -> ! {
+    unsafe { libc::_exit(code) }
+}
+
+pub fn nanosleep(ns: u64) {
+    std::thread::sleep(std::time::Duration::from_nanos(ns));
+}
+
+/// Block until killed.
+pub fn pause_forever() -> ! {
+    loop {
+        unsafe {
+            libc::pause();
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! A task instance as a real process: its credentials as the model sets
+//! them up (`Procs::setup_cred`), the barrier, its ops in order, and its
+//! exit (children first, as in the model's `do_exit`).
+//!
+//! `execve` replaces the process image with the executor's own binary,
+//! which resumes the task at the next op (`resume`): credentials,
+//! children and the uevent socket live on in the kernel as they would.
+
+use crate::lines::call_line;
+use crate::sys::{self, SysResult};
+use crate::world::{self, local_id, Instance};
+use kernel::setup::{Op, Setup, INIT_USER_NS};
+use std::collections::BTreeMap;
+
+/// What a task process knows of its run.
+pub struct TaskCtx<'a> {
+    pub setup: &'a Setup,
+    pub instances: &'a [Instance],
+    pub instance: usize,
+    /// Every instance's /proc pid, read after the barrier (0 for one not
+    /// started yet).
+    pub pids: Vec<u32>,
+    pub results: i32,
+    pub plan: i32,
+}
+
+/// What the task holds in the kernel between ops.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TaskState {
+    /// Live children, oldest first.
+    pub children: Vec<i32>,
+    pub sock: Option<i32>,
+}
+
+/// Set up the instance's credentials, wait at the barrier, run its ops.
+pub fn start(
+    mut ctx: TaskCtx<'_>,
+    userns_fds: &BTreeMap<String, i32>,
+    gate: Option<(i32, i32, i32)>,
+    pids: impl Fn() -> Vec<u32>,
+) -> ! {
+    if let Some((_, barrier_w, _)) = gate {
+        sys::close(barrier_w);
+    }
+    if let Err(msg) = enter_credentials(&ctx, userns_fds) {
+        world::report_error(ctx.results, Some(ctx.instance), &msg);
+        sys::exit_now(1);
+    }
+    for fd in userns_fds.values() {
+        sys::close(*fd);
+    }
+    world::set_dumpable();
+    if let Some((barrier_r, _, ready_w)) = gate {
+        let _ = sys::write(ready_w, b"r");
+        sys::close(ready_w);
+        let mut byte = [0u8; 1];
+        let _ = sys::read_full(barrier_r, &mut byte);
+        sys::close(barrier_r);
+    }
+    ctx.pids = pids();
+    run_ops(&ctx, 0, TaskState::default())
+}
+
+fn named(what: &str, r: SysResult<()>) -> Result<(), String> {
+    r.map_err(|e| format!("{what}: {}", sys::errno_name(e)))
+}
+
+/// The credentials the model's `setup_cred` gives the task: kuid and
+/// kgid `uid` in its user namespace, every capability there when it is
+/// root in it or the namespace's creator, none otherwise; RLIMIT_NPROC,
+/// dropped capabilities and bounding set as the scenario says.
+///
+/// The ids are set in the initial namespace while capabilities are kept
+/// (`PR_SET_KEEPCAPS`), and the task then joins its namespace (which
+/// gives it every capability there), so that a uid the namespace does
+/// not map is possible too, as in the model.
+fn enter_credentials(ctx: &TaskCtx<'_>, fds: &BTreeMap<String, i32>) -> Result<(), String> {
+    let setup = ctx.setup;
+    let spec = &setup.tasks[ctx.instances[ctx.instance].task];
+    let uid = spec.uid;
+    if let Some(n) = setup.processes.task_nproc.get(&spec.name) {
+        named("setrlimit(NPROC)", sys::set_nproc_limit(*n))?;
+    }
+    for cap in setup
+        .processes
+        .bounding_drop
+        .get(&spec.name)
+        .into_iter()
+        .flatten()
+    {
+        named("drop from the bounding set", sys::drop_bounding(*cap))?;
+    }
+    if spec.userns == INIT_USER_NS {
+        if uid != 0 {
+            named("setresgid", sys::setresgid(uid, uid, uid))?;
+            named("setresuid", sys::setresuid(uid, uid, uid))?;
+        }
+    } else {
+        let ns = setup
+            .user_namespaces
+            .iter()
+            .find(|s| s.name == spec.userns)
+            .ok_or("no such user namespace")?;
+        named("become", sys::become_keeping_caps(uid, uid))?;
+        named(
+            "setns(CLONE_NEWUSER)",
+            sys::setns(fds[&spec.userns], libc::CLONE_NEWUSER),
+        )?;
+        let root = local_id(setup, &spec.userns, uid, false) == Some(0);
+        let creator = !setup.processes.maps.contains_key(&ns.name) && ns.owner == uid;
+        if !(root || creator) {
+            named("capset", sys::clear_capabilities())?;
+        }
+    }
+    if let Some(caps) = setup.processes.cap_drop.get(&spec.name) {
+        named("capset", sys::drop_effective(caps))?;
+    }
+    Ok(())
+}
+
+/// Run the task's ops from flattened position `from` (op `from mod n` of
+/// pass `from / n`) to the end, then exit.
+pub fn run_ops(ctx: &TaskCtx<'_>, from: u64, mut state: TaskState) -> ! {
+    let spec = &ctx.setup.tasks[ctx.instances[ctx.instance].task];
+    let n = spec.ops.len() as u64;
+    let total = n.saturating_mul(spec.repeat);
+    for pos in from..total {
+        let index = (pos % n) as usize;
+        let op = &spec.ops[index];
+        let (result, value) = match op {
+            Op::Execve {} => (Err(execve(ctx, pos, &state)), None),
+            _ => crate::ops::run(ctx, &mut state, op),
+        };
+        record(ctx, index, op, result, value);
+    }
+    finish(state)
+}
+
+pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, value: Option<u64>) {
+    if matches!(op, Op::Sleep { .. }) {
+        return;
+    }
+    let name = match result {
+        Ok(()) => "ok".to_string(),
+        Err(e) => sys::errno_name(e),
+    };
+    let _ = sys::write(
+        ctx.results,
+        call_line(ctx.instance, index, &name, value).as_bytes(),
+    );
+}
+
+/// The task exits: its children exit first and are reaped.
+fn finish(state: TaskState) -> ! {
+    for pid in state.children.iter().rev() {
+        sys::kill(*pid, libc::SIGKILL);
+        let _ = sys::waitpid(*pid, 0);
+    }
+    if let Some(fd) = state.sock {
+        sys::close(fd);
+    }
+    sys::exit_now(0)
+}
+
+/// The argument that resumes a task after its execve.
+pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
+    let list = |v: &[i64]| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let children: Vec<i64> = state.children.iter().map(|p| *p as i64).collect();
+    let pids: Vec<i64> = ctx.pids.iter().map(|p| *p as i64).collect();
+    format!(
+        "plan={};results={};instance={};pos={pos};sock={};children={};pids={}",
+        ctx.plan,
+        ctx.results,
+        ctx.instance,
+        state.sock.map_or(-1, |s| s as i64),
+        list(&children),
+        list(&pids),
+    )
+}
+
+/// A resumed task's position and state.
+pub struct Resume {
+    pub plan: i32,
+    pub results: i32,
+    pub instance: usize,
+    pub pos: u64,
+    pub state: TaskState,
+    pub pids: Vec<u32>,
+}
+
+pub fn parse_resume(arg: &str) -> Option<Resume> {
+    let mut fields: BTreeMap<&str, &str> = BTreeMap::new();
+    for part in arg.split(';') {
+        let (k, v) = part.split_once('=')?;
+        fields.insert(k, v);
+    }
+    let list = |k: &str| -> Option<Vec<i64>> {
+        let v = fields.get(k)?;
+        if v.is_empty() {
+            return Some(Vec::new());
+        }
+        v.split(',').map(|x| x.parse().ok()).collect()
+    };
+    let sock: i32 = fields.get("sock")?.parse().ok()?;
+    Some(Resume {
+        plan: fields.get("plan")?.parse().ok()?,
+        results: fields.get("results")?.parse().ok()?,
+        instance: fields.get("instance")?.parse().ok()?,
+        pos: fields.get("pos")?.parse().ok()?,
+        state: TaskState {
+            children: list("children")?.into_iter().map(|p| p as i32).collect(),
+            sock: (sock >= 0).then_some(sock),
+        },
+        pids: list("pids")?.into_iter().map(|p| p as u32).collect(),
+    })
+}
+
+/// `execve` of the executor's own binary, resuming at `pos + 1`; returns
+/// only when the kernel refused it.
+fn execve(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> sys::Errno {
+    let path = sys::cstring("/proc/self/exe");
+    let args = [
+        sys::cstring("nssim"),
+        sys::cstring(crate::RESUME_COMMAND),
+        sys::cstring(&resume_arg(ctx, pos, state)),
+    ];
+    let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    unsafe {
+        libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+    }
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resume_argument_reads_back() {
+        let setup = Setup::default();
+        let ctx = TaskCtx {
+            setup: &setup,
+            instances: &[],
+            instance: 3,
+            pids: vec![10, 0, 12],
+            results: 5,
+            plan: 6,
+        };
+        let state = TaskState {
+            children: vec![100, 101],
+            sock: Some(7),
+        };
+        let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
+        assert_eq!(
+            (back.plan, back.results, back.instance, back.pos),
+            (6, 5, 3, 9)
+        );
+        assert_eq!(back.state, state);
+        assert_eq!(back.pids, vec![10, 0, 12]);
+        let empty = TaskState::default();
+        let back = parse_resume(&resume_arg(&ctx, 0, &empty)).unwrap();
+        assert_eq!(back.state, empty);
+        assert!(parse_resume("plan=x").is_none());
+    }
+}

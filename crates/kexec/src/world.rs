@@ -1,0 +1,497 @@
+//! One run of a scenario's world on the running kernel.
+//!
+//! The executor process clones a *world root* into a pid namespace of its
+//! own: when the root dies, the kernel kills every process of the run, so
+//! nothing outlives a run that ends early. The root takes a network and an
+//! ipc namespace of its own (the run's stand-ins for the initial ones, so
+//! that nothing the run does reaches the machine's), makes the scenario's
+//! `[[userns]]` namespaces with their maps, sysctls and creators'
+//! RLIMIT_NPROC, then forks one process per task instance with its
+//! credentials. The instances start together when the root closes a
+//! barrier pipe, and report each call's result on a results pipe.
+//!
+//! A scenario that sets a sysctl of the initial user namespace runs in a
+//! child user namespace mapping every id to itself: the machine's own
+//! limits are never lowered.
+
+use crate::sys::{self, SysResult};
+use crate::task::{self, TaskCtx};
+use kernel::setup::{Setup, UidMap, INIT_USER_NS};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// One task instance, in the order the model numbers them.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    /// Index of its task in `Setup::tasks`.
+    pub task: usize,
+    pub name: String,
+}
+
+pub fn instances(setup: &Setup) -> Vec<Instance> {
+    setup
+        .tasks
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| {
+            t.instance_names()
+                .into_iter()
+                .map(move |name| Instance { task: i, name })
+        })
+        .collect()
+}
+
+/// The instance a task op names: the task itself, or its instance 0.
+pub fn instance_named(instances: &[Instance], name: &str) -> Option<usize> {
+    let zero = format!("{name}.0");
+    instances
+        .iter()
+        .position(|i| i.name == name)
+        .or_else(|| instances.iter().position(|i| i.name == zero))
+}
+
+/// Whether the run needs a stand-in for the initial user namespace: it
+/// writes one of the initial namespace's sysctls.
+pub fn needs_stand_in(setup: &Setup) -> bool {
+    setup.sysctls.iter().any(|s| s.userns == INIT_USER_NS)
+}
+
+fn spec_of<'a>(setup: &'a Setup, ns: &str) -> Option<&'a kernel::setup::UserNsSpec> {
+    setup.user_namespaces.iter().find(|s| s.name == ns)
+}
+
+fn through(map: &UidMap, outer: u32) -> Option<u32> {
+    let offset = outer.checked_sub(map.outside)?;
+    (offset < map.count).then(|| map.inside + offset)
+}
+
+/// `kuid` as seen in set-up namespace `ns` (the scenario's maps are each
+/// relative to the namespace's parent).
+pub fn local_id(setup: &Setup, ns: &str, kuid: u32, gid: bool) -> Option<u32> {
+    if ns == INIT_USER_NS {
+        return Some(kuid);
+    }
+    let spec = spec_of(setup, ns)?;
+    let outer = local_id(setup, &spec.parent, kuid, gid)?;
+    let maps = if gid {
+        &setup.processes.gid_maps
+    } else {
+        &setup.processes.maps
+    };
+    through(maps.get(ns)?, outer)
+}
+
+/// What one world run gave: every call's result, by instance, in order.
+#[derive(Debug, Default)]
+pub struct WorldRun {
+    /// `(instance, op index, result, value)` in the order they arrived.
+    pub calls: Vec<(usize, usize, String, Option<u64>)>,
+    /// Why the world could not be built or a task could not start.
+    pub error: Option<String>,
+    pub timed_out: bool,
+    /// The machine's uevent sequence number when the run started: the
+    /// kernel numbers uevents with one counter for the whole machine,
+    /// the model from 0 in each run.
+    pub seqnum_base: u64,
+}
+
+/// The fds a run passes down to its task processes.
+pub struct Pipes {
+    /// Write end of the results pipe (kept across execve).
+    pub results: i32,
+    /// The request, in a memfd kept across execve.
+    pub plan: i32,
+}
+
+/// Run the world of `setup` once, ending it at `deadline`.
+pub fn run_world(setup: &Setup, plan_fd: i32, deadline: Instant) -> WorldRun {
+    let (results_r, results_w) = sys::pipe();
+    sys::keep_on_exec(results_w);
+    let (ask_r, ask_w) = sys::pipe();
+    let (ack_r, ack_w) = sys::pipe();
+    let stand_in = needs_stand_in(setup);
+    let root = match sys::clone_process(libc::CLONE_NEWPID as u64) {
+        Ok(pid) => pid,
+        Err(e) => {
+            for fd in [results_r, results_w, ask_r, ask_w, ack_r, ack_w] {
+                sys::close(fd);
+            }
+            return WorldRun {
+                error: Some(format!(
+                    "cannot make the run's pid namespace: {}",
+                    sys::errno_name(e)
+                )),
+                ..WorldRun::default()
+            };
+        }
+    };
+    if root == 0 {
+        sys::close(results_r);
+        sys::close(ask_r);
+        sys::close(ack_w);
+        let pipes = Pipes {
+            results: results_w,
+            plan: plan_fd,
+        };
+        let code = match world_root(setup, &pipes, stand_in, ask_w, ack_r) {
+            Ok(()) => 0,
+            Err(msg) => {
+                report_error(pipes.results, None, &msg);
+                1
+            }
+        };
+        sys::exit_now(code);
+    }
+    sys::close(results_w);
+    sys::close(ask_w);
+    sys::close(ack_r);
+    let mut run = WorldRun::default();
+    if stand_in {
+        if let Err(msg) = map_stand_in(root, ask_r, ack_w) {
+            run.error = Some(msg);
+        }
+    }
+    sys::close(ask_r);
+    sys::close(ack_w);
+    run.timed_out = !crate::lines::read_lines(results_r, deadline, |line| {
+        crate::lines::parse_line(line, &mut run)
+    });
+    if run.timed_out {
+        sys::kill(root, libc::SIGKILL);
+    }
+    sys::close(results_r);
+    let _ = sys::waitpid(root, 0);
+    run
+}
+
+/// The stand-in initial namespace maps every uid and gid to itself.
+fn map_stand_in(root: i32, ask: i32, ack: i32) -> Result<(), String> {
+    let mut byte = [0u8; 1];
+    if sys::read_full(ask, &mut byte) != Ok(1) {
+        return Err("the world root ended before its user namespace was made".into());
+    }
+    for file in ["uid_map", "gid_map"] {
+        sys::write_file_once(&format!("/proc/{root}/{file}"), "0 0 4294967295\n").map_err(|e| {
+            format!(
+                "cannot map the stand-in initial user namespace: {file}: {}",
+                sys::errno_name(e)
+            )
+        })?;
+    }
+    sys::write(ack, b"m").map_err(|e| format!("world root gone: {}", sys::errno_name(e)))?;
+    Ok(())
+}
+
+/// An `E` line: the run could not be built (or an instance not started).
+pub fn report_error(results: i32, instance: Option<usize>, msg: &str) {
+    let who = instance.map_or("-".to_string(), |i| i.to_string());
+    let line = format!("E\t{who}\t{}\n", msg.replace(['\n', '\t'], " "));
+    let _ = sys::write(results, line.as_bytes());
+}
+
+fn quiet_stdio() {
+    if let Ok(null) = sys::open("/dev/null", libc::O_RDWR) {
+        unsafe {
+            libc::dup2(null, 0);
+            libc::dup2(null, 1);
+            libc::dup2(null, 2);
+        }
+        sys::close(null);
+    }
+}
+
+/// Pid 1 of the run's pid namespace: builds the world, starts the tasks,
+/// reaps every process until none is left.
+fn world_root(
+    setup: &Setup,
+    pipes: &Pipes,
+    stand_in: bool,
+    ask: i32,
+    ack: i32,
+) -> Result<(), String> {
+    sys::die_with_parent();
+    quiet_stdio();
+    sys::clear_groups().map_err(|e| format!("setgroups: {}", sys::errno_name(e)))?;
+    // The run's network and ipc namespaces come first, so that in a
+    // stand-in initial user namespace they are not charged to its limits
+    // (the model's initial namespaces are charged to none).
+    sys::unshare((libc::CLONE_NEWNET | libc::CLONE_NEWIPC) as u64).map_err(|e| {
+        format!(
+            "cannot make the run's network and ipc namespaces: {}",
+            sys::errno_name(e)
+        )
+    })?;
+    if stand_in {
+        sys::unshare(libc::CLONE_NEWUSER as u64).map_err(|e| {
+            format!(
+                "cannot make the stand-in initial user namespace: {}",
+                sys::errno_name(e)
+            )
+        })?;
+        let _ = sys::write(ask, b"u");
+        let mut byte = [0u8; 1];
+        if sys::read_full(ack, &mut byte) != Ok(1) {
+            return Err("the stand-in initial user namespace was not mapped".into());
+        }
+    }
+    sys::close(ask);
+    sys::close(ack);
+    for s in setup.sysctls.iter().filter(|s| s.userns == INIT_USER_NS) {
+        write_sysctl(&s.name, s.value)
+            .map_err(|e| format!("sysctl {} = {}: {}", s.name, s.value, sys::errno_name(e)))?;
+    }
+    let userns_fds = make_user_namespaces(setup)?;
+    if let Ok(text) = std::fs::read_to_string("/sys/kernel/uevent_seqnum") {
+        let line = format!("B\t{}\n", text.trim());
+        let _ = sys::write(pipes.results, line.as_bytes());
+    }
+    start_tasks(setup, pipes, &userns_fds)
+}
+
+pub fn sysctl_path(name: &str) -> String {
+    format!("/proc/sys/{}", name.replace('.', "/"))
+}
+
+pub fn write_sysctl(name: &str, value: i64) -> SysResult<()> {
+    sys::write_file_once(&sysctl_path(name), &format!("{value}\n"))
+}
+
+/// Run `f` in a child process and wait for it: its exit status is the
+/// errno it failed with, 0 when it succeeded.
+fn in_child(f: impl FnOnce() -> SysResult<()>) -> SysResult<()> {
+    let pid = sys::fork()?;
+    if pid == 0 {
+        let code = match f() {
+            Ok(()) => 0,
+            Err(e) => e,
+        };
+        sys::exit_now(code);
+    }
+    let (_, status) = sys::waitpid(pid, 0)?;
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(e) => Err(e),
+        None => Err(libc::EINTR),
+    }
+}
+
+/// The set-up user namespaces, parents first, each held by an fd of
+/// `/proc/PID/ns/user` once its creator has exited.
+fn make_user_namespaces(setup: &Setup) -> Result<BTreeMap<String, i32>, String> {
+    let mut fds: BTreeMap<String, i32> = BTreeMap::new();
+    for spec in &setup.user_namespaces {
+        let fd = make_user_namespace(setup, spec, &fds)
+            .map_err(|m| format!("user namespace {}: {m}", spec.name))?;
+        fds.insert(spec.name.clone(), fd);
+    }
+    for s in setup.sysctls.iter().filter(|s| s.userns != INIT_USER_NS) {
+        let fd = fds[&s.userns];
+        in_child(|| {
+            sys::setns(fd, libc::CLONE_NEWUSER)?;
+            write_sysctl(&s.name, s.value)
+        })
+        .map_err(|e| {
+            format!(
+                "sysctl {} = {} in {}: {}",
+                s.name,
+                s.value,
+                s.userns,
+                sys::errno_name(e)
+            )
+        })?;
+    }
+    Ok(fds)
+}
+
+fn make_user_namespace(
+    setup: &Setup,
+    spec: &kernel::setup::UserNsSpec,
+    fds: &BTreeMap<String, i32>,
+) -> Result<i32, String> {
+    let parent_fd = fds.get(&spec.parent).copied();
+    let owner = spec.owner;
+    let nproc = setup.processes.creator_nproc.get(&spec.name).copied();
+    let (ready_r, ready_w) = sys::pipe();
+    let holder = sys::fork().map_err(|e| format!("fork: {}", sys::errno_name(e)))?;
+    if holder == 0 {
+        sys::close(ready_r);
+        let made = (|| -> SysResult<()> {
+            if let Some(n) = nproc {
+                sys::set_nproc_limit(n)?;
+            }
+            // The creator: kuid and kgid `owner`, in the parent.
+            sys::become_keeping_caps(owner, owner)?;
+            if let Some(fd) = parent_fd {
+                sys::setns(fd, libc::CLONE_NEWUSER)?;
+            }
+            sys::unshare(libc::CLONE_NEWUSER as u64)?;
+            set_dumpable();
+            Ok(())
+        })();
+        let line = match made {
+            Ok(()) => format!("{}\n", sys::proc_pid()),
+            Err(e) => format!("E {}\n", sys::errno_name(e)),
+        };
+        let _ = sys::write(ready_w, line.as_bytes());
+        sys::pause_forever();
+    }
+    sys::close(ready_w);
+    let mut buf = [0u8; 64];
+    // One read: the holder writes its answer in one write and then waits.
+    let n = sys::read_once(ready_r, &mut buf[..]).unwrap_or(0);
+    sys::close(ready_r);
+    let answer = String::from_utf8_lossy(&buf[..n]).to_string();
+    let result = (|| {
+        let pid: u32 = answer
+            .trim()
+            .parse()
+            .map_err(|_| format!("its creator failed: {}", answer.trim()))?;
+        let fd = sys::open(&format!("/proc/{pid}/ns/user"), libc::O_RDONLY)
+            .map_err(|e| format!("open ns: {}", sys::errno_name(e)))?;
+        for (file, map) in [
+            ("uid_map", setup.processes.maps.get(&spec.name)),
+            ("gid_map", gid_map_of(setup, &spec.name)),
+        ] {
+            if let Some(m) = map {
+                let text = format!("{} {} {}\n", m.inside, m.outside, m.count);
+                let path = format!("/proc/{pid}/{file}");
+                let write = || sys::write_file_once(&path, &text);
+                match parent_fd {
+                    None => write(),
+                    Some(pfd) => in_child(|| {
+                        sys::setns(pfd, libc::CLONE_NEWUSER)?;
+                        write()
+                    }),
+                }
+                .map_err(|e| format!("{file} `{}`: {}", text.trim(), sys::errno_name(e)))?;
+            }
+        }
+        Ok(fd)
+    })();
+    sys::kill(holder, libc::SIGKILL);
+    let _ = sys::waitpid(holder, 0);
+    result
+}
+
+/// The gid map a set-up namespace gets: the scenario's, or, for a parent
+/// of another set-up namespace, a copy of its uid map (its child's
+/// creator needs a mapped gid, which the model does not ask for).
+fn gid_map_of<'a>(setup: &'a Setup, ns: &str) -> Option<&'a UidMap> {
+    let is_parent = setup.user_namespaces.iter().any(|s| s.parent == ns);
+    setup
+        .processes
+        .gid_maps
+        .get(ns)
+        .or_else(|| is_parent.then(|| setup.processes.maps.get(ns)).flatten())
+}
+
+pub fn set_dumpable() {
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// A region of shared memory holding each instance's /proc pid.
+struct PidTable {
+    ptr: *mut u32,
+    len: usize,
+}
+
+impl PidTable {
+    fn new(len: usize) -> PidTable {
+        let bytes = (len.max(1) * 4).next_multiple_of(4096);
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED, "mmap of the pid table");
+        PidTable {
+            ptr: ptr.cast(),
+            len,
+        }
+    }
+
+    fn set(&self, i: usize, pid: u32) {
+        assert!(i < self.len);
+        unsafe { std::ptr::write_volatile(self.ptr.add(i), pid) }
+    }
+
+    fn snapshot(&self) -> Vec<u32> {
+        (0..self.len)
+            .map(|i| unsafe { std::ptr::read_volatile(self.ptr.add(i)) })
+            .collect()
+    }
+}
+
+/// Fork every instance (the first of a sequential task), open the
+/// barrier once all are ready, then reap until no process is left,
+/// forking a sequential task's next instance when one exits.
+fn start_tasks(
+    setup: &Setup,
+    pipes: &Pipes,
+    userns_fds: &BTreeMap<String, i32>,
+) -> Result<(), String> {
+    let instances = instances(setup);
+    let table = PidTable::new(instances.len());
+    let (barrier_r, barrier_w) = sys::pipe();
+    let (ready_r, ready_w) = sys::pipe();
+    let first_of = |i: usize| i == 0 || instances[i - 1].task != instances[i].task;
+    let starts_now = |i: usize| !setup.tasks[instances[i].task].sequential || first_of(i);
+    let mut running: BTreeMap<i32, usize> = BTreeMap::new();
+    let spawn = |i: usize, gate: Option<(i32, i32, i32)>| -> Result<i32, String> {
+        let pid = sys::fork()
+            .map_err(|e| format!("fork of {}: {}", instances[i].name, sys::errno_name(e)))?;
+        if pid == 0 {
+            let me = sys::proc_pid();
+            table.set(i, me);
+            let ctx = TaskCtx {
+                setup,
+                instances: &instances,
+                instance: i,
+                pids: Vec::new(),
+                results: pipes.results,
+                plan: pipes.plan,
+            };
+            task::start(ctx, userns_fds, gate, || table.snapshot());
+        }
+        Ok(pid)
+    };
+    for i in (0..instances.len()).filter(|i| starts_now(*i)) {
+        let pid = spawn(i, Some((barrier_r, barrier_w, ready_w)))?;
+        running.insert(pid, i);
+    }
+    sys::close(ready_w);
+    sys::close(barrier_r);
+    let expected = running.len();
+    let mut got = vec![0u8; expected];
+    let ready = sys::read_full(ready_r, &mut got).unwrap_or(0);
+    sys::close(ready_r);
+    sys::close(barrier_w);
+    // An instance that failed to start reported why; the others see the
+    // barrier open and run, and are reaped below.
+    let _ = ready;
+    loop {
+        match sys::waitpid(-1, 0) {
+            Ok((pid, _)) => {
+                if let Some(i) = running.remove(&pid) {
+                    let next = i + 1;
+                    if next < instances.len()
+                        && instances[next].task == instances[i].task
+                        && !starts_now(next)
+                    {
+                        let pid = spawn(next, None)?;
+                        running.insert(pid, next);
+                    }
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}
