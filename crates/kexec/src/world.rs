@@ -476,21 +476,16 @@ fn start_tasks(
     // An instance that failed to start reported why; the others see the
     // barrier open and run, and are reaped below.
     let _ = ready;
-    loop {
-        match sys::waitpid(-1, 0) {
-            Ok((pid, _)) => {
-                if let Some(i) = running.remove(&pid) {
-                    let next = i + 1;
-                    if next < instances.len()
-                        && instances[next].task == instances[i].task
-                        && !starts_now(next)
-                    {
-                        let pid = spawn(next, None)?;
-                        running.insert(pid, next);
-                    }
-                }
+    while let Ok((pid, _)) = sys::waitpid(-1, 0) {
+        if let Some(i) = running.remove(&pid) {
+            let next = i + 1;
+            if next < instances.len()
+                && instances[next].task == instances[i].task
+                && !starts_now(next)
+            {
+                let pid = spawn(next, None)?;
+                running.insert(pid, next);
             }
-            Err(_) => break,
         }
     }
     Ok(())
