@@ -89,6 +89,7 @@ impl World {
         op: &Op,
         result: Result<(), Errno>,
         before: (String, u64),
+        alone: bool,
     ) {
         let errno = match result {
             Ok(()) => {
@@ -98,7 +99,7 @@ impl World {
             Err(e) => e,
         };
         let (before, successes) = before;
-        if self.guarded_successes.load(Ordering::Relaxed) != successes {
+        if !alone || self.guarded_successes.load(Ordering::Relaxed) != successes {
             return;
         }
         let Some(after) = self.targeted_state(p, op) else {
