@@ -196,6 +196,7 @@ struct Node {
 
 /// The state before a step of the current execution.
 struct Level {
+    runnable: Vec<TaskId>,
     last: Option<TaskId>,
     /// Tasks whose next step need not be tried here, with its footprint.
     sleep: Vec<(TaskId, Footprint)>,
@@ -308,6 +309,7 @@ impl Search {
                         }
                     }
                     Level {
+                        runnable: seen.runnable.clone(),
                         last: seen.last,
                         sleep,
                         wut,
@@ -330,8 +332,9 @@ impl Search {
     }
 
     /// Find the races whose second step is at `from` or later, and plan
-    /// their reversals.
-    fn races(&mut self, from: usize) {
+    /// their reversals; under a finite preemption bound, also the second
+    /// step's task where the first step's task was switched to.
+    fn races(&mut self, from: usize, bounded: bool) {
         let n = self.events.len();
         for j in from..n {
             let t = self.events[j].task;
@@ -354,7 +357,10 @@ impl Search {
                     .chain(previous)
                     .all(|d| d == i || !self.happens_before(i, d));
                 if direct {
-                    self.reverse(i, j);
+                    self.reverse(i, j, bounded);
+                    if bounded {
+                        self.switch_earlier(i, j);
+                    }
                 }
             }
         }
@@ -362,9 +368,12 @@ impl Search {
 
     /// Plan `notdep(i).j` from the state before step `i`, unless a task
     /// asleep there is a weak initial of it (an equivalent execution was
-    /// explored).
-    fn reverse(&mut self, i: usize, j: usize) {
-        let mut v: Vec<usize> = (i + 1..self.events.len())
+    /// explored). Bounded, only the steps of `notdep(i)` before `j`: the
+    /// later ones would be followed in their order, each switch between
+    /// tasks a preemption more, where a free continuation needs none.
+    fn reverse(&mut self, i: usize, j: usize, bounded: bool) {
+        let end = if bounded { j } else { self.events.len() };
+        let mut v: Vec<usize> = (i + 1..end)
             .filter(|&k| !self.happens_before(i, k))
             .collect();
         v.push(j);
@@ -374,6 +383,37 @@ impl Search {
             .any(|(q, f)| self.weak_initial(&v, *q, f).is_some());
         if !covered {
             self.insert(i, v);
+        }
+    }
+
+    /// Bounded search (after Coons, Musuvathi and McKinley, "Bounded
+    /// partial-order reduction", OOPSLA 2013): the reversal of a race
+    /// often needs a preemption before step `i`; running `j`'s task
+    /// instead where `i`'s task was switched to costs none more than the
+    /// current execution. Plan that one step there, if its task was
+    /// runnable, is not asleep and not planned.
+    fn switch_earlier(&mut self, i: usize, j: usize) {
+        let ti = self.events[i].task;
+        let q = self.events[j].task;
+        let c = (0..=i)
+            .rev()
+            .find(|&c| self.levels[c].last != Some(ti))
+            .unwrap_or(0);
+        if self.events[c].task == q || self.levels[c].runnable.binary_search(&q).is_err() {
+            return;
+        }
+        let Some(k) = (c..self.events.len()).find(|&k| self.events[k].task == q) else {
+            return;
+        };
+        let w = vec![k];
+        let covered = self.levels[c]
+            .sleep
+            .iter()
+            .any(|(p, f)| self.weak_initial(&w, *p, f).is_some());
+        if !covered {
+            let mut wut = std::mem::take(&mut self.levels[c].wut);
+            self.insert_into(&mut wut, w);
+            self.levels[c].wut = wut;
         }
     }
 
@@ -529,7 +569,7 @@ pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> Ex
                 shrink: None,
             };
         }
-        search.races(from);
+        search.races(from, bound != u32::MAX);
         resume = search.backtrack(bound);
         if resume.is_none() {
             return ExploreReport {
