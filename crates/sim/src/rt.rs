@@ -777,9 +777,9 @@ pub fn touch(obj: ObjId, what: &'static str) {
 }
 
 /// The current step touches `obj` besides the object its scheduling point
-/// named: a primitive declares what it changes (the queue of a workqueue
-/// its kworker takes work from, say), so that exhaustive search does not
-/// take two steps that touch it for independent. No scheduling point, no
+/// named: a primitive declares what it changes (the queue a consumer
+/// takes items from, say), so that exhaustive search does not take two
+/// steps that touch it for independent. No scheduling point, no
 /// trace; nothing outside a running task.
 #[inline]
 pub fn access(obj: ObjId) {
