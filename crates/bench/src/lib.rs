@@ -38,9 +38,9 @@ pub const IPC_ROUNDS: u32 = 20;
 pub const FALSE_ENOSPC: &str = "no_false_enospc";
 /// PCT depth used by every PCT run (nssim's `depth`, shuttle's `max_depth`).
 pub const PCT_DEPTH: u32 = 3;
-/// A preemption bound that no execution of (a)-tiny or (c) can reach, so
-/// nssim's `dfs` is unbounded in effect.
-pub const DFS_UNBOUNDED: u32 = 1_000;
+/// nssim's `dfs` without a preemption bound (`u32::MAX` is none: the
+/// partial-order reduction is then optimal).
+pub const DFS_UNBOUNDED: u32 = u32::MAX;
 
 /// The final state of one execution of (c).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

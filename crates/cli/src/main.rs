@@ -104,8 +104,8 @@ pub struct Overrides {
     /// of the machine's memory.
     #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
     pub max_memory: Option<usize>,
-    /// dfs: explore every interleaving, also those that only reorder operations on
-    /// different objects (by default they are explored once: sleep sets).
+    /// dfs: explore every interleaving, also those that only reorder independent
+    /// steps (by default one execution per class of such interleavings).
     #[arg(long)]
     pub no_reduction: bool,
     /// Report the failing execution as found, without searching for a shorter one.

@@ -2,6 +2,8 @@
 //! something breaks, or a limit is reached.
 
 use crate::cost::{CostTable, ResolvedCosts};
+use crate::dpor::{DporRun, Plan, RunLog};
+use crate::footprint::Footprint;
 use crate::outcome::{Outcome, WaitLink};
 use crate::rt::{self, ObjId, RunState, Shared, StateCell, StateMut, TaskFn};
 use crate::strategy::{ChoicePoint, Chooser, PickCtx};
@@ -57,6 +59,9 @@ pub struct ExecConfig {
     /// Bytes of stack per task (its coroutine). Model code is shallow; a
     /// task that nears the end is stopped with outcome `limit` (stack).
     pub stack_size: usize,
+    /// Keep each step's task and [`Footprint`] (what it touched) in
+    /// [`ExecReport::footprints`].
+    pub footprints: bool,
 }
 
 impl Default for ExecConfig {
@@ -73,6 +78,7 @@ impl Default for ExecConfig {
             deadline: None,
             livelock_steps: 1_000_000,
             stack_size: 128 * 1024,
+            footprints: false,
         }
     }
 }
@@ -97,6 +103,11 @@ pub struct ExecReport {
     pub step_log: Vec<StepRec>,
     /// Object names, by id, when events were recorded.
     pub object_names: Vec<String>,
+    /// Each step's task and footprint, when asked for
+    /// ([`ExecConfig::footprints`]).
+    pub footprints: Vec<(TaskId, Footprint)>,
+    /// What a search execution saw of its steps.
+    pub(crate) dpor: Option<RunLog>,
 }
 
 /// One step of the step log.
@@ -211,6 +222,7 @@ impl Execution {
         let costs = ResolvedCosts::new(&config.costs);
         let cpus = vec![0; config.cpus.max(1) as usize];
         let trace = Trace::new(config.record);
+        let footprints = config.footprints.then(Vec::new);
         let sched = Sched {
             chooser: Chooser::new(schedule, config.lenient_segments),
             each_step: 0,
@@ -241,6 +253,7 @@ impl Execution {
             in_task: false,
             runnable: Vec::new(),
             last_progress: 0,
+            footprints,
         };
         Execution {
             core: Box::new(Core {
@@ -286,10 +299,11 @@ impl Execution {
         f()
     }
 
-    /// Exhaustive search: the sleep set in force once the prefix of an
-    /// explicit schedule has been replayed.
-    pub(crate) fn set_sleep_after_prefix(&mut self, sleep: Vec<(TaskId, ObjId)>) {
-        self.shared().sched.chooser.set_sleep_after_prefix(sleep);
+    /// Exhaustive search: run `plan` (and keep the steps' footprints).
+    pub(crate) fn set_plan(&mut self, plan: Plan) {
+        let mut s = self.shared();
+        s.sched.chooser = Chooser::Dpor(Box::new(DporRun::new(plan)));
+        s.footprints.get_or_insert_with(Vec::new);
     }
 
     /// An invariant checked after every step.
@@ -404,7 +418,7 @@ impl Execution {
         drop(installed);
         let mut s = self.core.shared.borrow_mut();
         let sched = &mut s.sched;
-        let (choices, mut diverged_at) = sched.chooser.take_log();
+        let (choices, mut diverged_at, dpor) = sched.chooser.take_log();
         if let Some(step) = sched.chooser.diverged_step() {
             diverged_at = Some(step as usize);
         }
@@ -434,6 +448,8 @@ impl Execution {
             diverged_at,
             step_log,
             object_names,
+            footprints: s.footprints.take().unwrap_or_default(),
+            dpor,
         }
     }
 
@@ -574,6 +590,7 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
         last: still_runnable,
         tasks: &s.tasks,
         step: s.step,
+        previous: s.footprints.as_ref().and_then(|f| f.last()).map(|(_, f)| f),
     };
     let t = sched.chooser.pick(ctx, &s.runnable);
     if sched.config.stop_on_divergence {
@@ -716,6 +733,11 @@ fn charge(s: &mut Shared, t: TaskId) -> u64 {
     s.current = t;
     s.step += 1;
     let (cpu, free_at) = earliest_free_cpu(&s.cpus);
+    if let Some(steps) = &mut s.footprints {
+        let pending = &s.tasks[t].pending;
+        let f = Footprint::of_point(pending.obj, pending.local, pending.reads);
+        steps.push((t, f));
+    }
     let task = &mut s.tasks[t];
     let start = task.clock.max(free_at);
     // Saturating: a cost table may hold any number; the virtual-time limit

@@ -3,8 +3,7 @@
 
 use crate::exec::{ExecConfig, ExecReport, Execution};
 use crate::outcome::Outcome;
-use crate::rt::ObjId;
-use crate::strategy::{independent, ChoicePoint};
+use crate::strategy::ChoicePoint;
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
 
@@ -66,8 +65,8 @@ pub struct ExploreConfig {
     pub shard: Option<(u64, u64)>,
     /// Progress reports, for a progress bar; they never change a result.
     pub progress: Progress,
-    /// `dfs`: skip interleavings that only reorder operations on different
-    /// objects (sleep sets).
+    /// `dfs`: run one execution per class of interleavings that only
+    /// reorder independent steps (optimal partial-order reduction).
     pub reduction: bool,
 }
 
@@ -225,19 +224,23 @@ fn search(
             let mut done = 0;
             let mut exec = cfg.exec.clone();
             exec.log_steps = true;
-            dfs(
-                iterations,
-                preemption_bound,
-                cfg.reduction,
-                &mut |s, sleep| {
+            if cfg.reduction {
+                return crate::dpor::search(iterations, preemption_bound, &mut |plan| {
                     done += 1;
                     cfg.progress.tell(done);
-                    let mut e = Execution::new(exec.clone(), s);
-                    e.set_sleep_after_prefix(sleep);
+                    let mut e = Execution::new(exec.clone(), &Schedule::Choices(Vec::new()));
+                    e.set_plan(plan);
                     build(&mut e);
                     e.run()
-                },
-            )
+                });
+            }
+            dfs(iterations, preemption_bound, &mut |s| {
+                done += 1;
+                cfg.progress.tell(done);
+                let mut e = Execution::new(exec.clone(), s);
+                build(&mut e);
+                e.run()
+            })
         }
     }
 }
@@ -382,32 +385,6 @@ fn frame(point: ChoicePoint, preemptions_before: u32) -> Frame {
     }
 }
 
-impl Frame {
-    fn op_of(&self, t: TaskId) -> ObjId {
-        let i = self.point.runnable.iter().position(|r| *r == t);
-        i.map_or(ObjId::NONE, |i| self.point.ops[i])
-    }
-
-    fn asleep(&self, t: TaskId) -> bool {
-        self.point.sleep.iter().any(|(s, _)| *s == t)
-    }
-
-    /// The sleep set of the branch that runs `alt` here: every task asleep
-    /// here or already explored from here whose next operation commutes
-    /// with `alt`'s.
-    fn child_sleep(&self, alt: TaskId) -> Vec<(TaskId, ObjId)> {
-        let op = self.op_of(alt);
-        let explored = self.done.iter().map(|t| (*t, self.op_of(*t)));
-        self.point
-            .sleep
-            .iter()
-            .copied()
-            .chain(explored)
-            .filter(|(_, o)| independent(*o, op))
-            .collect()
-    }
-}
-
 fn preemptions(point: &ChoicePoint) -> u32 {
     point.is_preemption(point.chosen) as u32
 }
@@ -422,20 +399,16 @@ pub(crate) fn trimmed_choices(points: &[ChoicePoint]) -> Vec<u32> {
     points[..keep].iter().map(|p| p.chosen as u32).collect()
 }
 
-/// Runs one execution of an explicit schedule, starting the given sleep
-/// set where the schedule's prefix ends.
-type DfsRun<'a> = dyn FnMut(&Schedule, Vec<(TaskId, ObjId)>) -> ExecReport + 'a;
+/// Runs one execution of an explicit schedule.
+type DfsRun<'a> = dyn FnMut(&Schedule) -> ExecReport + 'a;
 
-fn dfs(iterations: u64, bound: u32, reduce: bool, run: &mut DfsRun<'_>) -> ExploreReport {
+/// Every interleaving within the bound, without reduction.
+fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
     let mut stack: Vec<Frame> = Vec::new();
     let mut prefix: Vec<u32> = Vec::new();
-    let mut sleep = Vec::new();
     let mut executions = 0;
     loop {
-        let report = run(
-            &Schedule::Choices(prefix.clone()),
-            std::mem::take(&mut sleep),
-        );
+        let report = run(&Schedule::Choices(prefix.clone()));
         executions += 1;
         for point in report.choices.iter().skip(stack.len()) {
             let before = stack
@@ -453,8 +426,8 @@ fn dfs(iterations: u64, bound: u32, reduce: bool, run: &mut DfsRun<'_>) -> Explo
                 shrink: None,
             };
         }
-        match backtrack(&mut stack, bound, reduce) {
-            Some(child_sleep) => sleep = child_sleep,
+        match backtrack(&mut stack, bound) {
+            Some(()) => {}
             None => {
                 return ExploreReport {
                     executions,
@@ -469,24 +442,18 @@ fn dfs(iterations: u64, bound: u32, reduce: bool, run: &mut DfsRun<'_>) -> Explo
     }
 }
 
-/// Move to the next unexplored alternative within the preemption bound
-/// (skipping, with `reduce`, those asleep there) and return the sleep set
-/// its branch starts with; `None` when the space is exhausted.
-fn backtrack(stack: &mut Vec<Frame>, bound: u32, reduce: bool) -> Option<Vec<(TaskId, ObjId)>> {
+/// Move to the next unexplored alternative within the preemption bound;
+/// `None` when the space is exhausted.
+fn backtrack(stack: &mut Vec<Frame>, bound: u32) -> Option<()> {
     while let Some(top) = stack.last_mut() {
         let next = top.alternatives.iter().copied().find(|alt| {
-            let skipped = top.done.contains(alt) || (reduce && top.asleep(*alt));
-            !skipped && top.preemptions_before + top.point.is_preemption(*alt) as u32 <= bound
+            !top.done.contains(alt)
+                && top.preemptions_before + top.point.is_preemption(*alt) as u32 <= bound
         });
         if let Some(alt) = next {
-            let child = if reduce {
-                top.child_sleep(alt)
-            } else {
-                Vec::new()
-            };
             top.done.push(alt);
             top.point.chosen = alt;
-            return Some(child);
+            return Some(());
         }
         stack.pop();
     }

@@ -32,9 +32,11 @@
 //!   set-up the schedule belongs to) as opaque strings.
 
 mod cost;
+mod dpor;
 pub mod echo;
 mod exec;
 mod explore;
+mod footprint;
 mod keys;
 pub mod limits;
 mod outcome;
@@ -49,12 +51,14 @@ pub use explore::{
     explore, segments_of, shrink_failure, ExploreConfig, ExploreReport, Progress, ShrinkReport,
     StrategySpec, SHRINK_BUDGET,
 };
+pub use footprint::Footprint;
 pub use keys::{Singleton, TaskSlot, MAX_SINGLETONS, MAX_TASK_SLOTS};
 pub use outcome::{Outcome, WaitLink};
 pub use rt::{
-    active, block, cost, current_task, fail, free_object, lock_holder, lock_point, lock_released,
-    lock_try_acquire, new_object, note, now, object_name, object_state, park_object, point,
-    set_owner, sleep, spawn, task_name, touch, wait_until, wake_all, ObjId, ObjState,
+    access, active, block, cost, current_task, fail, free_object, lock_holder, lock_point,
+    lock_released, lock_try_acquire, new_object, note, now, object_name, object_state, park_object,
+    point, read_point, set_owner, sleep, spawn, task_name, touch, wait_until, wake_all, ObjId,
+    ObjState,
 };
 pub use strategy::ChoicePoint;
 pub use token::{Schedule, Segment, Token, TokenError};

@@ -4,6 +4,7 @@
 
 use crate::cost::{CostKey, ResolvedCosts};
 use crate::exec::{decide_here, decide_in_task, Core, Sched};
+use crate::footprint::{Footprint, EXIT_WAKES, OBJECT_TABLE};
 use crate::keys::{Singleton, MAX_SINGLETONS, MAX_TASK_SLOTS};
 use crate::outcome::Outcome;
 use crate::trace::{Event, EventKind, Trace};
@@ -46,6 +47,12 @@ pub(crate) struct PendingOp {
     pub label: &'static str,
     pub obj: ObjId,
     pub cost: u64,
+    /// A task's `start`: the step touches nothing shared by itself (its
+    /// footprint is what it is seen to touch), though it names no object.
+    pub local: bool,
+    /// The operation only reads its object (an atomic load): it commutes
+    /// with other reads of it.
+    pub reads: bool,
 }
 
 pub(crate) struct TaskState {
@@ -111,6 +118,9 @@ pub(crate) struct Shared {
     /// The runnable tasks, ascending: kept up to date on every change of
     /// state so that no step scans all tasks.
     pub runnable: Vec<TaskId>,
+    /// Exhaustive search and its tests: each step's task and footprint,
+    /// the last one the step running now (`None`: not kept).
+    pub footprints: Option<Vec<(TaskId, Footprint)>>,
 }
 
 /// The state of the running execution: a `RefCell` whose release builds
@@ -347,7 +357,31 @@ impl Shared {
 
     fn set_pending(&mut self, label: &'static str, obj: ObjId, cost: u64) {
         let t = &mut self.tasks[self.current];
-        t.pending = PendingOp { label, obj, cost };
+        t.pending = PendingOp {
+            label,
+            obj,
+            cost,
+            local: false,
+            reads: false,
+        };
+    }
+
+    /// The step running now touched `obj` (`write`: and changed it); kept
+    /// only while footprints are.
+    #[inline]
+    pub(crate) fn touched(&mut self, obj: u32, write: bool) {
+        if let Some(steps) = &mut self.footprints {
+            if let Some((_, f)) = steps.last_mut() {
+                f.add(obj, write);
+            }
+        }
+    }
+
+    /// The step running now made an object or a task, while tasks run.
+    fn created(&mut self) {
+        if self.in_task {
+            self.touched(OBJECT_TABLE, true);
+        }
     }
 
     #[inline]
@@ -396,6 +430,7 @@ impl Shared {
     }
 
     pub(crate) fn wake(&mut self, obj: ObjId, latency: u64) {
+        self.touched(obj.0, true);
         let Some(list) = self.waiters.get_mut(Self::waiter_slot(obj)) else {
             return;
         };
@@ -418,6 +453,7 @@ impl Shared {
     /// Make the longest-waiting task blocked on `obj` runnable, as a
     /// released lock hands over to the first task in its wait queue.
     pub(crate) fn wake_one(&mut self, obj: ObjId) {
+        self.touched(obj.0, true);
         let slot = Self::waiter_slot(obj);
         let Some(list) = self.waiters.get_mut(slot) else {
             return;
@@ -458,6 +494,7 @@ impl Shared {
     }
 
     pub(crate) fn new_object(&mut self, kind: &'static str) -> ObjId {
+        self.created();
         let serial = self.serials.entry(kind).or_insert(0);
         let id = ObjId(self.objects.len() as u32);
         self.objects.push(ObjInfo {
@@ -482,6 +519,7 @@ impl Shared {
 
     #[cold]
     fn new_singleton(&mut self, i: usize, key: &Singleton) -> ObjId {
+        self.created();
         let id = ObjId(self.objects.len() as u32);
         self.objects.push(ObjInfo {
             kind: key.kind(),
@@ -493,6 +531,7 @@ impl Shared {
         self.singletons[i] = id;
         if key.wakes_on_exit() {
             self.exit_wakes.push(id);
+            self.touched(EXIT_WAKES, true);
         }
         id
     }
@@ -503,6 +542,7 @@ impl Shared {
         self.set_run(t, RunState::Finished);
         self.slots[t] = [0; MAX_TASK_SLOTS];
         self.note("exit", ObjId::NONE, 0);
+        self.touched(EXIT_WAKES, false);
         for i in 0..self.exit_wakes.len() {
             self.wake(self.exit_wakes[i], 0);
         }
@@ -559,6 +599,18 @@ pub fn point(label: &'static str, obj: ObjId, cost: &CostKey) {
     reschedule(|s| {
         let c = s.costs.get(cost);
         s.set_pending(label, obj, c);
+    });
+}
+
+/// A scheduling point before an operation that only reads `obj` (an
+/// atomic load): for exhaustive search it commutes with other reads of
+/// `obj`; otherwise it is [`point`].
+#[inline]
+pub fn read_point(label: &'static str, obj: ObjId, cost: &CostKey) {
+    reschedule(|s| {
+        let c = s.costs.get(cost);
+        s.set_pending(label, obj, c);
+        s.tasks[s.current].pending.reads = true;
     });
 }
 
@@ -634,6 +686,7 @@ pub fn spawn(name: impl Into<String>, daemon: bool, f: impl FnOnce() + 'static) 
     let name = name.into();
     let mut f = Some(Box::new(f) as TaskFn);
     with(|s| {
+        s.created();
         let clock = s.tasks.get(s.current).map_or(0, |t| t.clock);
         let id = s.add_task(new_task(name, daemon, clock));
         s.spawned.push((id, f.take().expect("taken once")));
@@ -651,6 +704,8 @@ pub(crate) fn new_task(name: String, daemon: bool, clock: u64) -> TaskState {
             label: "start",
             obj: ObjId::NONE,
             cost: 0,
+            local: true,
+            reads: false,
         },
         yielder: std::ptr::null(),
         stack_limit: 0,
@@ -677,6 +732,7 @@ pub fn object_state(obj: ObjId) -> ObjState {
 /// `state` names (`"queued"`, say); the trace notes `state` on `obj`.
 pub fn park_object(obj: ObjId, state: &'static str) {
     with_running(|s| {
+        s.touched(obj.0, true);
         if let Some(o) = s.objects.get_mut(obj.0 as usize) {
             o.state = ObjState::Parked(state);
         }
@@ -687,6 +743,7 @@ pub fn park_object(obj: ObjId, state: &'static str) {
 /// Mark `obj` freed by the current task.
 pub fn free_object(obj: ObjId) {
     with_running(|s| {
+        s.touched(obj.0, true);
         let (by, step) = (s.current, s.step);
         if let Some(o) = s.objects.get_mut(obj.0 as usize) {
             o.state = ObjState::Freed { by, step };
@@ -699,6 +756,7 @@ pub fn free_object(obj: ObjId) {
 /// object ends the execution with outcome `use-after-free`.
 pub fn touch(obj: ObjId, what: &'static str) {
     let aborted = with_running(|s| {
+        s.touched(obj.0, false);
         let Some(ObjState::Freed { by, .. }) = s.objects.get(obj.0 as usize).map(|o| o.state)
         else {
             return false;
@@ -715,6 +773,18 @@ pub fn touch(obj: ObjId, what: &'static str) {
     });
     if aborted == Some(true) {
         abort_current();
+    }
+}
+
+/// The current step touches `obj` besides the object its scheduling point
+/// named: a primitive declares what it changes (the queue a consumer
+/// takes items from, say), so that exhaustive search does not take two
+/// steps that touch it for independent. No scheduling point, no
+/// trace; nothing outside a running task.
+#[inline]
+pub fn access(obj: ObjId) {
+    if obj != ObjId::NONE {
+        with_running(|s| s.touched(obj.0, true));
     }
 }
 
@@ -750,6 +820,7 @@ pub fn lock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> bool {
 pub fn lock_try_acquire(obj: ObjId) -> bool {
     with_running(|s| {
         let t = s.current;
+        s.touched(obj.0, true);
         let Some(o) = s.objects.get_mut(obj.0 as usize) else {
             return false;
         };
@@ -775,6 +846,7 @@ pub fn lock_holder(obj: ObjId) -> Option<TaskId> {
 #[inline]
 pub fn lock_released(obj: ObjId) {
     with_running(|s| {
+        s.touched(obj.0, true);
         s.note_lock("released", obj);
         if let Some(o) = s.objects.get_mut(obj.0 as usize) {
             o.owner = None;

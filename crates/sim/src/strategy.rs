@@ -2,7 +2,9 @@
 //! Each is a pure function of its seed and iteration (and, for explicit
 //! choices, of the recorded prefix), so shards and replays agree.
 
-use crate::rt::{ObjId, TaskState};
+use crate::dpor::{DporRun, RunLog};
+use crate::footprint::Footprint;
+use crate::rt::TaskState;
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
 use rand::{Rng, RngCore, SeedableRng};
@@ -18,6 +20,8 @@ pub(crate) struct PickCtx<'a> {
     pub tasks: &'a [TaskState],
     /// Steps taken so far.
     pub step: u64,
+    /// The footprint of the step before, when footprints are kept.
+    pub previous: Option<&'a Footprint>,
 }
 
 /// One recorded decision among two or more runnable tasks.
@@ -26,18 +30,6 @@ pub struct ChoicePoint {
     pub runnable: Vec<TaskId>,
     pub last: Option<TaskId>,
     pub chosen: TaskId,
-    /// The object each runnable task's next operation touches (aligned
-    /// with `runnable`).
-    pub ops: Vec<ObjId>,
-    /// The sleep set here: tasks whose next operation need not be tried
-    /// first, because an equivalent interleaving was already explored.
-    pub sleep: Vec<(TaskId, ObjId)>,
-}
-
-/// Two operations commute when they touch different objects. An operation
-/// on no particular object is taken to touch everything.
-pub(crate) fn independent(a: ObjId, b: ObjId) -> bool {
-    a != b && a != ObjId::NONE && b != ObjId::NONE
 }
 
 impl ChoicePoint {
@@ -61,39 +53,29 @@ pub(crate) enum Chooser {
     Fair,
     Choices(Explicit),
     Segments(Segments),
+    /// Exhaustive search with partial-order reduction (see `dpor`).
+    Dpor(Box<DporRun>),
 }
 
-/// Explicit choices at the points with a choice, then non-preemptive order
-/// that avoids the sleep set (exhaustive search with sleep sets).
+/// Explicit choices at the points with a choice, then non-preemptive order.
 pub(crate) struct Explicit {
     prefix: Vec<u32>,
     pos: usize,
     log: Vec<ChoicePoint>,
     diverged: Option<usize>,
-    /// The sleep set that takes effect when the prefix has been replayed.
-    after_prefix: Vec<(TaskId, ObjId)>,
-    sleep: Vec<(TaskId, ObjId)>,
-    /// The object of the operation chosen at the previous step.
-    last_op: Option<ObjId>,
-    /// Every runnable task slept: the rest of this execution repeats
-    /// explored interleavings, so its points are not offered for search.
-    pruned: bool,
 }
 
 impl Explicit {
     fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
-        if let Some(op) = self.last_op.take() {
-            self.sleep.retain(|(_, o)| independent(*o, op));
-        }
-        let chosen = if ctx.runnable.len() == 1 {
+        if ctx.runnable.len() == 1 {
             ctx.runnable[0]
         } else if self.pos < self.prefix.len() {
             self.replay(ctx)
         } else {
-            self.extend(ctx)
-        };
-        self.last_op = Some(ctx.tasks[chosen].pending.obj);
-        chosen
+            let chosen = default_choice(ctx.runnable, ctx.last);
+            self.record(ctx, chosen);
+            chosen
+        }
     }
 
     fn replay(&mut self, ctx: &PickCtx<'_>) -> TaskId {
@@ -106,29 +88,7 @@ impl Explicit {
         };
         self.record(ctx, chosen);
         self.pos += 1;
-        if self.pos == self.prefix.len() {
-            self.sleep = std::mem::take(&mut self.after_prefix);
-        }
         chosen
-    }
-
-    fn extend(&mut self, ctx: &PickCtx<'_>) -> TaskId {
-        let asleep = |t: TaskId| self.sleep.iter().any(|(s, _)| *s == t);
-        let default = default_choice(ctx.runnable, ctx.last);
-        let awake = std::iter::once(default)
-            .chain(ctx.runnable.iter().copied())
-            .find(|t| !asleep(*t));
-        match awake {
-            Some(t) if !self.pruned => {
-                self.record(ctx, t);
-                t
-            }
-            Some(t) => t,
-            None => {
-                self.pruned = true;
-                default
-            }
-        }
     }
 
     fn record(&mut self, ctx: &PickCtx<'_>, chosen: TaskId) {
@@ -136,12 +96,6 @@ impl Explicit {
             runnable: ctx.runnable.to_vec(),
             last: ctx.last,
             chosen,
-            ops: ctx
-                .runnable
-                .iter()
-                .map(|t| ctx.tasks[*t].pending.obj)
-                .collect(),
-            sleep: self.sleep.clone(),
         });
     }
 }
@@ -250,10 +204,6 @@ impl Chooser {
                 pos: 0,
                 log: Vec::new(),
                 diverged: None,
-                after_prefix: Vec::new(),
-                sleep: Vec::new(),
-                last_op: None,
-                pruned: false,
             }),
             Schedule::Segments(segments) => Chooser::Segments(Segments {
                 segments: segments.clone(),
@@ -270,18 +220,6 @@ impl Chooser {
         match self {
             Chooser::Segments(s) => s.diverged,
             _ => None,
-        }
-    }
-
-    /// Exhaustive search: the sleep set to start from once the prefix of an
-    /// explicit schedule has been replayed.
-    pub(crate) fn set_sleep_after_prefix(&mut self, sleep: Vec<(TaskId, ObjId)>) {
-        if let Chooser::Choices(e) = self {
-            if e.prefix.is_empty() {
-                e.sleep = sleep;
-            } else {
-                e.after_prefix = sleep;
-            }
         }
     }
 
@@ -305,6 +243,7 @@ impl Chooser {
             // without a choice.
             Chooser::Segments(s) => s.pick(&ctx()),
             Chooser::Choices(e) => e.pick(&ctx()),
+            Chooser::Dpor(d) => d.pick(&ctx()),
         }
     }
 
@@ -316,10 +255,15 @@ impl Chooser {
     }
 
     /// The recorded choice points of an explicit-choice run.
-    pub(crate) fn take_log(&mut self) -> (Vec<ChoicePoint>, Option<usize>) {
+    /// Also what a search execution saw of its steps.
+    pub(crate) fn take_log(&mut self) -> (Vec<ChoicePoint>, Option<usize>, Option<RunLog>) {
         match self {
-            Chooser::Choices(e) => (std::mem::take(&mut e.log), e.diverged),
-            _ => (Vec::new(), None),
+            Chooser::Choices(e) => (std::mem::take(&mut e.log), e.diverged, None),
+            Chooser::Dpor(d) => {
+                let (choices, log) = d.take_log();
+                (choices, None, Some(log))
+            }
+            _ => (Vec::new(), None, None),
         }
     }
 }

@@ -204,7 +204,7 @@ macro_rules! atomic_int {
                 self.obj
             }
             pub fn load(&self, o: Ordering) -> $int {
-                op("atomic_read", self.obj, &costs::ATOMIC);
+                sim::read_point("atomic_read", self.obj, &costs::ATOMIC);
                 self.v.load(o)
             }
             pub fn store(&self, v: $int, o: Ordering) {
@@ -256,7 +256,7 @@ impl AtomicBool {
         }
     }
     pub fn load(&self, o: Ordering) -> bool {
-        op("atomic_read", self.obj, &costs::ATOMIC);
+        sim::read_point("atomic_read", self.obj, &costs::ATOMIC);
         self.v.load(o)
     }
     pub fn store(&self, v: bool, o: Ordering) {
@@ -527,6 +527,9 @@ impl Workqueue {
     }
 
     fn next_work(&self) -> Option<Arc<Work>> {
+        // The queue is this workqueue's: the step that takes work from it
+        // (or finds it empty) touches it, whatever its scheduling point.
+        sim::access(self.obj);
         let mut st = self.state.lock();
         loop {
             if let Some(w) = st.queue.pop_front() {
@@ -538,6 +541,7 @@ impl Workqueue {
             if sim::active() {
                 drop(st);
                 sim::block("kworker wakes", self.obj, true);
+                sim::access(self.obj);
                 st = self.state.lock();
             } else {
                 self.cv.wait(&mut st);

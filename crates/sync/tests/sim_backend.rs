@@ -408,7 +408,7 @@ fn independent_model(e: &mut Execution) {
 }
 
 #[test]
-fn sleep_sets_cover_the_same_final_states_with_fewer_executions() {
+fn reduction_covers_the_same_final_states_with_fewer_executions() {
     let run = |reduction: bool| {
         FINAL_STATES.with(|f| f.borrow_mut().clear());
         let mut c = cfg(
@@ -426,10 +426,10 @@ fn sleep_sets_cover_the_same_final_states_with_fewer_executions() {
     let (reduced, reduced_states) = run(true);
     assert_eq!(reduced_states, full_states);
     assert_eq!(full_states.len(), 4, "{full_states:?}");
-    eprintln!("dfs executions: {full} without sleep sets, {reduced} with");
+    eprintln!("dfs executions: {full} without reduction, {reduced} with");
     assert!(
         reduced < full,
-        "{reduced} executions with sleep sets, {full} without"
+        "{reduced} executions with reduction, {full} without"
     );
 }
 

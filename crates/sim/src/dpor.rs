@@ -1,0 +1,584 @@
+//! Optimal dynamic partial-order reduction for `dfs`: source sets and
+//! wakeup trees (Abdulla, Aronis, Jonsson and Sagonas, "Optimal dynamic
+//! partial order reduction", POPL 2014; "Source sets: a foundation for
+//! optimal dynamic partial order reduction", JACM 2017).
+//!
+//! Two executions are equivalent when one is the other with adjacent
+//! independent steps swapped (the same Mazurkiewicz trace); steps are
+//! dependent when their [footprints](crate::footprint) conflict. The
+//! search runs one execution per trace: after each execution it finds the
+//! races (two dependent steps of different tasks, the first ordered
+//! directly before the second), and for each race whose reversal no
+//! explored or planned execution covers, it plans the shortest execution
+//! that reverses it, in the wakeup tree of the state before the first of
+//! the two. Sleep sets keep it from starting an execution equivalent to
+//! one already explored. Executions are run from the start each time (the
+//! scheduler keeps no states): a plan is the task to run at each step.
+//!
+//! Task identity is the task id, and a step is identified by its task and
+//! its index among that task's steps. A step that wakes a task, or spawns
+//! one, is ordered before that task's next step and is not in a race with
+//! it: the woken step could not run first.
+//!
+//! The preemption bound applies on top: a planned execution whose first new
+//! step would exceed it is dropped, and one that would exceed it later
+//! continues without preemptions from there. Bounding loses the guarantee
+//! that every trace is covered (a trace whose only representatives the
+//! search would plan exceed the bound is not explored, although another of
+//! its interleavings may fit the bound); with the bound unlimited the
+//! search is complete and explores each trace once.
+
+use crate::exec::ExecReport;
+use crate::explore::{trimmed_choices, ExploreReport};
+use crate::footprint::Footprint;
+use crate::strategy::{default_choice, ChoicePoint, PickCtx};
+use crate::token::Schedule;
+use crate::TaskId;
+
+/// What one execution of the search is asked to do.
+pub(crate) struct Plan {
+    /// The task to run at each step, from the first.
+    pub tasks: Vec<TaskId>,
+    /// The step from which the sleep set below is followed (and kept up to
+    /// date as steps run).
+    pub sleep_from: usize,
+    pub sleep: Vec<(TaskId, Footprint)>,
+    pub bound: u32,
+}
+
+/// One step as the scheduler saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct StepSeen {
+    pub task: TaskId,
+    /// Runnable tasks before it, ascending.
+    pub runnable: Vec<TaskId>,
+    /// The task that ran the step before, if it was still runnable.
+    pub last: Option<TaskId>,
+}
+
+/// What the scheduler reports of a search execution.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunLog {
+    pub steps: Vec<StepSeen>,
+    /// Steps that ran as planned (from the first).
+    pub followed: usize,
+    /// The step at which every runnable task was asleep: the rest of the
+    /// execution repeats explored ones.
+    pub blocked: Option<usize>,
+}
+
+/// The scheduler's side: follow the plan, then run without preemptions,
+/// avoiding the tasks asleep.
+pub(crate) struct DporRun {
+    plan: Plan,
+    pos: usize,
+    preemptions: u32,
+    sleep: Vec<(TaskId, Footprint)>,
+    deviated: bool,
+    log: RunLog,
+    choices: Vec<ChoicePoint>,
+}
+
+impl DporRun {
+    pub(crate) fn new(plan: Plan) -> DporRun {
+        DporRun {
+            plan,
+            pos: 0,
+            preemptions: 0,
+            sleep: Vec::new(),
+            deviated: false,
+            log: RunLog::default(),
+            choices: Vec::new(),
+        }
+    }
+
+    pub(crate) fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+        let pos = self.pos;
+        let sleep_from = self.plan.sleep_from;
+        if pos == sleep_from {
+            self.sleep = std::mem::take(&mut self.plan.sleep);
+        } else if pos > sleep_from && self.log.blocked.is_none() {
+            let ran = self.log.steps[pos - 1].task;
+            if let Some(done) = ctx.previous {
+                self.sleep = asleep_after(&self.sleep, ran, done);
+            }
+        }
+        let bound = self.plan.bound;
+        let preemptions = self.preemptions;
+        let fits = |t: TaskId| {
+            let preempts = ctx.last.is_some_and(|l| l != t) as u32;
+            preemptions.saturating_add(preempts) <= bound
+        };
+        let mut chosen = None;
+        if !self.deviated && pos < self.plan.tasks.len() {
+            let wanted = self.plan.tasks[pos];
+            if ctx.runnable.binary_search(&wanted).is_ok() && fits(wanted) {
+                chosen = Some(wanted);
+                self.log.followed = pos + 1;
+            } else {
+                self.deviated = true;
+            }
+        }
+        let default = default_choice(ctx.runnable, ctx.last);
+        let chosen = chosen.unwrap_or_else(|| {
+            if self.log.blocked.is_some() {
+                return default;
+            }
+            let asleep = |t: TaskId| self.sleep.iter().any(|(q, _)| *q == t);
+            let awake = std::iter::once(default)
+                .chain(ctx.runnable.iter().copied())
+                .find(|&t| !asleep(t) && fits(t));
+            awake.unwrap_or_else(|| {
+                self.log.blocked = Some(pos);
+                default
+            })
+        });
+        if ctx.runnable.len() > 1 {
+            self.choices.push(ChoicePoint {
+                runnable: ctx.runnable.to_vec(),
+                last: ctx.last,
+                chosen,
+            });
+        }
+        self.preemptions += ctx.last.is_some_and(|l| l != chosen) as u32;
+        self.log.steps.push(StepSeen {
+            task: chosen,
+            runnable: ctx.runnable.to_vec(),
+            last: ctx.last,
+        });
+        self.pos += 1;
+        chosen
+    }
+
+    pub(crate) fn take_log(&mut self) -> (Vec<ChoicePoint>, RunLog) {
+        (
+            std::mem::take(&mut self.choices),
+            std::mem::take(&mut self.log),
+        )
+    }
+}
+
+/// The sleep set after `ran` took a step with footprint `done`: the tasks
+/// asleep before whose next step commutes with it.
+fn asleep_after(
+    sleep: &[(TaskId, Footprint)],
+    ran: TaskId,
+    done: &Footprint,
+) -> Vec<(TaskId, Footprint)> {
+    sleep
+        .iter()
+        .filter(|(q, f)| *q != ran && !f.conflicts(done))
+        .cloned()
+        .collect()
+}
+
+/// A step of the current execution.
+struct Event {
+    task: TaskId,
+    fp: Footprint,
+    /// Its index among its task's steps.
+    local: u32,
+    /// For each task, how many of its steps happen before this one or are
+    /// it (a vector clock).
+    clock: Vec<u32>,
+    /// The step that woke or spawned this task since its previous step.
+    enabler: Option<usize>,
+}
+
+/// A node of a wakeup tree: a step to run, with the footprint it had when
+/// it was planned, and the steps planned after it.
+#[derive(Debug, Clone)]
+struct Node {
+    task: TaskId,
+    fp: Footprint,
+    children: Vec<Node>,
+}
+
+/// The state before a step of the current execution.
+struct Level {
+    runnable: Vec<TaskId>,
+    last: Option<TaskId>,
+    /// Tasks whose next step need not be tried here, with its footprint.
+    sleep: Vec<(TaskId, Footprint)>,
+    /// Planned branches not explored yet, after the one being explored.
+    wut: Vec<Node>,
+    preemptions_before: u32,
+}
+
+impl Level {
+    fn preempts(&self, t: TaskId) -> u32 {
+        self.last.is_some_and(|l| l != t) as u32
+    }
+}
+
+/// Where the next execution starts anew, and what it follows there.
+struct Resume {
+    at: usize,
+    level: Level,
+    branch: Node,
+}
+
+/// The current execution, with the states before its steps.
+#[derive(Default)]
+struct Search {
+    events: Vec<Event>,
+    levels: Vec<Level>,
+}
+
+impl Search {
+    fn happens_before(&self, i: usize, j: usize) -> bool {
+        let e = &self.events[i];
+        i < j && self.events[j].clock.get(e.task).copied().unwrap_or(0) > e.local
+    }
+
+    /// Add the steps of a finished execution from `from` on (the steps
+    /// before it are those of the previous execution).
+    fn extend(
+        &mut self,
+        log: &RunLog,
+        footprints: &[(TaskId, Footprint)],
+        resume: Option<Resume>,
+    ) -> usize {
+        let from = resume.as_ref().map_or(0, |r| r.at);
+        let end = log.blocked.unwrap_or(log.steps.len()).min(log.steps.len());
+        let mut locals: Vec<u32> = Vec::new();
+        let mut last_of: Vec<Option<usize>> = Vec::new();
+        for (i, e) in self.events.iter().enumerate() {
+            grow(&mut locals, e.task + 1, 0);
+            grow(&mut last_of, e.task + 1, None);
+            locals[e.task] += 1;
+            last_of[e.task] = Some(i);
+        }
+        let mut path: Option<Node> = None;
+        let mut resume = resume;
+        for m in from..end {
+            let seen = &log.steps[m];
+            let t = seen.task;
+            let fp = footprints
+                .get(m)
+                .map(|(task, f)| {
+                    debug_assert_eq!(*task, t);
+                    f.clone()
+                })
+                .unwrap_or_else(|| Footprint::of_point(crate::ObjId::NONE, false, false));
+            grow(&mut locals, t + 1, 0);
+            grow(&mut last_of, t + 1, None);
+            let previous = last_of[t];
+            // The last step before which the task was not runnable woke
+            // or spawned it.
+            let enabler = (previous.map_or(0, |p| p + 1)..m)
+                .rev()
+                .find(|&k| log.steps[k].runnable.binary_search(&t).is_err());
+            let mut clock = previous.map_or_else(Vec::new, |p| self.events[p].clock.clone());
+            for (i, e) in self.events.iter().enumerate() {
+                if e.task != t && e.fp.conflicts(&fp) {
+                    join(&mut clock, &self.events[i].clock);
+                }
+            }
+            if let Some(k) = enabler {
+                join(&mut clock, &self.events[k].clock);
+            }
+            grow(&mut clock, t + 1, 0);
+            clock[t] = locals[t] + 1;
+            let level = match resume.take() {
+                Some(r) => {
+                    path = Some(r.branch);
+                    r.level
+                }
+                None => {
+                    let (sleep, preemptions_before) = match m.checked_sub(1) {
+                        Some(p) => {
+                            let (prev, ev) = (&self.levels[p], &self.events[p]);
+                            (
+                                asleep_after(&prev.sleep, ev.task, &ev.fp),
+                                prev.preemptions_before + prev.preempts(ev.task),
+                            )
+                        }
+                        None => (Vec::new(), 0),
+                    };
+                    // The planned branches below the one being explored.
+                    let mut wut = Vec::new();
+                    if let Some(node) = path.take() {
+                        if m < log.followed && !node.children.is_empty() {
+                            let mut children = node.children;
+                            let first = children.remove(0);
+                            wut = children;
+                            path = Some(first);
+                        } else if m == log.followed {
+                            wut = node.children;
+                        }
+                    }
+                    Level {
+                        runnable: seen.runnable.clone(),
+                        last: seen.last,
+                        sleep,
+                        wut,
+                        preemptions_before,
+                    }
+                }
+            };
+            self.levels.push(level);
+            self.events.push(Event {
+                task: t,
+                fp,
+                local: locals[t],
+                clock,
+                enabler,
+            });
+            locals[t] += 1;
+            last_of[t] = Some(m);
+        }
+        from
+    }
+
+    /// Find the races whose second step is at `from` or later, and plan
+    /// their reversals; under a finite preemption bound, also the second
+    /// step's task where the first step's task was switched to.
+    fn races(&mut self, from: usize, bounded: bool) {
+        let n = self.events.len();
+        for j in from..n {
+            let t = self.events[j].task;
+            let enabler = self.events[j].enabler;
+            let previous = (0..j).rev().find(|&p| self.events[p].task == t);
+            let candidates: Vec<usize> = (0..j)
+                .filter(|&i| {
+                    let e = &self.events[i];
+                    e.task != t && e.fp.conflicts(&self.events[j].fp)
+                })
+                .collect();
+            for &i in &candidates {
+                if Some(i) == enabler {
+                    continue;
+                }
+                let direct = candidates
+                    .iter()
+                    .copied()
+                    .chain(enabler)
+                    .chain(previous)
+                    .all(|d| d == i || !self.happens_before(i, d));
+                if direct {
+                    self.reverse(i, j, bounded);
+                    if bounded {
+                        self.switch_earlier(i, j);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Plan `notdep(i).j` from the state before step `i`, unless a task
+    /// asleep there is a weak initial of it (an equivalent execution was
+    /// explored). Bounded, only the steps of `notdep(i)` before `j`: the
+    /// later ones would be followed in their order, each switch between
+    /// tasks a preemption more, where a free continuation needs none.
+    fn reverse(&mut self, i: usize, j: usize, bounded: bool) {
+        let end = if bounded { j } else { self.events.len() };
+        let mut v: Vec<usize> = (i + 1..end)
+            .filter(|&k| !self.happens_before(i, k))
+            .collect();
+        v.push(j);
+        let covered = self.levels[i]
+            .sleep
+            .iter()
+            .any(|(q, f)| self.weak_initial(&v, *q, f).is_some());
+        if !covered {
+            self.insert(i, v);
+        }
+    }
+
+    /// Bounded search (after Coons, Musuvathi and McKinley, "Bounded
+    /// partial-order reduction", OOPSLA 2013): the reversal of a race
+    /// often needs a preemption before step `i`; running `j`'s task
+    /// instead where `i`'s task was switched to costs none more than the
+    /// current execution. Plan that one step there, if its task was
+    /// runnable, is not asleep and not planned.
+    fn switch_earlier(&mut self, i: usize, j: usize) {
+        let ti = self.events[i].task;
+        let q = self.events[j].task;
+        let c = (0..=i)
+            .rev()
+            .find(|&c| self.levels[c].last != Some(ti))
+            .unwrap_or(0);
+        if self.events[c].task == q || self.levels[c].runnable.binary_search(&q).is_err() {
+            return;
+        }
+        let Some(k) = (c..self.events.len()).find(|&k| self.events[k].task == q) else {
+            return;
+        };
+        let w = vec![k];
+        let covered = self.levels[c]
+            .sleep
+            .iter()
+            .any(|(p, f)| self.weak_initial(&w, *p, f).is_some());
+        if !covered {
+            let mut wut = std::mem::take(&mut self.levels[c].wut);
+            self.insert_into(&mut wut, w);
+            self.levels[c].wut = wut;
+        }
+    }
+
+    /// If task `p`, whose next step has footprint `fp`, is a weak initial
+    /// of `w` (`w` can start with `p`'s step, or `p`'s step commutes with
+    /// all of `w`), what is left of `w` after that step.
+    fn weak_initial(&self, w: &[usize], p: TaskId, fp: &Footprint) -> Option<Vec<usize>> {
+        match w.iter().position(|&k| self.events[k].task == p) {
+            Some(x) => {
+                let first = w[x];
+                if w[..x].iter().any(|&k| self.happens_before(k, first)) {
+                    return None;
+                }
+                let mut rest = w.to_vec();
+                rest.remove(x);
+                Some(rest)
+            }
+            None => w
+                .iter()
+                .all(|&k| !fp.conflicts(&self.events[k].fp))
+                .then(|| w.to_vec()),
+        }
+    }
+
+    /// Insert `w` (steps of the current execution) into the wakeup tree of
+    /// the state before step `at`: follow the branch being explored while
+    /// it can start `w`, then the planned ones.
+    fn insert(&mut self, at: usize, w: Vec<usize>) {
+        let mut w = w;
+        let mut m = at;
+        while m < self.events.len() && !w.is_empty() {
+            let e = &self.events[m];
+            match self.weak_initial(&w, e.task, &e.fp) {
+                Some(rest) => {
+                    w = rest;
+                    m += 1;
+                }
+                None => {
+                    let mut wut = std::mem::take(&mut self.levels[m].wut);
+                    self.insert_into(&mut wut, w);
+                    self.levels[m].wut = wut;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn insert_into(&self, nodes: &mut Vec<Node>, w: Vec<usize>) {
+        for node in nodes.iter_mut() {
+            if let Some(rest) = self.weak_initial(&w, node.task, &node.fp) {
+                if node.children.is_empty() || rest.is_empty() {
+                    return;
+                }
+                return self.insert_into(&mut node.children, rest);
+            }
+        }
+        let mut chain: Option<Node> = None;
+        for &k in w.iter().rev() {
+            let e = &self.events[k];
+            chain = Some(Node {
+                task: e.task,
+                fp: e.fp.clone(),
+                children: chain.into_iter().collect(),
+            });
+        }
+        nodes.extend(chain);
+    }
+
+    /// The next planned branch within the bound, from the deepest state
+    /// that has one; the current execution's steps after it are dropped.
+    fn backtrack(&mut self, bound: u32) -> Option<Resume> {
+        while let Some(mut level) = self.levels.pop() {
+            let ev = self.events.pop().expect("a step per level");
+            while !level.wut.is_empty() {
+                let branch = level.wut.remove(0);
+                let asleep = level.sleep.iter().any(|(q, _)| *q == branch.task);
+                let within = level
+                    .preemptions_before
+                    .saturating_add(level.preempts(branch.task))
+                    <= bound;
+                if asleep || !within {
+                    continue;
+                }
+                level.sleep.push((ev.task, ev.fp));
+                return Some(Resume {
+                    at: self.levels.len(),
+                    level,
+                    branch,
+                });
+            }
+        }
+        None
+    }
+}
+
+fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
+    if v.len() < len {
+        v.resize(len, fill);
+    }
+}
+
+fn join(into: &mut Vec<u32>, other: &[u32]) {
+    grow(into, other.len(), 0);
+    for (a, b) in into.iter_mut().zip(other) {
+        *a = (*a).max(*b);
+    }
+}
+
+/// Runs one execution of a plan.
+pub(crate) type DporRunFn<'a> = dyn FnMut(Plan) -> ExecReport + 'a;
+
+/// Explore every trace (within `bound` preemptions) with at most
+/// `iterations` executions.
+pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> ExploreReport {
+    let mut search = Search::default();
+    let mut resume: Option<Resume> = None;
+    let mut executions = 0;
+    loop {
+        let plan = match &resume {
+            None => Plan {
+                tasks: Vec::new(),
+                sleep_from: 0,
+                sleep: Vec::new(),
+                bound,
+            },
+            Some(r) => {
+                let mut tasks: Vec<TaskId> = search.events.iter().map(|e| e.task).collect();
+                let mut node = Some(&r.branch);
+                while let Some(n) = node {
+                    tasks.push(n.task);
+                    node = n.children.first();
+                }
+                Plan {
+                    tasks,
+                    sleep_from: r.at,
+                    sleep: r.level.sleep.clone(),
+                    bound,
+                }
+            }
+        };
+        let mut report = run(plan);
+        executions += 1;
+        let log = report.dpor.take().unwrap_or_default();
+        let from = search.extend(&log, &report.footprints, resume.take());
+        report.footprints = Vec::new();
+        let schedule = Schedule::Choices(trimmed_choices(&report.choices));
+        if report.outcome.is_failure() || executions >= iterations {
+            return ExploreReport {
+                executions,
+                report,
+                schedule,
+                exhausted: false,
+                shrink: None,
+            };
+        }
+        search.races(from, bound != u32::MAX);
+        resume = search.backtrack(bound);
+        if resume.is_none() {
+            return ExploreReport {
+                executions,
+                report,
+                schedule,
+                exhausted: true,
+                shrink: None,
+            };
+        }
+    }
+}
