@@ -1,9 +1,9 @@
 //! The invariant `security.denied_changes_nothing`: an operation the kernel
 //! refuses (EPERM, EACCES, EAGAIN, EINVAL...) leaves what it targeted as it
 //! was. Before each guarded operation the world notes the state it
-//! targets; after a failure it compares. A guarded operation of another
-//! task that succeeded in between may have changed the same state, so the
-//! comparison is made only when none did.
+//! targets; after a failure it compares. Another guarded operation on the
+//! same target that ran meanwhile (even one that had started before) may
+//! have changed it, so the comparison is made only when none did.
 //!
 //! Targets: a uid/gid map write, the map of the namespace written; a
 //! setgroups write, the namespace's setgroups flag; a `max_*` sysctl write,
@@ -17,19 +17,31 @@ use crate::invariants::Invariant;
 use crate::setup::{Op, UsernsFile};
 use crate::task::Task;
 use sim::Outcome;
-use std::sync::atomic::Ordering;
 use ucounts::UcountType;
 use userns::MapKind;
 
 impl World {
-    /// The state `op` targets and the count of guarded operations that
-    /// succeeded so far, when denials are checked and `op` is guarded.
-    pub(super) fn denial_target(&self, p: &Task, op: &Op) -> Option<(String, u64)> {
-        let state = self.targeted_state(p, op)?;
-        Some((state, self.guarded_successes.load(Ordering::Relaxed)))
+    /// What guarded `op` by `p` targets (its key and its state), noted as
+    /// the op starts; `None` when denials are not checked or `op` is not
+    /// guarded.
+    pub(super) fn denial_target(&self, p: &Task, op: &Op) -> Option<DenialWatch> {
+        let (key, state) = self.targeted_state(p, op)?;
+        let mut guarded = self.guarded.lock();
+        let (in_flight, epoch) = guarded.entry(key.clone()).or_default();
+        let alone = *in_flight == 0;
+        *in_flight += 1;
+        *epoch += 1;
+        Some(DenialWatch {
+            key,
+            state,
+            epoch: *epoch,
+            alone,
+        })
     }
 
-    fn targeted_state(&self, p: &Task, op: &Op) -> Option<String> {
+    /// The key of what `op` targets (the namespace, limit or task) and its
+    /// state now.
+    fn targeted_state(&self, p: &Task, op: &Op) -> Option<(String, String)> {
         if !self.check_denials {
             return None;
         }
@@ -45,66 +57,77 @@ impl World {
                     None => p.user_ns(),
                     Some(t) => self.task_named(t)?.user_ns(),
                 };
-                Some(match file {
-                    UsernsFile::UidMap => {
-                        format!("uid_map {:?}", ns.map(MapKind::Uid).peek_committed())
-                    }
-                    UsernsFile::GidMap => {
-                        format!("gid_map {:?}", ns.map(MapKind::Gid).peek_committed())
-                    }
-                    UsernsFile::Setgroups => {
-                        format!("setgroups allowed: {}", ns.setgroups_allowed())
-                    }
-                })
+                let key = format!("{} of {}", file.name(), ns.name);
+                Some((
+                    key,
+                    match file {
+                        UsernsFile::UidMap => {
+                            format!("uid_map {:?}", ns.map(MapKind::Uid).peek_committed())
+                        }
+                        UsernsFile::GidMap => {
+                            format!("gid_map {:?}", ns.map(MapKind::Gid).peek_committed())
+                        }
+                        UsernsFile::Setgroups => {
+                            format!("setgroups allowed: {}", ns.setgroups_allowed())
+                        }
+                    },
+                ))
             }
             Op::SetnsUser { .. } | Op::SetnsNet { .. } | Op::SetnsIpc { .. } => {
                 let ns = p.nsproxy();
-                Some(format!(
-                    "user namespace {}, ipc namespace {:?}, network namespace {}",
-                    p.user_ns().name,
-                    ns.ipc_ns.obj,
-                    ns.net_ns.id
+                Some((
+                    format!("namespaces of {}", p.name),
+                    format!(
+                        "user namespace {}, ipc namespace {:?}, network namespace {}",
+                        p.user_ns().name,
+                        ns.ipc_ns.obj,
+                        ns.net_ns.id
+                    ),
                 ))
             }
             Op::SysctlWrite { name, .. } => {
                 let t = UcountType::from_sysctl(name)?;
-                Some(format!("{name} = {}", p.user_ns().ucounts_ns.peek_max(t)))
+                let ns = p.user_ns();
+                Some((
+                    format!("{name} of {}", ns.name),
+                    format!("{name} = {}", ns.ucounts_ns.peek_max(t)),
+                ))
             }
             Op::Setuid { .. }
             | Op::Setresuid { .. }
             | Op::Setrlimit { .. }
             | Op::Execve {}
             | Op::Fork {}
-            | Op::Clone { .. } => Some(crate::process::peek_task(p)),
+            | Op::Clone { .. } => Some((format!("task {}", p.name), crate::process::peek_task(p))),
             _ => None,
         }
     }
 
-    /// After guarded `op` by `p`: count a success; after a failure, end the
-    /// run if what it targeted changed and no other guarded operation
-    /// succeeded meanwhile.
+    /// After guarded `op` by `p`: when it failed and no other guarded op
+    /// on its target ran meanwhile, end the run if the target changed.
     pub(super) fn check_denial(
         &self,
         p: &Task,
         op: &Op,
         result: Result<(), Errno>,
-        before: (String, u64),
-        alone: bool,
+        watch: DenialWatch,
     ) {
-        let errno = match result {
-            Ok(()) => {
-                self.guarded_successes.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Err(e) => e,
+        let alone = {
+            let mut guarded = self.guarded.lock();
+            let (in_flight, epoch) = guarded.get_mut(&watch.key).expect("noted at the start");
+            *in_flight -= 1;
+            watch.alone && *epoch == watch.epoch
         };
-        let (before, successes) = before;
-        if !alone || self.guarded_successes.load(Ordering::Relaxed) != successes {
+        let Err(errno) = result else {
+            return;
+        };
+        if !alone {
             return;
         }
-        let Some(after) = self.targeted_state(p, op) else {
+        let Some((_, after)) = self.targeted_state(p, op) else {
             return;
         };
+        let before = watch.state;
         if after != before {
             sim::fail(Outcome::Violation {
                 invariant: Invariant::SecurityDeniedChangesNothing.name().into(),
@@ -116,6 +139,16 @@ impl World {
             });
         }
     }
+}
+
+/// A guarded op's target as it started: its key, its state, and whether
+/// it was the only guarded op on it (`epoch` counts the ops started on
+/// the key; another that starts later changes it).
+pub(super) struct DenialWatch {
+    key: String,
+    state: String,
+    epoch: u64,
+    alone: bool,
 }
 
 /// The `/proc/PID` file a write op names, and the task whose file it is

@@ -14,7 +14,6 @@ use ipcns::{mq_path_walk, Ipc};
 use parking_lot::Mutex;
 use sim::{ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Schedule};
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use sync::Workqueue;
 use ucounts::{UcountType, UcountsNs, UcountsTable, UCOUNT_MAX_LIMIT};
@@ -62,8 +61,9 @@ struct ScenarioLock {
 }
 
 struct World {
-    /// Guarded ops running now (see `do_op`).
-    guarded_in_flight: std::sync::atomic::AtomicU64,
+    /// For each target of guarded ops (`denials`): how many run now, and
+    /// how many have started.
+    guarded: Mutex<BTreeMap<String, (u32, u64)>>,
     /// The ucounts the set-up charged (its user namespaces), as
     /// `checks::charged_counters` shows them.
     setup_charges: (Vec<String>, Vec<String>),
@@ -85,8 +85,6 @@ struct World {
     procs: Arc<crate::process::Procs>,
     /// The scenario checks `security.denied_changes_nothing`.
     check_denials: bool,
-    /// Guarded operations (see `denials.rs`) that succeeded so far.
-    guarded_successes: std::sync::atomic::AtomicU64,
     /// The deliberately broken `sysctl-store-before-permission` patch.
     sysctl_store_first: bool,
 }
@@ -218,8 +216,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
                 .invariants
                 .iter()
                 .any(|i| i == Invariant::SecurityDeniedChangesNothing.name()),
-            guarded_successes: std::sync::atomic::AtomicU64::new(0),
-            guarded_in_flight: std::sync::atomic::AtomicU64::new(0),
+            guarded: Mutex::new(BTreeMap::new()),
             sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
             setup_charges,
         });
@@ -409,15 +406,10 @@ impl World {
     }
 
     fn do_op(&self, task: &Task, op: &Op) {
-        let target = self.denial_target(task, op);
-        // A denial is judged only for an op that ran alone among the
-        // guarded ones: another's change may land while it runs.
-        let alone = target.is_some() && self.guarded_in_flight.fetch_add(1, Relaxed) == 0;
+        let watch = self.denial_target(task, op);
         let result = self.dispatch(task, op);
-        if let Some(before) = target {
-            let alone = alone && self.guarded_in_flight.load(Relaxed) == 1;
-            self.guarded_in_flight.fetch_sub(1, Relaxed);
-            self.check_denial(task, op, result, before, alone);
+        if let Some(watch) = watch {
+            self.check_denial(task, op, result, watch);
         }
         self.record(task, op, result);
     }
