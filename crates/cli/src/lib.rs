@@ -97,7 +97,7 @@ impl Config {
     }
     /// Threads running executions at once; the result does not change.
     pub fn jobs(mut self, n: usize) -> Self {
-        self.explore.jobs = n.max(1);
+        self.explore.jobs = n.clamp(1, sim::limits::JOBS.max as usize);
         self
     }
     pub fn shrink(mut self, on: bool) -> Self {

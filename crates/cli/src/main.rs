@@ -112,8 +112,8 @@ pub struct Overrides {
     pub no_shrink: bool,
     /// Threads running executions at once (default: every core). Results do not
     /// depend on it.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub jobs: Option<u16>,
+    #[arg(long, value_name = "N", value_parser = |s: &str| limits::JOBS.parse_u32(s))]
+    pub jobs: Option<u32>,
     /// Run only shard K of N of every run's executions (K from 1); the union of the
     /// N shards is the unsharded run. dfs and fair runs belong to shard 1.
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
@@ -240,7 +240,7 @@ enum Command {
         #[arg(long)]
         quick: bool,
         /// Threads for the parallel-exploration row (default: the number of cores).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = |s: &str| limits::JOBS.parse_u32(s).map(|j| j as usize))]
         jobs: Option<usize>,
     },
     /// Ask the model and the running kernel the same questions (namespace

@@ -73,7 +73,7 @@ impl Plan {
             reduction: !ov.no_reduction,
             timeout: timeout(ov)?,
             stack_size: ov.stack_size,
-            jobs: ov.jobs.map_or_else(default_jobs, usize::from),
+            jobs: ov.jobs.map_or_else(default_jobs, |j| j as usize),
             shard: ov.shard,
             expect,
             explore,
@@ -219,7 +219,9 @@ fn default_memory_limit() -> Option<usize> {
 
 /// `--jobs` by default: every core.
 fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(limits::JOBS.max as usize)
 }
 
 fn strategy_spec(e: &Explore) -> StrategySpec {

@@ -178,3 +178,43 @@ fn a_scenario_file_name_with_a_control_character_is_escaped() {
     assert!(err.contains("evil\\u{1b}[31m.toml"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A scenario of one task with `instances` copies under two kernels.
+fn many_instances(dir: &std::path::Path, instances: u64, strategy: &str) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let file = dir.join(format!("many-{instances}-{strategy}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"many\"\nsummary = \"many tasks\"\n[explore]\nstrategy = \"{strategy}\"\n\
+             [[task]]\nname = \"looper\"\ninstances = {instances}\nops = [\"unshare(CLONE_NEWIPC)\"]\n\
+             [[kernel]]\nprofile = \"v6.2\"\nexpect = \"pass\"\n[[kernel]]\nprofile = \"v6.3\"\nexpect = \"pass\"\n"
+        ),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn instances_that_used_to_abort_are_refused_up_front() {
+    let dir = std::env::temp_dir().join(format!("nssim-hardening-many-{}", std::process::id()));
+    // They aborted the process (stack guard page, thread spawn) with
+    // several threads.
+    for (n, strategy) in [(50_000, "random"), (100_000, "pct")] {
+        let file = many_instances(&dir, n, strategy);
+        for jobs in ["1", "2"] {
+            let err = usage_error(&["run", file.to_str().unwrap(), "--jobs", jobs]);
+            assert!(err.contains(&limits::INSTANCES.message(n.into())), "{err}");
+            assert!(err.contains(":7:13"), "{err}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn jobs_are_checked_against_their_range() {
+    for v in [0, 1025, 65_536] {
+        let err = usage_error(&["run", SCENARIO, "--jobs", &v.to_string()]);
+        assert!(err.contains(&limits::JOBS.message(v)), "{err}");
+    }
+}

@@ -162,6 +162,7 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
         };
         name_schedule(&mut found, cfg.shrink, &mut run_loose);
     }
+    crate::exec::exploration_done();
     found
 }
 
@@ -282,7 +283,10 @@ fn seeded(
     schedule_of: &(dyn Fn(u64) -> Schedule + Sync),
 ) -> ExploreReport {
     let indices = ShardIterations::of(cfg);
-    let jobs = cfg.jobs.clamp(1, indices.len.max(1));
+    let jobs = cfg
+        .jobs
+        .clamp(1, indices.len.max(1))
+        .min(crate::limits::JOBS.max as usize);
     let done = std::sync::atomic::AtomicU64::new(0);
     let counted = |schedule: &Schedule| {
         let r = run(schedule);
@@ -321,6 +325,19 @@ fn first_failure_sequential(
     last.expect("at least one iteration")
 }
 
+/// An outcome that says more about the process than about the execution:
+/// with other threads holding memory and stacks, an execution may run out
+/// of them where it would not alone.
+fn shared_resource_limit(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Limit { which, .. } if which == "memory" || which == "stacks")
+}
+
+/// Several threads take iterations in order; the lowest failing one is
+/// reported, as [`first_failure_sequential`] finds it. An execution that
+/// ran out of a resource of the process (memory, stacks) is run again
+/// alone once the threads are done, so that what is reported never
+/// depends on what the other threads held. A thread that cannot be
+/// started leaves its share to the others (and to this one).
 fn first_failure_parallel(
     indices: ShardIterations,
     jobs: usize,
@@ -332,28 +349,57 @@ fn first_failure_parallel(
     let next = AtomicUsize::new(0);
     let first_failure = AtomicUsize::new(usize::MAX);
     let kept: Mutex<Vec<(usize, ExecReport)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let pos = next.fetch_add(1, Ordering::Relaxed);
-                if pos >= indices.len || pos > first_failure.load(Ordering::Relaxed) {
-                    return;
-                }
-                let report = run(&schedule_of(indices.at(pos)));
-                let failed = report.outcome.is_failure();
-                if failed {
-                    first_failure.fetch_min(pos, Ordering::Relaxed);
-                }
-                if failed || pos == indices.len - 1 {
-                    kept.lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((pos, report));
-                }
-            });
+    let deferred: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    let work = || {
+        loop {
+            let pos = next.fetch_add(1, Ordering::Relaxed);
+            if pos >= indices.len || pos > first_failure.load(Ordering::Relaxed) {
+                break;
+            }
+            let report = run(&schedule_of(indices.at(pos)));
+            if shared_resource_limit(&report.outcome) {
+                deferred.lock().unwrap_or_else(|e| e.into_inner()).push(pos);
+                continue;
+            }
+            let failed = report.outcome.is_failure();
+            if failed {
+                first_failure.fetch_min(pos, Ordering::Relaxed);
+            }
+            if failed || pos == indices.len - 1 {
+                kept.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((pos, report));
+            }
         }
+        // What this thread mapped is not kept for a later run.
+        crate::exec::trim_stack_pool(0);
+    };
+    std::thread::scope(|scope| {
+        for i in 1..jobs {
+            let spawned = std::thread::Builder::new()
+                .name(format!("nssim-job-{i}"))
+                .spawn_scoped(scope, work);
+            if spawned.is_err() {
+                break;
+            }
+        }
+        work();
     });
     let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
-    let wanted = first_failure.into_inner().min(indices.len - 1);
+    let mut deferred = deferred.into_inner().unwrap_or_else(|e| e.into_inner());
+    deferred.sort_unstable();
+    let mut wanted = first_failure.into_inner().min(indices.len - 1);
+    for pos in deferred.into_iter().filter(|p| *p <= wanted) {
+        let report = run(&schedule_of(indices.at(pos)));
+        let failed = report.outcome.is_failure();
+        if failed || pos == indices.len - 1 {
+            kept.push((pos, report));
+        }
+        if failed {
+            wanted = pos;
+            break;
+        }
+    }
     let at = kept
         .iter()
         .position(|(pos, _)| *pos == wanted)
