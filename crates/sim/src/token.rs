@@ -69,7 +69,7 @@ pub struct Token {
     pub schedule: Schedule,
 }
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum TokenError {
     #[error("a token starts with `{MAGIC}`")]
     Prefix,
