@@ -220,6 +220,11 @@ enum Command {
         /// the run in non-preemptive order instead of stopping at the divergence.
         #[arg(long)]
         continue_after_divergence: bool,
+        /// Refuse (exit status 2) a token made for another version of the scenario
+        /// (its content hash differs) or one too old to carry the hash; by default
+        /// such a token is replayed with a warning.
+        #[arg(long)]
+        strict: bool,
         /// Write the execution as a trace file (JSON).
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
@@ -320,13 +325,17 @@ fn main() -> ExitCode {
             token,
             format,
             continue_after_divergence,
+            strict,
             trace,
             views,
         } => run::replay(
             &scenario,
             &token,
             format,
-            continue_after_divergence,
+            run::ReplayMode {
+                continue_after_divergence,
+                strict,
+            },
             &run::Outputs {
                 views: &views,
                 trace,

@@ -433,6 +433,7 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
     let exec = spec.explore.exec.clone();
     let token = Token {
         scenario: scenario_hash(sc),
+        content: Some(sc.content_hash()),
         context: token_context(&plan.label, &plan.cli_patches),
         cpus: exec.cpus,
         max_steps: exec.max_steps,
@@ -491,13 +492,41 @@ fn resolve_token(arg: &str) -> Result<(String, Option<String>), CliError> {
     Ok((arg.to_string(), None))
 }
 
+/// How `replay` treats a token made for another version of the scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayMode {
+    /// Finish a run that no longer fits the token in non-preemptive order.
+    pub continue_after_divergence: bool,
+    /// A scenario changed since the token was made is an error.
+    pub strict: bool,
+}
+
+/// Whether `sc` is the scenario `token` was made for: `Err` with the
+/// reason when it cannot be told to be.
+fn same_content(sc: &Scenario, path: &Path, token: &Token) -> Result<(), String> {
+    match token.content {
+        Some(c) if c == sc.content_hash() => Ok(()),
+        Some(_) => Err(format!(
+            "`{}` ({}) changed since the token was made (its set-up, invariants, costs or kernel runs differ)",
+            sc.name,
+            shown(path)
+        )),
+        None => Err(format!(
+            "the token is of format 2, made before tokens carried the scenario's content: nssim cannot tell whether `{}` ({}) changed since",
+            sc.name,
+            shown(path)
+        )),
+    }
+}
+
 pub fn replay(
     path: &Path,
     token_arg: &str,
     format: Format,
-    continue_after_divergence: bool,
+    mode: ReplayMode,
     outputs: &Outputs<'_>,
 ) -> Result<bool, CliError> {
+    let continue_after_divergence = mode.continue_after_divergence;
     sim::mem::set_limit(default_memory_limit());
     let sc = scenario::load(path)?;
     let (token_text, expected_hash) = resolve_token(token_arg)?;
@@ -510,6 +539,15 @@ pub fn replay(
             sc.name,
             shown(path)
         )));
+    }
+    let changed = same_content(&sc, path, &token).err();
+    if let Some(why) = &changed {
+        if mode.strict {
+            return Err(CliError(format!(
+                "error: {why}; without --strict the token is replayed as far as its named steps still fit"
+            )));
+        }
+        eprintln!("warning: {why}; replaying as far as the token's named steps still fit");
     }
     let (kernel, cli_patches) = token_kernel(&token)?;
     let ov = Overrides {
@@ -538,6 +576,10 @@ pub fn replay(
     let record_events = format == Format::Text || outputs.wanted();
     let (report, results) = replay_run(&spec, &token.schedule, record_events);
     if let (Some(step), false) = (report.diverged_at, continue_after_divergence) {
+        if format == Format::Text && changed.is_some() {
+            // What still fitted, then where it stopped.
+            output::print_steps(&report);
+        }
         return Err(divergence_error(&token.schedule, step as u64));
     }
     let hash = format!("{:016x}", report.trace_hash);

@@ -69,10 +69,17 @@ fn boundaries_of_every_range_on_the_command_line() {
     }
 }
 
+fn content_hash() -> u32 {
+    scenario::load(&support::root().join(SCENARIO))
+        .unwrap()
+        .content_hash()
+}
+
 /// A token for the v6.2 run of [`SCENARIO`].
 fn token(schedule: Schedule) -> Token {
     Token {
         scenario: sim::token::hash32(b"ipc-alloc-vs-free"),
+        content: Some(content_hash()),
         context: vec!["v6.2".into()],
         cpus: 2,
         max_steps: 10_000_000,
@@ -217,4 +224,83 @@ fn jobs_are_checked_against_their_range() {
         let err = usage_error(&["run", SCENARIO, "--jobs", &v.to_string()]);
         assert!(err.contains(&limits::JOBS.message(v)), "{err}");
     }
+}
+
+/// A copy of [`SCENARIO`] in `dir`, edited by `edit`, and its path.
+fn edited_copy(dir: &std::path::Path, name: &str, edit: impl Fn(&str) -> String) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let text = std::fs::read_to_string(support::root().join(SCENARIO)).unwrap();
+    let file = dir.join(name);
+    std::fs::write(&file, edit(&text)).unwrap();
+    file.to_str().unwrap().to_string()
+}
+
+/// The v6.2 token `nssim run` prints for `file`.
+fn token_of_run(file: &str) -> String {
+    let o = nssim(&["run", file, "--kernel", "v6.2", "--format", "json"]);
+    let line = support::stdout(&o);
+    let first = line.lines().next().unwrap();
+    let v: serde_json::Value = serde_json::from_str(first).unwrap();
+    v["token"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_token_replayed_on_an_edited_scenario_warns_and_strict_refuses_it() {
+    let dir = std::env::temp_dir().join(format!("nssim-hardening-edit-{}", std::process::id()));
+    let original = edited_copy(&dir, "original.toml", str::to_string);
+    let token = token_of_run(&original);
+    assert!(sim::Token::decode(&token).unwrap().content.is_some());
+    // The same scenario with another comment: no warning.
+    let commented = edited_copy(&dir, "commented.toml", |t| format!("# edited\n{t}"));
+    let o = nssim(&["replay", &commented, &token, "--strict"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    // Another cost table: the same steps, but not the same scenario.
+    let costs = edited_copy(&dir, "costs.toml", |t| {
+        format!("{t}\n[costs]\nstep = \"20ns\"\n")
+    });
+    let o = nssim(&["replay", &costs, &token]);
+    let err = stderr(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{err}");
+    assert!(
+        err.contains("warning: `ipc-alloc-vs-free`")
+            && err.contains("changed since the token was made"),
+        "{err}"
+    );
+    let err = usage_error(&["replay", &costs, &token, "--strict"]);
+    assert!(err.contains("changed since the token was made"), "{err}");
+    assert!(err.contains("costs.toml"), "{err}");
+    // Other operations: replayed as far as the token still fits.
+    let ops = edited_copy(&dir, "ops.toml", |t| t.replace("repeat = 20", "repeat = 2"));
+    let o = nssim(&["replay", &ops, &token]);
+    let err = stderr(&o);
+    assert!(err.contains("changed since the token was made"), "{err}");
+    assert!(matches!(o.status.code(), Some(0..=2)), "{err}");
+    if o.status.code() == Some(2) {
+        assert!(err.contains("diverges from the token at step"), "{err}");
+        assert!(
+            support::stdout(&o).contains("looper"),
+            "the steps replayed so far"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_token_of_format_2_replays_with_a_warning_and_strict_refuses_it() {
+    let v2 = Token {
+        content: None,
+        ..token(Schedule::Fair)
+    }
+    .encode();
+    assert!(v2.starts_with("nss1_A"));
+    let o = nssim(&["replay", SCENARIO, &v2]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("token is of format 2"),
+        "{}",
+        stderr(&o)
+    );
+    let err = usage_error(&["replay", SCENARIO, &v2, "--strict"]);
+    assert!(err.contains("token is of format 2"), "{err}");
 }
