@@ -98,11 +98,11 @@ pub struct Overrides {
     /// its end stops with outcome `limit` (stack).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub stack_size: Option<usize>,
-    /// Heap the simulator may use, e.g. `512m`, `4g`; past it the run ends with
-    /// outcome `limit` (memory) instead of the machine running out. Default: half
-    /// of the machine's memory.
+    /// Memory the process may hold (its heap and its resident set), e.g. `512m`,
+    /// `4g`; past it the run ends with outcome `limit` (memory) instead of the
+    /// machine running out. Default: half of the machine's memory.
     #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
-    pub max_memory: Option<usize>,
+    pub max_memory: Option<(usize, String)>,
     /// dfs: explore every interleaving, also those that only reorder operations on
     /// different objects (by default they are explored once: sleep sets).
     #[arg(long)]
@@ -142,7 +142,8 @@ fn not_a_size(s: &str) -> String {
     format!("`{}` is not a size such as 65536, 64k, 1m or 2g", echo(s))
 }
 
-fn parse_memory(s: &str) -> Result<usize, String> {
+/// The bytes, and the limit as messages name it (as given).
+fn parse_memory(s: &str) -> Result<(usize, String), String> {
     let bytes = parse_bytes(s)?;
     if bytes < 16 << 20 {
         return Err(format!(
@@ -150,7 +151,7 @@ fn parse_memory(s: &str) -> Result<usize, String> {
             echo(s)
         ));
     }
-    Ok(bytes)
+    Ok((bytes, format!("--max-memory {}", echo(s.trim()))))
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {

@@ -200,12 +200,32 @@ fn pin_resource_limit(exec: &mut sim::ExecConfig, report: &sim::ExecReport) {
     }
 }
 
-/// `--max-memory`, half of the machine's memory by default.
-pub fn memory_limit(ov: &Overrides) -> Option<usize> {
-    ov.max_memory.or_else(default_memory_limit)
+/// `--max-memory`, half of the machine's memory by default: the bytes and
+/// the words that name the limit in messages.
+pub fn memory_limit(ov: &Overrides) -> Option<(usize, String)> {
+    ov.max_memory.clone().or_else(default_memory_limit)
 }
 
-fn default_memory_limit() -> Option<usize> {
+/// Bound the process's memory as `--max-memory` (or its default) says.
+fn set_memory_limit(limit: Option<(usize, String)>) {
+    match limit {
+        Some((bytes, given)) => sim::mem::set_limit_as_given(Some(bytes), &given),
+        None => sim::mem::set_limit(None),
+    }
+}
+
+fn default_memory_limit() -> Option<(usize, String)> {
+    let half = half_of_the_memory()?;
+    Some((
+        half,
+        format!(
+            "the default --max-memory (half of this machine's memory, {:.1} GiB)",
+            half as f64 / f64::from(1u32 << 30)
+        ),
+    ))
+}
+
+fn half_of_the_memory() -> Option<usize> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: usize = meminfo
         .lines()
@@ -285,7 +305,7 @@ pub fn run(
     let toggles = parse_toggles(&ov.patches)?;
     apply_overrides(Explore::default(), ov)?;
     timeout(ov)?;
-    sim::mem::set_limit(memory_limit(ov));
+    set_memory_limit(memory_limit(ov));
     let files = scenario::discover(paths)?;
     if files.is_empty() {
         return Err(CliError(
@@ -419,7 +439,13 @@ fn trace_path(base: Option<&Path>, sc: &Scenario, label: &str, single: bool) -> 
 fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecord, CliError> {
     let patches = plan_patches(sc, plan)?;
     let mut spec = run_spec(sc, plan, &patches);
-    spec.explore.exec.deadline = Some(std::time::Instant::now() + plan.timeout);
+    // The search and its shrinking stop at half of --timeout, the replays
+    // that report the execution (its results, the events of its views) at
+    // seven tenths: the rest is for writing them out, in time proportional
+    // to what those replays had time for.
+    let start = std::time::Instant::now();
+    spec.explore.exec.deadline = Some(start + plan.timeout.mul_f64(0.5));
+    spec.explore.exec.report_deadline = Some(start + plan.timeout.mul_f64(0.7));
     if let Some(size) = plan.stack_size {
         spec.explore.exec.stack_size = size;
     }
@@ -440,10 +466,21 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
         max_virtual_ns: exec.max_virtual_ns,
         schedule: out.explore.schedule.clone(),
     };
+    let mut notes = Vec::new();
+    if out.explore.unnamed_at_deadline {
+        notes.push("the --timeout deadline passed before the failure could be run again to be shrunk and named: the token is the schedule the search found".to_string());
+    }
+    if !out.results_complete {
+        notes.push("the --timeout deadline passed while the results were collected: they are those of the steps replayed by then".to_string());
+    }
     if outputs.wanted() {
         // Exploration keeps only hashes; record the reported execution again.
         let (recorded, _) = replay_run(&spec, &out.explore.schedule, true);
-        outputs.emit(sc, &plan.label, &patches, &token, &recorded)?;
+        if !kernel::cut_by_deadline(&recorded, &out.explore.report) {
+            outputs.emit(sc, &plan.label, &patches, &token, &recorded)?;
+        } else {
+            notes.push("the --timeout deadline passed while the execution was recorded: no view or trace file was written".to_string());
+        }
     }
     Ok(RunRecord::new(
         sc,
@@ -458,7 +495,8 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
         &out.explore.report,
         token.encode(),
         &out.results,
-    ))
+    )
+    .with_notes(notes))
 }
 
 /// What a token carries besides its schedule: the kernel run's label, then
@@ -527,7 +565,7 @@ pub fn replay(
     outputs: &Outputs<'_>,
 ) -> Result<bool, CliError> {
     let continue_after_divergence = mode.continue_after_divergence;
-    sim::mem::set_limit(default_memory_limit());
+    set_memory_limit(default_memory_limit());
     let sc = scenario::load(path)?;
     let (token_text, expected_hash) = resolve_token(token_arg)?;
     let token_text = token_text.as_str();

@@ -39,5 +39,6 @@ pub mod world;
 pub use errno::Errno;
 pub use profile::{resolve_patches, ActivePatches};
 pub use world::{
-    explore_profile, explore_run, replay_run, Results, RunOutput, RunSpec, SyscallStats,
+    cut_by_deadline, explore_profile, explore_run, replay_run, Results, RunOutput, RunSpec,
+    SyscallStats,
 };

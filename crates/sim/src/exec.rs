@@ -126,6 +126,11 @@ pub struct ExecConfig {
     /// Wall-clock deadline (`--timeout`): checked every few thousand steps;
     /// the only input a run takes from outside, and only to stop it.
     pub deadline: Option<std::time::Instant>,
+    /// Wall-clock deadline of the replays that report an exploration's
+    /// execution once the search has ended (its results, its events):
+    /// later than `deadline`, so that a search stopped there can still be
+    /// reported, and the whole run ends by this.
+    pub report_deadline: Option<std::time::Instant>,
     /// Bytes of stack per task (its coroutine). Model code is shallow; a
     /// task that nears the end is stopped with outcome `limit` (stack).
     pub stack_size: usize,
@@ -143,6 +148,7 @@ impl Default for ExecConfig {
             stop_on_divergence: false,
             lenient_segments: false,
             deadline: None,
+            report_deadline: None,
             livelock_steps: 1_000_000,
             stack_size: 128 * 1024,
         }
@@ -717,6 +723,12 @@ impl Sched {
             ("memory", bytes as u64)
         } else if step.is_multiple_of(4096) && self.past_deadline() {
             ("wall-time", step)
+        } else if let Some(bytes) = step
+            .is_multiple_of(4096)
+            .then(crate::mem::resident_over_limit)
+            .flatten()
+        {
+            ("memory", bytes as u64)
         } else {
             return None;
         };

@@ -121,8 +121,9 @@ impl fmt::Display for Outcome {
                 ),
                 "memory" => write!(
                     f,
-                    "limit: the simulator's heap reached {:.1} MiB, past --max-memory",
-                    *value as f64 / (1u64 << 20) as f64
+                    "limit: the process held {:.1} MiB, past {}",
+                    *value as f64 / (1u64 << 20) as f64,
+                    crate::mem::limit_as_given()
                 ),
                 _ => write!(f, "limit: {which} ({value})"),
             },
