@@ -520,12 +520,13 @@ pub fn replay_command(sc: &Scenario, token: &str) -> String {
     format!("nssim replay {} {token}", sc.path.display())
 }
 
-/// A token, or the path of a trace file holding one (with its trace hash).
-fn resolve_token(arg: &str) -> Result<(String, Option<String>), CliError> {
+/// A token, or the path of a trace file holding one (with what the file
+/// says of its execution).
+fn resolve_token(arg: &str) -> Result<(String, Option<tracefile::Loaded>), CliError> {
     let path = Path::new(arg);
     if !arg.starts_with("nss1_") && path.is_file() {
         let loaded = tracefile::load(path)?;
-        return Ok((loaded.token, loaded.trace_hash));
+        return Ok((loaded.token.clone(), Some(loaded)));
     }
     Ok((arg.to_string(), None))
 }
@@ -567,7 +568,8 @@ pub fn replay(
     let continue_after_divergence = mode.continue_after_divergence;
     set_memory_limit(default_memory_limit());
     let sc = scenario::load(path)?;
-    let (token_text, expected_hash) = resolve_token(token_arg)?;
+    let (token_text, from_file) = resolve_token(token_arg)?;
+    let expected_hash = from_file.as_ref().and_then(|l| l.trace_hash.clone());
     let token_text = token_text.as_str();
     let token = Token::decode(token_text)
         .map_err(|e| CliError(format!("error: bad token `{}`: {e}", echo(token_text))))?;
@@ -623,6 +625,11 @@ pub fn replay(
     let hash = format!("{:016x}", report.trace_hash);
     if expected_hash.is_some_and(|h| h != hash) {
         eprintln!("warning: this execution's trace hash {hash} differs from the trace file's: the scenario or nssim changed since it was written");
+    }
+    if let Some(loaded) = &from_file {
+        for d in tracefile::disagreements(loaded, &sc.name, &plan.label, &report) {
+            eprintln!("warning: {d}");
+        }
     }
     if outputs.wanted() {
         outputs.emit(&sc, &plan.label, &patches, &token, &report)?;

@@ -304,3 +304,87 @@ fn a_token_of_format_2_replays_with_a_warning_and_strict_refuses_it() {
     let err = usage_error(&["replay", SCENARIO, &v2, "--strict"]);
     assert!(err.contains("token is of format 2"), "{err}");
 }
+
+#[test]
+fn trace_files_are_checked_field_by_field() {
+    let dir = std::env::temp_dir().join(format!("nssim-hardening-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("t.json");
+    let f = file.to_str().unwrap();
+    let o = nssim(&["run", SCENARIO, "--kernel", "v6.2", "--trace", f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let with = |key: &str, v: serde_json::Value| {
+        let mut d = good.clone();
+        d[key] = v;
+        d.to_string()
+    };
+    use serde_json::json;
+    let mut event = good["events"][0].clone();
+    event["kind"] = json!(1);
+    let cases = [
+        (
+            with("format_version", json!("1")),
+            "\"format_version\" must be an integer (1), not the string \"1\"",
+        ),
+        (
+            with("format_version", json!(1.0)),
+            "\"format_version\" must be an integer (1), not the number 1.0",
+        ),
+        (
+            with("format_version", json!(-1)),
+            "trace format version -1 is not one this nssim reads",
+        ),
+        (
+            with("outcome", json!(5)),
+            "\"outcome\" must be a string, not the integer 5",
+        ),
+        (
+            with("outcome", json!("bogus")),
+            "\"outcome\" must be one of pass, violation",
+        ),
+        (
+            with("steps", json!("59")),
+            "\"steps\" must be an integer of at least 0, not the string \"59\"",
+        ),
+        (
+            with("events", json!("x")),
+            "\"events\" must be an array of objects",
+        ),
+        (
+            with("events", json!([event])),
+            "event 0: \"kind\" must be \"step\" or \"note\", not the integer 1",
+        ),
+        (with("scenario", json!(7)), "\"scenario\" must be a string"),
+        (
+            with("kernel", json!([])),
+            "\"kernel\" must be a string, not an array",
+        ),
+        (
+            with("trace_hash", json!("xyz")),
+            "\"trace_hash\" must be 16 hexadecimal digits",
+        ),
+        ("[1]".to_string(), "not an nssim trace file"),
+    ];
+    for (text, message) in cases {
+        std::fs::write(&file, &text).unwrap();
+        let err = usage_error(&["replay", SCENARIO, f]);
+        assert!(err.contains(message), "{message}: {err}");
+        assert!(err.contains("t.json"), "the file is named: {err}");
+    }
+    // An error at the end of the file has a real column.
+    std::fs::write(&file, "{\"format\": \"nssim-trace\",\n \"token\": \"a\"\n").unwrap();
+    let err = usage_error(&["replay", SCENARIO, f]);
+    assert!(err.contains("t.json:2:14:"), "{err}");
+    // Fields the replay does not reproduce are named in warnings.
+    std::fs::write(&file, with("outcome", json!("pass"))).unwrap();
+    let o = nssim(&["replay", SCENARIO, f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: the trace file's outcome is pass, the replay's violation"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
