@@ -41,6 +41,8 @@
 //! `check(config, model)` is the same search, panicking with the report
 //! when it finds a failure, which is what a `#[test]` wants.
 
+pub mod fuzz;
+
 pub use sim::StrategySpec::{Dfs, Fair, Pct, Random};
 pub use sim::{Outcome, ShrinkReport, StrategySpec as Strategy};
 pub use sync;
