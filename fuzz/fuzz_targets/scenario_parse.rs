@@ -5,7 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(e) = scenario::parse_bytes("fuzz.toml", data) {
-        let _ = e.to_string();
-    }
+    let _ = nssim::fuzz::scenario_parse(data);
 });

@@ -34,12 +34,14 @@
 //! assert!(report.outcome.is_failure());
 //! assert!(report.message().contains("lost update"));
 //! // The token replays the same execution, bit for bit.
-//! let again = replay(&report.token, model);
+//! let again = replay(&report.token, model).expect("a token of this API");
 //! assert_eq!(again.trace_hash, report.trace_hash);
 //! ```
 //!
 //! `check(config, model)` is the same search, panicking with the report
 //! when it finds a failure, which is what a `#[test]` wants.
+
+pub mod fuzz;
 
 pub use sim::StrategySpec::{Dfs, Fair, Pct, Random};
 pub use sim::{Outcome, ShrinkReport, StrategySpec as Strategy};
@@ -97,7 +99,7 @@ impl Config {
     }
     /// Threads running executions at once; the result does not change.
     pub fn jobs(mut self, n: usize) -> Self {
-        self.explore.jobs = n.max(1);
+        self.explore.jobs = n.clamp(1, sim::limits::JOBS.max as usize);
         self
     }
     pub fn shrink(mut self, on: bool) -> Self {
@@ -169,6 +171,7 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
     let exec = &config.explore.exec;
     let token = Token {
         scenario: 0,
+        content: Some(0),
         context: vec![API_KERNEL.into()],
         cpus: exec.cpus,
         max_steps: exec.max_steps,
@@ -195,17 +198,35 @@ pub fn check(config: Config, model: impl Fn() + Send + Sync + 'static) {
     }
 }
 
-/// Run exactly the execution `token` names (as printed by [`check`]).
-///
-/// # Panics
-/// When the token is malformed or was not made by this API.
-pub fn replay(token: &str, model: impl Fn() + Send + Sync + 'static) -> Report {
-    let t = Token::decode(token).unwrap_or_else(|e| panic!("nssim::replay: {e}"));
-    assert_eq!(
-        t.context,
-        [API_KERNEL],
-        "nssim::replay: this token names a scenario file; use `nssim replay`"
-    );
+/// Why [`replay`] could not run a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// Not a token, or a corrupted one, or one with fields out of range.
+    #[error("nssim::replay: bad token `{}`: {error}", sim::echo::echo(.token))]
+    Token {
+        token: String,
+        error: sim::TokenError,
+    },
+    /// A token of `nssim run`, which names a scenario file's kernel run.
+    #[error(
+        "nssim::replay: this token names a scenario file's run; use `nssim replay SCENARIO TOKEN`"
+    )]
+    NotFromTheApi,
+}
+
+/// Run exactly the execution `token` names (as printed by [`check`]); an
+/// error when the token is malformed or was not made by this API.
+pub fn replay(
+    token: &str,
+    model: impl Fn() + Send + Sync + 'static,
+) -> Result<Report, ReplayError> {
+    let t = Token::decode(token).map_err(|error| ReplayError::Token {
+        token: token.to_string(),
+        error,
+    })?;
+    if t.context != [API_KERNEL] {
+        return Err(ReplayError::NotFromTheApi);
+    }
     let exec = ExecConfig {
         cpus: t.cpus,
         max_steps: t.max_steps,
@@ -214,7 +235,7 @@ pub fn replay(token: &str, model: impl Fn() + Send + Sync + 'static) -> Report {
     };
     let model: Arc<dyn Fn() + Send + Sync> = Arc::new(model);
     let r = run_once(&exec, &t.schedule, &model);
-    Report {
+    Ok(Report {
         outcome: r.outcome.clone(),
         executions: 1,
         steps: r.steps,
@@ -222,7 +243,7 @@ pub fn replay(token: &str, model: impl Fn() + Send + Sync + 'static) -> Report {
         shrink: None,
         token: token.to_string(),
         trace: report::steps::render(&r, &no_describe),
-    }
+    })
 }
 
 /// Tasks of the model.

@@ -99,11 +99,11 @@ pub struct Overrides {
     /// its end stops with outcome `limit` (stack).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub stack_size: Option<usize>,
-    /// Heap the simulator may use, e.g. `512m`, `4g`; past it the run ends with
-    /// outcome `limit` (memory) instead of the machine running out. Default: half
-    /// of the machine's memory.
+    /// Memory the process may hold (its heap and its resident set), e.g. `512m`,
+    /// `4g`; past it the run ends with outcome `limit` (memory) instead of the
+    /// machine running out. Default: half of the machine's memory.
     #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
-    pub max_memory: Option<usize>,
+    pub max_memory: Option<(usize, String)>,
     /// dfs: explore every interleaving, also those that only reorder independent
     /// steps (by default one execution per class of such interleavings).
     #[arg(long)]
@@ -113,8 +113,8 @@ pub struct Overrides {
     pub no_shrink: bool,
     /// Threads running executions at once (default: every core). Results do not
     /// depend on it.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub jobs: Option<u16>,
+    #[arg(long, value_name = "N", value_parser = |s: &str| limits::JOBS.parse_u32(s))]
+    pub jobs: Option<u32>,
     /// Run only shard K of N of every run's executions (K from 1); the union of the
     /// N shards is the unsharded run. dfs and fair runs belong to shard 1.
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
@@ -143,7 +143,8 @@ fn not_a_size(s: &str) -> String {
     format!("`{}` is not a size such as 65536, 64k, 1m or 2g", echo(s))
 }
 
-fn parse_memory(s: &str) -> Result<usize, String> {
+/// The bytes, and the limit as messages name it (as given).
+fn parse_memory(s: &str) -> Result<(usize, String), String> {
     let bytes = parse_bytes(s)?;
     if bytes < 16 << 20 {
         return Err(format!(
@@ -151,7 +152,7 @@ fn parse_memory(s: &str) -> Result<usize, String> {
             echo(s)
         ));
     }
-    Ok(bytes)
+    Ok((bytes, format!("--max-memory {}", echo(s.trim()))))
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -232,6 +233,11 @@ enum Command {
         /// the run in non-preemptive order instead of stopping at the divergence.
         #[arg(long)]
         continue_after_divergence: bool,
+        /// Refuse (exit status 2) a token made for another version of the scenario
+        /// (its content hash differs) or one too old to carry the hash; by default
+        /// such a token is replayed with a warning.
+        #[arg(long)]
+        strict: bool,
         /// Write the execution as a trace file (JSON).
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
@@ -252,7 +258,7 @@ enum Command {
         #[arg(long)]
         quick: bool,
         /// Threads for the parallel-exploration row (default: the number of cores).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = |s: &str| limits::JOBS.parse_u32(s).map(|j| j as usize))]
         jobs: Option<usize>,
     },
     /// Ask the model and the running kernel the same questions (namespace
@@ -361,13 +367,17 @@ fn main() -> ExitCode {
             token,
             format,
             continue_after_divergence,
+            strict,
             trace,
             views,
         } => run::replay(
             &scenario,
             &token,
             format,
-            continue_after_divergence,
+            run::ReplayMode {
+                continue_after_divergence,
+                strict,
+            },
             &run::Outputs {
                 views: &views,
                 trace,

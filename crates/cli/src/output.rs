@@ -112,6 +112,7 @@ impl RunRecord {
                 "preemptions_before": s.preemptions_before,
                 "preemptions_after": s.preemptions_after,
                 "attempts": s.attempts,
+                "stopped_at_deadline": s.stopped_at_deadline,
             })),
             "steps": report.steps,
             "virtual_ns": report.virtual_ns,
@@ -147,6 +148,11 @@ impl RunRecord {
                 "\n    shrunk from {} steps ({} preemptions) to {} steps ({} preemptions) in {} executions",
                 s.steps_before, s.preemptions_before, s.steps_after, s.preemptions_after, s.attempts
             ));
+            if s.stopped_at_deadline {
+                text.push_str(
+                    ", stopped at the --timeout deadline: the shortest schedule found by then",
+                );
+            }
         }
         let res = results_text(results);
         if !res.is_empty() {
@@ -173,6 +179,18 @@ impl RunRecord {
             text,
             case,
         }
+    }
+
+    /// Add notes on what the run could not do in time.
+    pub fn with_notes(mut self, notes: Vec<String>) -> RunRecord {
+        if notes.is_empty() {
+            return self;
+        }
+        let replay_at = self.text.find("\n    token ").unwrap_or(self.text.len());
+        let lines: String = notes.iter().map(|n| format!("\n    note: {n}")).collect();
+        self.text.insert_str(replay_at, &lines);
+        self.json["notes"] = notes.into();
+        self
     }
 
     /// This run as a JUnit test case.

@@ -73,7 +73,7 @@ impl Plan {
             reduction: !ov.no_reduction,
             timeout: timeout(ov)?,
             stack_size: ov.stack_size,
-            jobs: ov.jobs.map_or_else(default_jobs, usize::from),
+            jobs: ov.jobs.map_or_else(default_jobs, |j| j as usize),
             shard: ov.shard,
             expect,
             explore,
@@ -200,12 +200,32 @@ fn pin_resource_limit(exec: &mut sim::ExecConfig, report: &sim::ExecReport) {
     }
 }
 
-/// `--max-memory`, half of the machine's memory by default.
-pub fn memory_limit(ov: &Overrides) -> Option<usize> {
-    ov.max_memory.or_else(default_memory_limit)
+/// `--max-memory`, half of the machine's memory by default: the bytes and
+/// the words that name the limit in messages.
+pub fn memory_limit(ov: &Overrides) -> Option<(usize, String)> {
+    ov.max_memory.clone().or_else(default_memory_limit)
 }
 
-fn default_memory_limit() -> Option<usize> {
+/// Bound the process's memory as `--max-memory` (or its default) says.
+fn set_memory_limit(limit: Option<(usize, String)>) {
+    match limit {
+        Some((bytes, given)) => sim::mem::set_limit_as_given(Some(bytes), &given),
+        None => sim::mem::set_limit(None),
+    }
+}
+
+fn default_memory_limit() -> Option<(usize, String)> {
+    let half = half_of_the_memory()?;
+    Some((
+        half,
+        format!(
+            "the default --max-memory (half of this machine's memory, {:.1} GiB)",
+            half as f64 / f64::from(1u32 << 30)
+        ),
+    ))
+}
+
+fn half_of_the_memory() -> Option<usize> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: usize = meminfo
         .lines()
@@ -219,7 +239,9 @@ fn default_memory_limit() -> Option<usize> {
 
 /// `--jobs` by default: every core.
 fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(limits::JOBS.max as usize)
 }
 
 fn strategy_spec(e: &Explore) -> StrategySpec {
@@ -283,7 +305,7 @@ pub fn run(
     let toggles = parse_toggles(&ov.patches)?;
     apply_overrides(Explore::default(), ov)?;
     timeout(ov)?;
-    sim::mem::set_limit(memory_limit(ov));
+    set_memory_limit(memory_limit(ov));
     let files = scenario::discover(paths)?;
     if files.is_empty() {
         return Err(CliError(
@@ -417,7 +439,13 @@ fn trace_path(base: Option<&Path>, sc: &Scenario, label: &str, single: bool) -> 
 fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecord, CliError> {
     let patches = plan_patches(sc, plan)?;
     let mut spec = run_spec(sc, plan, &patches);
-    spec.explore.exec.deadline = Some(std::time::Instant::now() + plan.timeout);
+    // The search and its shrinking stop at half of --timeout, the replays
+    // that report the execution (its results, the events of its views) at
+    // seven tenths: the rest is for writing them out, in time proportional
+    // to what those replays had time for.
+    let start = std::time::Instant::now();
+    spec.explore.exec.deadline = Some(start + plan.timeout.mul_f64(0.5));
+    spec.explore.exec.report_deadline = Some(start + plan.timeout.mul_f64(0.7));
     if let Some(size) = plan.stack_size {
         spec.explore.exec.stack_size = size;
     }
@@ -431,16 +459,28 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
     let exec = spec.explore.exec.clone();
     let token = Token {
         scenario: scenario_hash(sc),
+        content: Some(sc.content_hash()),
         context: token_context(&plan.label, &plan.cli_patches),
         cpus: exec.cpus,
         max_steps: exec.max_steps,
         max_virtual_ns: exec.max_virtual_ns,
         schedule: out.explore.schedule.clone(),
     };
+    let mut notes = Vec::new();
+    if out.explore.unnamed_at_deadline {
+        notes.push("the --timeout deadline passed before the failure could be run again to be shrunk and named: the token is the schedule the search found".to_string());
+    }
+    if !out.results_complete {
+        notes.push("the --timeout deadline passed while the results were collected: they are those of the steps replayed by then".to_string());
+    }
     if outputs.wanted() {
         // Exploration keeps only hashes; record the reported execution again.
         let (recorded, _) = replay_run(&spec, &out.explore.schedule, true);
-        outputs.emit(sc, &plan.label, &patches, &token, &recorded)?;
+        if !kernel::cut_by_deadline(&recorded, &out.explore.report) {
+            outputs.emit(sc, &plan.label, &patches, &token, &recorded)?;
+        } else {
+            notes.push("the --timeout deadline passed while the execution was recorded: no view or trace file was written".to_string());
+        }
     }
     Ok(RunRecord::new(
         sc,
@@ -455,7 +495,8 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
         &out.explore.report,
         token.encode(),
         &out.results,
-    ))
+    )
+    .with_notes(notes))
 }
 
 /// What a token carries besides its schedule: the kernel run's label, then
@@ -479,26 +520,56 @@ pub fn replay_command(sc: &Scenario, token: &str) -> String {
     format!("nssim replay {} {token}", sc.path.display())
 }
 
-/// A token, or the path of a trace file holding one (with its trace hash).
-fn resolve_token(arg: &str) -> Result<(String, Option<String>), CliError> {
+/// A token, or the path of a trace file holding one (with what the file
+/// says of its execution).
+fn resolve_token(arg: &str) -> Result<(String, Option<tracefile::Loaded>), CliError> {
     let path = Path::new(arg);
     if !arg.starts_with("nss1_") && path.is_file() {
         let loaded = tracefile::load(path)?;
-        return Ok((loaded.token, loaded.trace_hash));
+        return Ok((loaded.token.clone(), Some(loaded)));
     }
     Ok((arg.to_string(), None))
+}
+
+/// How `replay` treats a token made for another version of the scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayMode {
+    /// Finish a run that no longer fits the token in non-preemptive order.
+    pub continue_after_divergence: bool,
+    /// A scenario changed since the token was made is an error.
+    pub strict: bool,
+}
+
+/// Whether `sc` is the scenario `token` was made for: `Err` with the
+/// reason when it cannot be told to be.
+fn same_content(sc: &Scenario, path: &Path, token: &Token) -> Result<(), String> {
+    match token.content {
+        Some(c) if c == sc.content_hash() => Ok(()),
+        Some(_) => Err(format!(
+            "`{}` ({}) changed since the token was made (its set-up, invariants, costs or kernel runs differ)",
+            sc.name,
+            shown(path)
+        )),
+        None => Err(format!(
+            "the token is of format 2, made before tokens carried the scenario's content: nssim cannot tell whether `{}` ({}) changed since",
+            sc.name,
+            shown(path)
+        )),
+    }
 }
 
 pub fn replay(
     path: &Path,
     token_arg: &str,
     format: Format,
-    continue_after_divergence: bool,
+    mode: ReplayMode,
     outputs: &Outputs<'_>,
 ) -> Result<bool, CliError> {
-    sim::mem::set_limit(default_memory_limit());
+    let continue_after_divergence = mode.continue_after_divergence;
+    set_memory_limit(default_memory_limit());
     let sc = scenario::load(path)?;
-    let (token_text, expected_hash) = resolve_token(token_arg)?;
+    let (token_text, from_file) = resolve_token(token_arg)?;
+    let expected_hash = from_file.as_ref().and_then(|l| l.trace_hash.clone());
     let token_text = token_text.as_str();
     let token = Token::decode(token_text)
         .map_err(|e| CliError(format!("error: bad token `{}`: {e}", echo(token_text))))?;
@@ -508,6 +579,15 @@ pub fn replay(
             sc.name,
             shown(path)
         )));
+    }
+    let changed = same_content(&sc, path, &token).err();
+    if let Some(why) = &changed {
+        if mode.strict {
+            return Err(CliError(format!(
+                "error: {why}; without --strict the token is replayed as far as its named steps still fit"
+            )));
+        }
+        eprintln!("warning: {why}; replaying as far as the token's named steps still fit");
     }
     let (kernel, cli_patches) = token_kernel(&token)?;
     let ov = Overrides {
@@ -536,11 +616,20 @@ pub fn replay(
     let record_events = format == Format::Text || outputs.wanted();
     let (report, results) = replay_run(&spec, &token.schedule, record_events);
     if let (Some(step), false) = (report.diverged_at, continue_after_divergence) {
+        if format == Format::Text && changed.is_some() {
+            // What still fitted, then where it stopped.
+            output::print_steps(&report);
+        }
         return Err(divergence_error(&token.schedule, step as u64));
     }
     let hash = format!("{:016x}", report.trace_hash);
     if expected_hash.is_some_and(|h| h != hash) {
         eprintln!("warning: this execution's trace hash {hash} differs from the trace file's: the scenario or nssim changed since it was written");
+    }
+    if let Some(loaded) = &from_file {
+        for d in tracefile::disagreements(loaded, &sc.name, &plan.label, &report) {
+            eprintln!("warning: {d}");
+        }
     }
     if outputs.wanted() {
         outputs.emit(&sc, &plan.label, &patches, &token, &report)?;

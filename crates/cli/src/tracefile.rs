@@ -83,10 +83,131 @@ pub fn render(sc: &Scenario, kernel: &str, token: &Token, report: &ExecReport) -
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
 
-/// What `replay` needs from a trace file: its token and trace hash.
+/// What `replay` takes from a trace file: its token, and what the file
+/// says the execution did, to be compared with the replay.
+#[derive(Debug, Default)]
 pub struct Loaded {
     pub token: String,
     pub trace_hash: Option<String>,
+    pub scenario: Option<String>,
+    pub kernel: Option<String>,
+    pub outcome: Option<String>,
+    pub steps: Option<u64>,
+    /// Step events among `events`.
+    pub step_events: Option<u64>,
+}
+
+/// The outcome names a trace file may hold.
+const OUTCOMES: &[&str] = &[
+    "pass",
+    "violation",
+    "deadlock",
+    "panic",
+    "use-after-free",
+    "limit",
+];
+
+/// A JSON value as a message shows it: its kind and, cut, itself.
+fn shown_value(v: &Value) -> String {
+    let kind = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "the number",
+        Value::Number(n) if n.is_i64() && n.as_i64().is_some_and(|i| i < 0) => "the number",
+        Value::Number(_) => "the integer",
+        Value::String(_) => "the string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    match v {
+        Value::Array(_) | Value::Object(_) | Value::Null => kind.to_string(),
+        _ => format!("{kind} {}", sim::echo::echo(&v.to_string())),
+    }
+}
+
+/// Checks of one trace file's fields, with errors naming the file.
+struct Fields<'a> {
+    at: &'a str,
+    doc: &'a serde_json::Map<String, Value>,
+}
+
+impl Fields<'_> {
+    fn wrong(&self, key: &str, want: &str, got: &Value) -> CliError {
+        CliError(format!(
+            "error: {}: \"{key}\" must be {want}, not {}",
+            self.at,
+            shown_value(got)
+        ))
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>, CliError> {
+        match self.doc.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(v) => Err(self.wrong(key, "a string", v)),
+        }
+    }
+
+    fn unsigned(&self, key: &str) -> Result<Option<u64>, CliError> {
+        match self.doc.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| self.wrong(key, "an integer of at least 0", v)),
+        }
+    }
+}
+
+/// Each event of `events`: an object of the fields [`render`] writes.
+fn check_events(at: &str, events: &[Value]) -> Result<u64, CliError> {
+    let mut steps = 0;
+    for (i, e) in events.iter().enumerate() {
+        let bad = |key: &str, want: &str, got: &Value| {
+            CliError(format!(
+                "error: {at}: event {i}: \"{key}\" must be {want}, not {}",
+                shown_value(got)
+            ))
+        };
+        let Value::Object(map) = e else {
+            return Err(bad("events", "an array of objects", e));
+        };
+        let missing = Value::Null;
+        let get = |key: &str| map.get(key).unwrap_or(&missing);
+        for key in ["step", "time"] {
+            if get(key).as_u64().is_none() {
+                return Err(bad(key, "an integer of at least 0", get(key)));
+            }
+        }
+        if !get("value").is_i64() && !get("value").is_u64() {
+            return Err(bad("value", "an integer", get("value")));
+        }
+        if !get("op").is_string() {
+            return Err(bad("op", "a string", get("op")));
+        }
+        for key in ["task", "object"] {
+            if !matches!(get(key), Value::String(_) | Value::Null) {
+                return Err(bad(key, "a string or null", get(key)));
+            }
+        }
+        match get("kind").as_str() {
+            Some("step") => steps += 1,
+            Some("note") => {}
+            _ => return Err(bad("kind", "\"step\" or \"note\"", get("kind"))),
+        }
+    }
+    Ok(steps)
+}
+
+/// Where serde_json puts an error at the end of a line (column 0 of the
+/// next): just past the line's last character.
+fn syntax_position(text: &[u8], line: usize, column: usize) -> (usize, usize) {
+    if column > 0 || line <= 1 {
+        return (line, column.max(1));
+    }
+    let text = String::from_utf8_lossy(text);
+    let previous = text.split('\n').nth(line - 2).unwrap_or("");
+    (line - 1, previous.chars().count() + 1)
 }
 
 /// Read a trace file, with errors that say where and what is wrong.
@@ -95,36 +216,116 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
     let text = std::fs::read(path)
         .map_err(|e| CliError(format!("error: cannot read trace file {at}: {e}")))?;
     let doc: Value = serde_json::from_slice(&text).map_err(|e| {
+        let (line, column) = syntax_position(&text, e.line(), e.column());
         CliError(format!(
-            "error: {at}:{}:{}: not a valid trace file: {e}",
-            e.line(),
-            e.column()
+            "error: {at}:{line}:{column}: not a valid trace file: {e}"
         ))
     })?;
+    let Value::Object(doc) = &doc else {
+        return Err(CliError(format!(
+            "error: {at}: not an nssim trace file (a JSON object with \"format\": \"{FORMAT}\"), but {}",
+            shown_value(&doc)
+        )));
+    };
     if doc.get("format").and_then(Value::as_str) != Some(FORMAT) {
         return Err(CliError(format!(
             "error: {at}: not an nssim trace file (expected \"format\": \"{FORMAT}\")"
         )));
     }
-    let version = doc.get("format_version").and_then(Value::as_u64);
-    if version != Some(FORMAT_VERSION) {
-        return Err(CliError(format!(
-            "error: {at}: trace format version {} is not one this nssim reads (it reads {FORMAT_VERSION})",
-            version.map_or("missing".to_string(), |v| v.to_string())
-        )));
+    let f = Fields { at: &at, doc };
+    match doc.get("format_version") {
+        None => {
+            return Err(CliError(format!(
+                "error: {at}: the trace file has no \"format_version\" (this nssim reads {FORMAT_VERSION})"
+            )))
+        }
+        Some(Value::Number(n)) if n.as_u64() == Some(FORMAT_VERSION) => {}
+        Some(v @ Value::Number(n)) if n.is_u64() || n.is_i64() => {
+            return Err(CliError(format!(
+                "error: {at}: trace format version {} is not one this nssim reads (it reads {FORMAT_VERSION})",
+                sim::echo::echo(&v.to_string())
+            )))
+        }
+        Some(v) => return Err(f.wrong("format_version", "an integer (1)", v)),
     }
-    let token = doc.get("token").and_then(Value::as_str).ok_or_else(|| {
+    let token = f.string("token")?.ok_or_else(|| {
         CliError(format!(
             "error: {at}: the trace file has no \"token\" string"
         ))
     })?;
+    let trace_hash = f.string("trace_hash")?;
+    if let Some(h) = &trace_hash {
+        if h.len() != 16 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(f.wrong(
+                "trace_hash",
+                "16 hexadecimal digits",
+                &Value::String(h.clone()),
+            ));
+        }
+    }
+    let outcome = f.string("outcome")?;
+    if let Some(o) = &outcome {
+        if !OUTCOMES.contains(&o.as_str()) {
+            return Err(f.wrong(
+                "outcome",
+                &format!("one of {}", OUTCOMES.join(", ")),
+                &Value::String(o.clone()),
+            ));
+        }
+    }
+    let step_events = match doc.get("events") {
+        None => None,
+        Some(Value::Array(events)) => Some(check_events(&at, events)?),
+        Some(v) => return Err(f.wrong("events", "an array of objects", v)),
+    };
     Ok(Loaded {
-        token: token.to_string(),
-        trace_hash: doc
-            .get("trace_hash")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        token,
+        trace_hash,
+        scenario: f.string("scenario")?,
+        kernel: f.string("kernel")?,
+        outcome,
+        steps: f.unsigned("steps")?,
+        step_events,
     })
+}
+
+/// What a trace file says that its replay did not do, one line each.
+pub fn disagreements(
+    loaded: &Loaded,
+    scenario: &str,
+    kernel: &str,
+    report: &ExecReport,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut differs = |what: &str, file: String, replay: String| {
+        if file != replay {
+            out.push(format!(
+                "the trace file's {what} is {}, the replay's {}",
+                sim::echo::echo(&file),
+                sim::echo::echo(&replay)
+            ));
+        }
+    };
+    if let Some(s) = &loaded.scenario {
+        differs("scenario", s.clone(), scenario.to_string());
+    }
+    if let Some(k) = &loaded.kernel {
+        differs("kernel", k.clone(), kernel.to_string());
+    }
+    if let Some(o) = &loaded.outcome {
+        differs("outcome", o.clone(), report.outcome.kind().to_string());
+    }
+    if let Some(n) = loaded.steps {
+        differs("steps", n.to_string(), report.steps.to_string());
+    }
+    if let Some(n) = loaded.step_events {
+        differs(
+            "number of step events",
+            n.to_string(),
+            report.steps.to_string(),
+        );
+    }
+    out
 }
 
 /// Write `text` to `path`, naming the file in the error.

@@ -1,7 +1,7 @@
 //! The library API from a Rust test.
 
 use nssim::sync::{Arc, Mutex};
-use nssim::{check, check_report, replay, thread, Config, Dfs, Outcome, Random};
+use nssim::{check, check_report, replay, thread, Config, Dfs, Outcome, Random, ReplayError};
 
 fn locked_counter() {
     let counter = Arc::new(Mutex::new("counter", 0));
@@ -57,7 +57,7 @@ fn a_deadlock_is_reported_with_a_token_that_replays_it() {
         "{}",
         r.outcome
     );
-    let again = replay(&r.token, abba);
+    let again = replay(&r.token, abba).unwrap();
     assert_eq!(again.outcome, r.outcome);
     assert_eq!(again.trace_hash, r.trace_hash);
     assert!(r.trace.contains("mutex_lock"));
@@ -67,4 +67,27 @@ fn a_deadlock_is_reported_with_a_token_that_replays_it() {
 #[should_panic(expected = "deadlock")]
 fn check_panics_with_the_report() {
     check(Config::default().iterations(500), abba);
+}
+
+#[test]
+fn a_bad_token_is_an_error_not_a_panic() {
+    for bad in [
+        "",
+        "hello",
+        "nss1_",
+        "nss1_AAAA",
+        "nss1_\u{1b}[31m",
+        "nss1_AQ!",
+    ] {
+        let e = replay(bad, abba).unwrap_err();
+        assert!(matches!(e, ReplayError::Token { .. }), "{bad:?}: {e}");
+        assert!(!e.to_string().contains('\u{1b}'), "{e}");
+    }
+    // A token of a scenario file's run (its context names a kernel run).
+    let file_token = "nss1_Aoic0twJAQR2Ni4yAoCt4gSAwOKF42gEAgZsb29wZXIFc3RhcnQBAAE76VoR8w";
+    assert!(sim::Token::decode(file_token).is_ok());
+    assert_eq!(
+        replay(file_token, abba).unwrap_err(),
+        ReplayError::NotFromTheApi
+    );
 }

@@ -765,7 +765,7 @@ fn a_run_past_max_memory_ends_with_a_memory_limit() {
         line["detail"]
             .as_str()
             .unwrap()
-            .contains("past --max-memory"),
+            .contains("past --max-memory 16m"),
         "{line}"
     );
     assert!(line["token"].as_str().unwrap().starts_with("nss1_"));

@@ -39,6 +39,6 @@ pub mod world;
 pub use errno::Errno;
 pub use profile::{resolve_patches, ActivePatches};
 pub use world::{
-    explore_outcomes, explore_profile, explore_run, replay_run, OutcomeOf, Results, RunOutput,
-    RunSpec, SyscallStats,
+    cut_by_deadline, explore_outcomes, explore_profile, explore_run, replay_run, OutcomeOf,
+    Results, RunOutput, RunSpec, SyscallStats,
 };

@@ -102,6 +102,10 @@ pub struct RunSpec<'a> {
 pub struct RunOutput {
     pub explore: ExploreReport,
     pub results: Results,
+    /// False when the wall-clock deadline of reporting
+    /// (`ExecConfig::report_deadline`) cut the replay that collects the
+    /// results: they are those of the steps it ran.
+    pub results_complete: bool,
 }
 
 /// Explore a run; the report is its first failing execution or its last.
@@ -114,11 +118,36 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
         *last.lock() = Some(build_world(e, spec));
     };
     let explore = sim::explore(&spec.explore, &build);
-    let results = match (&explore.schedule, last.into_inner()) {
-        (Schedule::Fair, Some(world)) => world.results.lock().clone(),
-        _ => replay_run(spec, &explore.schedule, false).1,
+    let (results, results_complete) = match (&explore.schedule, last.into_inner()) {
+        (Schedule::Fair, Some(world)) => (world.results.lock().clone(), true),
+        _ => {
+            // A run stopped by wall time or memory is replayed to the step
+            // it stopped at, as its token says.
+            let mut pinned = RunSpec {
+                explore: spec.explore.clone(),
+                ..*spec
+            };
+            if let sim::Outcome::Limit { which, .. } = &explore.report.outcome {
+                if which == "wall-time" || which == "memory" {
+                    pinned.explore.exec.max_steps = explore.report.steps;
+                }
+            }
+            let (report, results) = replay_run(&pinned, &explore.schedule, false);
+            (results, !cut_by_deadline(&report, &explore.report))
+        }
     };
-    RunOutput { explore, results }
+    RunOutput {
+        explore,
+        results,
+        results_complete,
+    }
+}
+
+/// Whether `replayed`, a replay of the execution `reported`, was cut short
+/// by the wall-clock deadline before it got as far.
+pub fn cut_by_deadline(replayed: &ExecReport, reported: &ExecReport) -> bool {
+    matches!(&replayed.outcome, sim::Outcome::Limit { which, .. } if which == "wall-time")
+        && replayed.trace_hash != reported.trace_hash
 }
 
 /// What one execution's results come to, for [`explore_outcomes`].
@@ -167,10 +196,14 @@ pub fn explore_profile(
 }
 
 /// Run exactly one execution under `schedule`, recording its events when
-/// `record` is set.
+/// `record` is set; by the reporting deadline (`report_deadline`), if the
+/// configuration has one.
 pub fn replay_run(spec: &RunSpec<'_>, schedule: &Schedule, record: bool) -> (ExecReport, Results) {
     let mut cfg = spec.explore.exec.clone();
     cfg.record = record;
+    if cfg.report_deadline.is_some() {
+        cfg.deadline = cfg.report_deadline;
+    }
     let mut e = Execution::new(cfg, schedule);
     let w = build_world(&mut e, spec);
     let report = e.run();

@@ -606,12 +606,31 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
         spans.push(name_v.span());
     }
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    for (t, name) in entries.iter().zip(&names) {
+    // Every instance has a task (and a stack) of its own in an execution.
+    let mut all_instances: u64 = 0;
+    for ((t, name), name_span) in entries.iter().zip(&names).zip(&spans) {
         let place = format!("[[task]] `{name}`");
         let instances = match t.get("instances") {
             None => 1,
-            Some(iv) => int_u32(ctx, "instances", iv, 1, 100_000)?,
+            Some(iv) => limited_u32(ctx, iv, &limits::INSTANCES)?,
         };
+        all_instances += u64::from(instances);
+        if all_instances > limits::INSTANCES.max {
+            let span = t.get("instances").map_or(name_span.clone(), |v| v.span());
+            return Err(ctx
+                .err(
+                    span,
+                    format!(
+                        "the tasks have {} instances in all, past the {} of `instances` that one execution may run",
+                        group(all_instances.into()),
+                        group(limits::INSTANCES.max.into())
+                    ),
+                )
+                .with_expected(format!(
+                    "at most {} instances over every [[task]]",
+                    group(limits::INSTANCES.max.into())
+                )));
+        }
         let task_userns = match t.get("userns") {
             None => INIT_USER_NS.to_string(),
             Some(uv) => {

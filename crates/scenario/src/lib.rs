@@ -68,6 +68,24 @@ pub struct Scenario {
     pub runs: Vec<KernelRun>,
 }
 
+impl Scenario {
+    /// A hash of what an execution of this scenario depends on: its set-up,
+    /// invariants, cost table and kernel runs (profile, patches, label),
+    /// but not its comments, summary, expectations or `[explore]` settings
+    /// (a token carries its own). Tokens carry it, so that a replay can
+    /// tell that the scenario changed since the token was made.
+    pub fn content_hash(&self) -> u32 {
+        let runs: Vec<_> = self
+            .runs
+            .iter()
+            .map(|r| (&r.profile, &r.patches, &r.label))
+            .collect();
+        // Debug of these types is deterministic: vectors and B-tree maps.
+        let text = format!("{:?}", (&self.setup, &self.invariants, &self.costs, runs));
+        sim::token::hash32(text.as_bytes())
+    }
+}
+
 /// One `[[kernel]]` entry: a kernel to run the scenario on and the outcome
 /// expected there.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -203,7 +203,7 @@ parent = "outer"
 
 [[task]]
 name = "writer"
-instances = 100_000
+instances = 15_999
 userns = "inner"
 uid = 1000
 repeat = 1_000_000_000
@@ -302,7 +302,7 @@ fn full_file() {
             w.uid,
             w.repeat
         ),
-        ("writer", 100_000, "inner", 1000, 1_000_000_000)
+        ("writer", 15_999, "inner", 1000, 1_000_000_000)
     );
     assert_eq!(
         w.ops,

@@ -83,3 +83,33 @@ fn a_duration_below_the_minimum_gets_the_shared_message() {
         Some(limits::MAX_VIRTUAL_NS.message(0))
     );
 }
+
+/// A file with a task per entry of `instances`.
+fn with_instances(instances: &[&str]) -> String {
+    let mut text = String::from("name = \"x\"\nsummary = \"s\"\n");
+    for (i, n) in instances.iter().enumerate() {
+        text.push_str(&format!(
+            "[[task]]\nname = \"t{i}\"\ninstances = {n}\nops = [\"unshare(CLONE_NEWIPC)\"]\n"
+        ));
+    }
+    text + "[[kernel]]\nprofile = \"v6.2\"\nexpect = \"pass\"\n"
+}
+
+#[test]
+fn instances_are_bounded_per_task_and_over_the_scenario() {
+    let max = limits::INSTANCES.max;
+    assert!(parse("t.toml", &with_instances(&[&max.to_string()])).is_ok());
+    for v in [0, i128::from(max) + 1, 50_000, 100_000] {
+        let e = parse("t.toml", &with_instances(&[&v.to_string()])).unwrap_err();
+        assert_eq!(e.message, limits::INSTANCES.message(v));
+    }
+    // 8 000 and 8 001: one too many in all, pointed at the second task's.
+    let e = parse("t.toml", &with_instances(&["8000", "8001"])).unwrap_err();
+    assert!(
+        e.message.contains("16_001 instances in all"),
+        "{}",
+        e.message
+    );
+    assert_eq!((e.line, e.column), (Some(9), Some(13)));
+    assert!(parse("t.toml", &with_instances(&["8000", "8000"])).is_ok());
+}

@@ -390,12 +390,12 @@ fn numbers() {
     check(
         &edit("name = \"a\"", "name = \"a\"\ninstances = 0"),
         Some((5, 13)),
-        &["`instances` must be in 1..=100_000, not 0"],
+        &["`instances` must be in 1..=16_000, not 0"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\ninstances = 100_001"),
         Some((5, 13)),
-        &["`instances` must be in 1..=100_000, not 100_001"],
+        &["`instances` must be in 1..=16_000, not 100_001"],
     );
     check(
         &edit("name = \"a\"", "name = \"a\"\nsequential = 1"),

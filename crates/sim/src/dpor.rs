@@ -33,7 +33,7 @@ use crate::explore::{trimmed_choices, ExploreReport};
 use crate::footprint::Footprint;
 use crate::strategy::{default_choice, ChoicePoint, PickCtx};
 use crate::token::Schedule;
-use crate::TaskId;
+use crate::{Outcome, TaskId};
 
 /// What one execution of the search is asked to do.
 pub(crate) struct Plan {
@@ -567,6 +567,23 @@ pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> Ex
                 schedule,
                 exhausted: false,
                 shrink: None,
+                unnamed_at_deadline: false,
+            };
+        }
+        // The search's tree grows between executions, where no execution
+        // looks.
+        if let Some(bytes) = crate::mem::over_limit() {
+            report.outcome = Outcome::Limit {
+                which: "memory".into(),
+                value: bytes as u64,
+            };
+            return ExploreReport {
+                executions,
+                report,
+                schedule,
+                exhausted: false,
+                shrink: None,
+                unnamed_at_deadline: false,
             };
         }
         search.races(from, bound != u32::MAX);
@@ -578,6 +595,7 @@ pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> Ex
                 schedule,
                 exhausted: true,
                 shrink: None,
+                unnamed_at_deadline: false,
             };
         }
     }

@@ -16,10 +16,82 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A task's coroutine; it returns the payload of a panic in the task (caught
 /// inside, once per task, rather than around every resume).
-type Co = Coroutine<(), (), Option<Box<dyn Any + Send>>, DefaultStack>;
+type Co = Coroutine<(), (), Option<Box<dyn Any + Send>>, TaskStack>;
+
+/// Most task stacks mapped at once by the whole process, in use or pooled.
+/// A stack is two memory mappings (its pages and its guard page), and
+/// Linux gives a process 65 530 by default (`vm.max_map_count`): past them
+/// not even a thread can start, and the process aborts. Room for one
+/// execution of [`limits::TASKS`](crate::limits::TASKS) tasks and more.
+pub const STACK_BUDGET: usize = 24_000;
+
+/// Stacks a thread keeps for later executions when an exploration ends.
+const POOL_KEEP: usize = 1024;
+
+/// Task stacks mapped by every thread, in use or pooled.
+static MAPPED: AtomicUsize = AtomicUsize::new(0);
+
+/// A task's stack, counted in [`MAPPED`] while it exists.
+pub(crate) struct TaskStack(DefaultStack);
+
+impl TaskStack {
+    /// A new stack of `size` bytes, if the budget and the system allow.
+    fn new(size: usize) -> Result<TaskStack, String> {
+        if MAPPED.load(Ordering::Relaxed) >= STACK_BUDGET {
+            // Stacks of other sizes this thread keeps are of no use now.
+            STACKS.with(|p| p.borrow_mut().clear());
+        }
+        if MAPPED.fetch_add(1, Ordering::Relaxed) >= STACK_BUDGET {
+            MAPPED.fetch_sub(1, Ordering::Relaxed);
+            return Err(format!(
+                "the process has {STACK_BUDGET} task stacks mapped already"
+            ));
+        }
+        DefaultStack::new(size).map(TaskStack).map_err(|e| {
+            MAPPED.fetch_sub(1, Ordering::Relaxed);
+            e.to_string()
+        })
+    }
+}
+
+impl Drop for TaskStack {
+    fn drop(&mut self) {
+        MAPPED.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwarded to the `DefaultStack` it owns.
+unsafe impl Stack for TaskStack {
+    fn base(&self) -> corosensei::stack::StackPointer {
+        self.0.base()
+    }
+    fn limit(&self) -> corosensei::stack::StackPointer {
+        self.0.limit()
+    }
+    #[cfg(windows)]
+    fn teb_fields(&self) -> corosensei::stack::StackTebFields {
+        self.0.teb_fields()
+    }
+    #[cfg(windows)]
+    fn update_teb_fields(&mut self, stack_limit: usize, guaranteed_stack_bytes: usize) {
+        self.0
+            .update_teb_fields(stack_limit, guaranteed_stack_bytes)
+    }
+}
+
+/// Unmap the stacks this thread keeps beyond `keep` (all with 0).
+pub(crate) fn trim_stack_pool(keep: usize) {
+    let _ = STACKS.try_with(|p| p.borrow_mut().truncate(keep));
+}
+
+/// Called when an exploration ends on this thread.
+pub(crate) fn exploration_done() {
+    trim_stack_pool(POOL_KEEP);
+}
 
 /// Stack left when a task is stopped with outcome `limit` (stack).
 const STACK_RED_ZONE: usize = 16 * 1024;
@@ -28,7 +100,7 @@ const STACK_RED_ZONE: usize = 16 * 1024;
 /// and run the invariants on its own stack; with less it switches out.
 const DECIDE_ROOM: usize = 32 * 1024;
 
-fn stack_size_of(s: &DefaultStack) -> usize {
+fn stack_size_of(s: &TaskStack) -> usize {
     s.base().get() - s.limit().get()
 }
 type Check = Box<dyn FnMut() -> Option<Outcome>>;
@@ -56,6 +128,11 @@ pub struct ExecConfig {
     /// Wall-clock deadline (`--timeout`): checked every few thousand steps;
     /// the only input a run takes from outside, and only to stop it.
     pub deadline: Option<std::time::Instant>,
+    /// Wall-clock deadline of the replays that report an exploration's
+    /// execution once the search has ended (its results, its events):
+    /// later than `deadline`, so that a search stopped there can still be
+    /// reported, and the whole run ends by this.
+    pub report_deadline: Option<std::time::Instant>,
     /// Bytes of stack per task (its coroutine). Model code is shallow; a
     /// task that nears the end is stopped with outcome `limit` (stack).
     pub stack_size: usize,
@@ -76,6 +153,7 @@ impl Default for ExecConfig {
             stop_on_divergence: false,
             lenient_segments: false,
             deadline: None,
+            report_deadline: None,
             livelock_steps: 1_000_000,
             stack_size: 128 * 1024,
             footprints: false,
@@ -181,7 +259,7 @@ enum Next {
 }
 
 thread_local! {
-    static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+    static STACKS: RefCell<Vec<TaskStack>> = const { RefCell::new(Vec::new()) };
     static IN_TASK: Cell<bool> = const { Cell::new(false) };
     static PANIC_AT: RefCell<Option<String>> = const { RefCell::new(None) };
 }
@@ -252,6 +330,7 @@ impl Execution {
             setting_up: false,
             in_task: false,
             runnable: Vec::new(),
+            live: 0,
             last_progress: 0,
             footprints,
         };
@@ -269,17 +348,19 @@ impl Execution {
     }
 
     /// Add a task before the run starts. Daemon tasks (kworkers) may stay
-    /// blocked in an idle wait when everything else has finished.
+    /// blocked in an idle wait when everything else has finished. `None`
+    /// when [`limits::TASKS`](crate::limits::TASKS) tasks exist already:
+    /// the run then ends with outcome `limit` (tasks) at once.
     pub fn spawn(
         &mut self,
         name: impl Into<String>,
         daemon: bool,
         f: impl FnOnce() + 'static,
-    ) -> TaskId {
+    ) -> Option<TaskId> {
         let mut s = self.shared();
-        let id = s.add_task(rt::new_task(name.into(), daemon, 0));
+        let id = s.add_task(rt::new_task(name.into(), daemon, 0))?;
         s.spawned.push((id, Box::new(f)));
-        id
+        Some(id)
     }
 
     /// Build the world: inside `f`, [`crate::new_object`] registers objects
@@ -327,13 +408,15 @@ impl Execution {
                 let i = pool.iter().position(|s| stack_size_of(s) >= size)?;
                 Some(pool.swap_remove(i))
             });
-            let stack = pooled.map(Ok).unwrap_or_else(|| DefaultStack::new(size));
+            let stack = pooled.map(Ok).unwrap_or_else(|| TaskStack::new(size));
             let stack = match stack {
                 Ok(s) => s,
-                Err(e) => {
-                    self.shared().abort = Some(Outcome::Limit {
-                        which: format!("memory (no stack for a new task: {e})"),
-                        value: self.coroutines.len() as u64,
+                Err(_) => {
+                    // The process's resource, not the model's: the value is
+                    // the task that found no stack.
+                    self.shared().abort.get_or_insert(Outcome::Limit {
+                        which: "stacks".into(),
+                        value: id as u64,
                     });
                     return;
                 }
@@ -657,6 +740,12 @@ impl Sched {
             ("memory", bytes as u64)
         } else if step.is_multiple_of(4096) && self.past_deadline() {
             ("wall-time", step)
+        } else if let Some(bytes) = step
+            .is_multiple_of(4096)
+            .then(crate::mem::resident_over_limit)
+            .flatten()
+        {
+            ("memory", bytes as u64)
         } else {
             return None;
         };

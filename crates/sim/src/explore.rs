@@ -109,6 +109,9 @@ pub struct ShrinkReport {
     pub preemptions_after: u64,
     /// Executions the search ran.
     pub attempts: usize,
+    /// The wall-clock deadline stopped the search: the schedule is the
+    /// shortest found by then.
+    pub stopped_at_deadline: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -123,6 +126,10 @@ pub struct ExploreReport {
     pub exhausted: bool,
     /// Before and after, when a failure was shrunk.
     pub shrink: Option<ShrinkReport>,
+    /// The wall-clock deadline (`exec.deadline`) passed before the failure
+    /// could be run again to be named and shrunk: `schedule` is the one
+    /// the search found.
+    pub unnamed_at_deadline: bool,
 }
 
 /// Explore the executions that `build` sets up (it is called once per
@@ -145,11 +152,15 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
     if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair && !limit {
         exec.log_steps = true;
         if found.report.step_log.is_empty() {
-            // One execution that already ran to its end: no deadline for it.
-            let mut again = exec.clone();
-            again.deadline = None;
-            let logged = run_with(&again, &found.schedule);
-            debug_assert_eq!(logged.trace_hash, found.report.trace_hash);
+            // Run once more with a step log, within the deadline: past
+            // it the schedule stays the one found, unnamed and unshrunk.
+            let logged = run_with(&exec, &found.schedule);
+            if logged.trace_hash != found.report.trace_hash {
+                debug_assert!(past(exec.deadline));
+                found.unnamed_at_deadline = true;
+                crate::exec::exploration_done();
+                return found;
+            }
             found.report = logged;
         }
         let mut loose = exec.clone();
@@ -159,8 +170,9 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
             build(&mut e);
             e.run()
         };
-        name_schedule(&mut found, cfg.shrink, &mut run_loose);
+        name_schedule(&mut found, cfg.shrink, exec.deadline, &mut run_loose);
     }
+    crate::exec::exploration_done();
     found
 }
 
@@ -171,10 +183,11 @@ type Run<'a> = dyn Fn(&Schedule) -> ExecReport + Sync + 'a;
 fn name_schedule(
     found: &mut ExploreReport,
     shrink: bool,
+    deadline: Option<std::time::Instant>,
     run: &mut dyn FnMut(&Schedule) -> ExecReport,
 ) {
     if shrink {
-        let (segments, report, summary) = shrink_failure(run, found.report.clone());
+        let (segments, report, summary) = shrink_failure_until(run, found.report.clone(), deadline);
         found.schedule = Schedule::Segments(segments);
         found.report = report;
         found.shrink = Some(summary);
@@ -199,6 +212,7 @@ fn search(
                 schedule,
                 exhausted: false,
                 shrink: None,
+                unnamed_at_deadline: false,
             }
         }
         StrategySpec::Random => seeded(cfg, run, &|i| Schedule::Random {
@@ -285,7 +299,10 @@ fn seeded(
     schedule_of: &(dyn Fn(u64) -> Schedule + Sync),
 ) -> ExploreReport {
     let indices = ShardIterations::of(cfg);
-    let jobs = cfg.jobs.clamp(1, indices.len.max(1));
+    let jobs = cfg
+        .jobs
+        .clamp(1, indices.len.max(1))
+        .min(crate::limits::JOBS.max as usize);
     let done = std::sync::atomic::AtomicU64::new(0);
     let counted = |schedule: &Schedule| {
         let r = run(schedule);
@@ -304,6 +321,7 @@ fn seeded(
         schedule: schedule_of(indices.at(position)),
         exhausted: false,
         shrink: None,
+        unnamed_at_deadline: false,
     }
 }
 
@@ -324,6 +342,19 @@ fn first_failure_sequential(
     last.expect("at least one iteration")
 }
 
+/// An outcome that says more about the process than about the execution:
+/// with other threads holding memory and stacks, an execution may run out
+/// of them where it would not alone.
+fn shared_resource_limit(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Limit { which, .. } if which == "memory" || which == "stacks")
+}
+
+/// Several threads take iterations in order; the lowest failing one is
+/// reported, as [`first_failure_sequential`] finds it. An execution that
+/// ran out of a resource of the process (memory, stacks) is run again
+/// alone once the threads are done, so that what is reported never
+/// depends on what the other threads held. A thread that cannot be
+/// started leaves its share to the others (and to this one).
 fn first_failure_parallel(
     indices: ShardIterations,
     jobs: usize,
@@ -335,28 +366,57 @@ fn first_failure_parallel(
     let next = AtomicUsize::new(0);
     let first_failure = AtomicUsize::new(usize::MAX);
     let kept: Mutex<Vec<(usize, ExecReport)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let pos = next.fetch_add(1, Ordering::Relaxed);
-                if pos >= indices.len || pos > first_failure.load(Ordering::Relaxed) {
-                    return;
-                }
-                let report = run(&schedule_of(indices.at(pos)));
-                let failed = report.outcome.is_failure();
-                if failed {
-                    first_failure.fetch_min(pos, Ordering::Relaxed);
-                }
-                if failed || pos == indices.len - 1 {
-                    kept.lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((pos, report));
-                }
-            });
+    let deferred: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    let work = || {
+        loop {
+            let pos = next.fetch_add(1, Ordering::Relaxed);
+            if pos >= indices.len || pos > first_failure.load(Ordering::Relaxed) {
+                break;
+            }
+            let report = run(&schedule_of(indices.at(pos)));
+            if shared_resource_limit(&report.outcome) {
+                deferred.lock().unwrap_or_else(|e| e.into_inner()).push(pos);
+                continue;
+            }
+            let failed = report.outcome.is_failure();
+            if failed {
+                first_failure.fetch_min(pos, Ordering::Relaxed);
+            }
+            if failed || pos == indices.len - 1 {
+                kept.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((pos, report));
+            }
         }
+        // What this thread mapped is not kept for a later run.
+        crate::exec::trim_stack_pool(0);
+    };
+    std::thread::scope(|scope| {
+        for i in 1..jobs {
+            let spawned = std::thread::Builder::new()
+                .name(format!("nssim-job-{i}"))
+                .spawn_scoped(scope, work);
+            if spawned.is_err() {
+                break;
+            }
+        }
+        work();
     });
     let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
-    let wanted = first_failure.into_inner().min(indices.len - 1);
+    let mut deferred = deferred.into_inner().unwrap_or_else(|e| e.into_inner());
+    deferred.sort_unstable();
+    let mut wanted = first_failure.into_inner().min(indices.len - 1);
+    for pos in deferred.into_iter().filter(|p| *p <= wanted) {
+        let report = run(&schedule_of(indices.at(pos)));
+        let failed = report.outcome.is_failure();
+        if failed || pos == indices.len - 1 {
+            kept.push((pos, report));
+        }
+        if failed {
+            wanted = pos;
+            break;
+        }
+    }
     let at = kept
         .iter()
         .position(|(pos, _)| *pos == wanted)
@@ -408,15 +468,12 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
     let mut prefix: Vec<u32> = Vec::new();
     let mut executions = 0;
     loop {
-        let report = run(&Schedule::Choices(prefix.clone()));
+        let mut report = run(&Schedule::Choices(prefix.clone()));
         executions += 1;
-        for point in report.choices.iter().skip(stack.len()) {
-            let before = stack
-                .last()
-                .map_or(0, |f| f.preemptions_before + preemptions(&f.point));
-            stack.push(frame(point.clone(), before));
-        }
         let schedule = Schedule::Choices(trimmed_choices(&report.choices));
+        // The choice points are the search's memory: moved into its frames
+        // when it goes on, dropped at once when it ends.
+        let choices = std::mem::take(&mut report.choices);
         if report.outcome.is_failure() || executions >= iterations {
             return ExploreReport {
                 executions,
@@ -424,6 +481,28 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
                 schedule,
                 exhausted: false,
                 shrink: None,
+                unnamed_at_deadline: false,
+            };
+        }
+        for point in choices.into_iter().skip(stack.len()) {
+            let before = stack
+                .last()
+                .map_or(0, |f| f.preemptions_before + preemptions(&f.point));
+            stack.push(frame(point, before));
+        }
+        // The frames grow between executions, where no execution looks.
+        if let Some(bytes) = crate::mem::over_limit() {
+            report.outcome = Outcome::Limit {
+                which: "memory".into(),
+                value: bytes as u64,
+            };
+            return ExploreReport {
+                executions,
+                report,
+                schedule,
+                exhausted: false,
+                shrink: None,
+                unnamed_at_deadline: false,
             };
         }
         match backtrack(&mut stack, bound) {
@@ -435,6 +514,7 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
                     schedule,
                     exhausted: true,
                     shrink: None,
+                    unnamed_at_deadline: false,
                 }
             }
         }
@@ -493,12 +573,27 @@ fn score(r: &ExecReport) -> (u64, u64) {
     (r.steps, preemptions_of(r))
 }
 
+/// Whether the wall-clock `deadline` has passed.
+fn past(deadline: Option<std::time::Instant>) -> bool {
+    deadline.is_some_and(|d| std::time::Instant::now() >= d)
+}
+
 /// Search for a schedule that fails the same way in fewer steps and with
 /// fewer preemptions. Greedy: take the first candidate that improves, and
 /// start a new pass from it, until none does or the budget is spent.
 pub fn shrink_failure(
     run: &mut dyn FnMut(&Schedule) -> ExecReport,
     failing: ExecReport,
+) -> (Vec<Segment>, ExecReport, ShrinkReport) {
+    shrink_failure_until(run, failing, None)
+}
+
+/// [`shrink_failure`], stopped when the wall-clock `deadline` passes (the
+/// shortest schedule found by then is the result, and says so).
+pub fn shrink_failure_until(
+    run: &mut dyn FnMut(&Schedule) -> ExecReport,
+    failing: ExecReport,
+    deadline: Option<std::time::Instant>,
 ) -> (Vec<Segment>, ExecReport, ShrinkReport) {
     let (steps_before, preemptions_before) = score(&failing);
     let mut s = Shrinker {
@@ -507,9 +602,12 @@ pub fn shrink_failure(
         segments: segments_of(&failing),
         best: failing,
         attempts: 0,
+        deadline,
+        stopped: false,
     };
     s.shortest_prefix();
     while s.attempts < SHRINK_BUDGET
+        && !s.stopped
         && (s.drop_segments() | s.merge_segments() | s.halve_segments())
     {}
     let (steps_after, preemptions_after) = score(&s.best);
@@ -519,6 +617,7 @@ pub fn shrink_failure(
         preemptions_before,
         preemptions_after,
         attempts: s.attempts,
+        stopped_at_deadline: s.stopped,
     };
     (s.segments, s.best, summary)
 }
@@ -531,13 +630,20 @@ struct Shrinker<'a> {
     segments: Vec<Segment>,
     best: ExecReport,
     attempts: usize,
+    deadline: Option<std::time::Instant>,
+    /// The deadline passed: no more candidates.
+    stopped: bool,
 }
 
 impl Shrinker<'_> {
     /// Run `candidate`; keep it when it fails the same way with a better
     /// (steps, preemptions) score.
     fn try_candidate(&mut self, candidate: Vec<Segment>) -> bool {
-        if self.attempts >= SHRINK_BUDGET {
+        if self.attempts >= SHRINK_BUDGET || self.stopped {
+            return false;
+        }
+        if past(self.deadline) {
+            self.stopped = true;
             return false;
         }
         self.attempts += 1;
@@ -573,7 +679,7 @@ impl Shrinker<'_> {
     fn drop_segments(&mut self) -> bool {
         let mut improved = false;
         let mut i = self.segments.len();
-        while i > 0 && self.attempts < SHRINK_BUDGET {
+        while i > 0 && self.attempts < SHRINK_BUDGET && !self.stopped {
             i = (i - 1).min(self.segments.len().saturating_sub(1));
             let mut c = self.segments.clone();
             if c.is_empty() {
@@ -590,7 +696,7 @@ impl Shrinker<'_> {
     fn merge_segments(&mut self) -> bool {
         let mut improved = false;
         let mut i = self.segments.len();
-        while i > 1 && self.attempts < SHRINK_BUDGET {
+        while i > 1 && self.attempts < SHRINK_BUDGET && !self.stopped {
             i = (i - 1).min(self.segments.len().saturating_sub(1));
             let task = &self.segments[i].task;
             let Some(j) = self.segments[..i].iter().rposition(|s| &s.task == task) else {
@@ -608,7 +714,7 @@ impl Shrinker<'_> {
     fn halve_segments(&mut self) -> bool {
         let mut improved = false;
         let mut i = self.segments.len();
-        while i > 0 && self.attempts < SHRINK_BUDGET {
+        while i > 0 && self.attempts < SHRINK_BUDGET && !self.stopped {
             i = (i - 1).min(self.segments.len().saturating_sub(1));
             if self.segments.get(i).is_none_or(|s| s.steps < 2) {
                 continue;

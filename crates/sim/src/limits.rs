@@ -33,6 +33,16 @@ pub const MAX_VIRTUAL_NS: Limit = Limit {
     ..Limit::new("max_virtual_time", 1, u64::MAX)
 };
 
+/// Copies of one `[[task]]` of a scenario, and of all its tasks together:
+/// they run at once, each on a stack of its own.
+pub const INSTANCES: Limit = Limit::new("instances", 1, 16_000);
+/// Tasks alive at once in one execution, a scenario's and the model's own
+/// (kworkers); a spawn past it ends the execution with outcome `limit`
+/// (tasks). Room for [`INSTANCES`] and the model's few.
+pub const TASKS: Limit = Limit::new("tasks", 1, 16_384);
+/// Threads running executions at once (`--jobs`).
+pub const JOBS: Limit = Limit::new("jobs", 1, 1024);
+
 /// Every range of the `[explore]` table, for tests and documentation.
 pub const EXPLORE: &[Limit] = &[
     SEED,

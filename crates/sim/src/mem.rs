@@ -4,17 +4,24 @@
 //!
 //! A binary opts in by installing [`CountingAlloc`] as its global
 //! allocator and calling [`set_limit`]; executions check the count every
-//! 64 steps. Like the wall-clock timeout, the bound is a resource of the
-//! process, not part of the model: it stops a run, it never steers one.
+//! 64 steps. The heap is not all a process holds (task stacks, memory the
+//! allocator keeps after a free), so executions also compare the
+//! process's resident set (`/proc/self/statm`) with the limit, every 16th
+//! time they look at the clock. Like the wall-clock timeout, the bound is a
+//! resource of the process, not part of the model: it stops a run, it
+//! never steers one.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Bytes allocated and not freed, as far as the threads have reported.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// The limit as messages name it (`--max-memory 512m`).
+static GIVEN: Mutex<String> = Mutex::new(String::new());
 
 /// Each thread keeps its own running count and reports it to `LIVE` only
 /// once it has moved this far: one shared counter touched by every
@@ -85,14 +92,64 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
-/// Bound the process's heap at `bytes` (`None`: no bound). Only effective
-/// when [`CountingAlloc`] is the global allocator.
+/// Bound the process's memory at `bytes` (`None`: no bound): its heap,
+/// when [`CountingAlloc`] is the global allocator, and its resident set.
 pub fn set_limit(bytes: Option<usize>) {
+    set_limit_as_given(bytes, &format!("{} bytes", bytes.unwrap_or(0)));
+}
+
+/// [`set_limit`], with the words that name the limit in messages, as the
+/// user gave it (`--max-memory 512m`).
+pub fn set_limit_as_given(bytes: Option<usize>, given: &str) {
     // A process that allocated nothing through the counter has not
     // installed it (a program allocates before it sets a limit).
     report_this_thread();
     INSTALLED.store(LIVE.load(Ordering::Relaxed) > 0, Ordering::Relaxed);
     LIMIT.store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
+    *GIVEN.lock().unwrap_or_else(|e| e.into_inner()) = given.to_string();
+}
+
+/// The limit as [`set_limit_as_given`] named it.
+pub fn limit_as_given() -> String {
+    GIVEN.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The process's resident set in bytes, where the system says (Linux).
+pub fn resident_bytes() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages.saturating_mul(page_size()))
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).unwrap_or(4096)
+}
+
+thread_local! {
+    /// Looks at the clock left before this thread reads its resident set.
+    static RESIDENT_COUNTDOWN: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The resident set, when a limit is set and it is past it; read at most
+/// every 16th call on a thread (each read is a system call or three).
+pub(crate) fn resident_over_limit() -> Option<usize> {
+    let limit = LIMIT.load(Ordering::Relaxed);
+    if limit == usize::MAX {
+        return None;
+    }
+    let due = RESIDENT_COUNTDOWN
+        .try_with(|c| {
+            let left = c.get();
+            c.set(if left == 0 { 15 } else { left - 1 });
+            left == 0
+        })
+        .unwrap_or(false);
+    if !due {
+        return None;
+    }
+    resident_bytes().filter(|r| *r > limit)
 }
 
 /// Bytes currently allocated (to within 64 KiB per thread), when the

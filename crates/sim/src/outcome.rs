@@ -33,7 +33,9 @@ pub enum Outcome {
         at: String,
     },
     /// The run passed a limit: `which` is `steps`, `virtual-time`,
-    /// `wall-time`, `divergence`, `livelock`, `stack` or `memory`.
+    /// `wall-time`, `divergence`, `livelock`, `stack`, `tasks` (more than
+    /// [`limits::TASKS`](crate::limits::TASKS) alive at once), `stacks`
+    /// (the process had no stack left for task `value`) or `memory`.
     Limit { which: String, value: u64 },
 }
 
@@ -108,10 +110,20 @@ impl fmt::Display for Outcome {
                     f,
                     "limit: task {value} nearly overflowed its stack (raise --stack-size)"
                 ),
+                "tasks" => write!(
+                    f,
+                    "limit: the tasks limit ({value} alive at once) was reached"
+                ),
+                "stacks" => write!(
+                    f,
+                    "limit: no stack could be mapped for task {value} (the process has at most {} task stacks, and the system may allow fewer)",
+                    crate::exec::STACK_BUDGET
+                ),
                 "memory" => write!(
                     f,
-                    "limit: the simulator's heap reached {:.1} MiB, past --max-memory",
-                    *value as f64 / (1u64 << 20) as f64
+                    "limit: the process held {:.1} MiB, past {}",
+                    *value as f64 / (1u64 << 20) as f64,
+                    crate::mem::limit_as_given()
                 ),
                 _ => write!(f, "limit: {which} ({value})"),
             },

@@ -121,6 +121,8 @@ pub(crate) struct Shared {
     /// Exhaustive search and its tests: each step's task and footprint,
     /// the last one the step running now (`None`: not kept).
     pub footprints: Option<Vec<(TaskId, Footprint)>>,
+    /// Tasks spawned and not yet finished.
+    pub live: usize,
 }
 
 /// The state of the running execution: a `RefCell` whose release builds
@@ -346,13 +348,26 @@ impl Shared {
         }
     }
 
-    /// Add a new runnable task.
-    pub(crate) fn add_task(&mut self, task: TaskState) -> TaskId {
+    /// Add a new runnable task, unless [`limits::TASKS`] tasks are alive
+    /// already: then the execution ends with outcome `limit` (tasks), the
+    /// same whatever the machine or the number of threads.
+    ///
+    /// [`limits::TASKS`]: crate::limits::TASKS
+    pub(crate) fn add_task(&mut self, task: TaskState) -> Option<TaskId> {
+        let max = crate::limits::TASKS.max;
+        if self.live as u64 >= max {
+            self.abort.get_or_insert(Outcome::Limit {
+                which: "tasks".into(),
+                value: max,
+            });
+            return None;
+        }
+        self.live += 1;
         let id = self.tasks.len();
         self.tasks.push(task);
         self.slots.push([0; MAX_TASK_SLOTS]);
         self.runnable.push(id);
-        id
+        Some(id)
     }
 
     fn set_pending(&mut self, label: &'static str, obj: ObjId, cost: u64) {
@@ -540,6 +555,7 @@ impl Shared {
     /// condition over them re-check.
     pub(crate) fn exited(&mut self, t: TaskId) {
         self.set_run(t, RunState::Finished);
+        self.live -= 1;
         self.slots[t] = [0; MAX_TASK_SLOTS];
         self.note("exit", ObjId::NONE, 0);
         self.touched(EXIT_WAKES, false);
@@ -682,16 +698,21 @@ pub fn task_name(t: TaskId) -> String {
 }
 
 /// Start a new task; it becomes runnable at the current task's clock.
+/// `None` outside an execution, or when [`limits::TASKS`] tasks are alive
+/// (the execution then ends with outcome `limit`).
+///
+/// [`limits::TASKS`]: crate::limits::TASKS
 pub fn spawn(name: impl Into<String>, daemon: bool, f: impl FnOnce() + 'static) -> Option<TaskId> {
     let name = name.into();
     let mut f = Some(Box::new(f) as TaskFn);
     with(|s| {
         s.created();
         let clock = s.tasks.get(s.current).map_or(0, |t| t.clock);
-        let id = s.add_task(new_task(name, daemon, clock));
+        let id = s.add_task(new_task(name, daemon, clock))?;
         s.spawned.push((id, f.take().expect("taken once")));
-        id
+        Some(id)
     })
+    .flatten()
 }
 
 pub(crate) fn new_task(name: String, daemon: bool, clock: u64) -> TaskState {

@@ -111,6 +111,11 @@ pub(crate) struct Segments {
     /// Shrinking: a segment whose task is not runnable, or is elsewhere
     /// than recorded, is skipped or taken as it is instead of diverging.
     lenient: bool,
+    /// The ids of the tasks of each name, ascending, for the first
+    /// `indexed` tasks: a segment finds its task without a scan of every
+    /// runnable one (a lenient replay may skip many segments in one step).
+    by_name: std::collections::BTreeMap<String, Vec<TaskId>>,
+    indexed: usize,
 }
 
 impl Segments {
@@ -119,6 +124,10 @@ impl Segments {
         if self.diverged.is_some() {
             return fallback;
         }
+        for (id, task) in ctx.tasks.iter().enumerate().skip(self.indexed) {
+            self.by_name.entry(task.name.clone()).or_default().push(id);
+        }
+        self.indexed = ctx.tasks.len();
         loop {
             if let Some((t, left)) = self.current {
                 if ctx.runnable.binary_search(&t).is_err() {
@@ -139,9 +148,13 @@ impl Segments {
                 continue;
             }
             let lenient = self.lenient;
-            let found = ctx.runnable.iter().copied().find(|&t| {
-                let task = &ctx.tasks[t];
-                task.name == seg.task && (lenient || task.pending.label == seg.at)
+            // The first runnable task, by id, of the segment's name (and
+            // point).
+            let found = self.by_name.get(&seg.task).and_then(|ids| {
+                ids.iter().copied().find(|&t| {
+                    ctx.runnable.binary_search(&t).is_ok()
+                        && (lenient || ctx.tasks[t].pending.label == seg.at)
+                })
             });
             match found {
                 Some(t) => self.current = Some((t, seg.steps)),
@@ -211,6 +224,8 @@ impl Chooser {
                 current: None,
                 diverged: None,
                 lenient,
+                by_name: Default::default(),
+                indexed: 0,
             }),
         }
     }

@@ -2,6 +2,11 @@
 //! names one execution exactly. Layout (before base64url): a version byte,
 //! then varints and length-prefixed strings, then a 32-bit checksum.
 //!
+//! Version 3 adds a hash of the set-up's content, given by the caller as
+//! an opaque number, so that a replay can tell an edited set-up from the
+//! one the token was made for. Tokens of version 2 (without it) still
+//! decode, with [`Token::content`] `None`, and encode back to version 2.
+//!
 //! Besides the schedule and the limits, a token carries the caller's
 //! context: strings the scheduler stores and returns without reading them
 //! (which run of the caller's set-up the schedule belongs to).
@@ -11,8 +16,10 @@ use thiserror::Error;
 use crate::limits::{self, Limit};
 
 const MAGIC: &str = "nss1_";
-/// Version 2: the caller's context is one list of strings.
-const VERSION: u8 = 2;
+/// Version 3: a hash of the set-up's content follows the name's.
+const VERSION: u8 = 3;
+/// Version 2: the caller's context is one list of strings; no content hash.
+const VERSION_NO_CONTENT: u8 = 2;
 
 /// How the scheduler chose at every scheduling point.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +67,9 @@ impl std::fmt::Display for Segment {
 pub struct Token {
     /// Hash of the scenario's name, to catch a token used with another file.
     pub scenario: u32,
+    /// Hash of the set-up's content, as the caller computes it (`None` in
+    /// a token of version 2, made before tokens carried one).
+    pub content: Option<u32>,
     /// What else the caller needs to rebuild the execution's set-up, in
     /// its own words; stored as given (one length byte per short string).
     pub context: Vec<String>,
@@ -69,7 +79,7 @@ pub struct Token {
     pub schedule: Schedule,
 }
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum TokenError {
     #[error("a token starts with `{MAGIC}`")]
     Prefix,
@@ -78,7 +88,7 @@ pub enum TokenError {
     #[error("the token is truncated or corrupted (checksum mismatch)")]
     Checksum,
     #[error(
-        "the token was made by another token format (version {0}, this nssim reads {VERSION})"
+        "the token was made by another token format (version {0}, this nssim reads {VERSION_NO_CONTENT} and {VERSION})"
     )]
     Version(u8),
     #[error("the token is truncated or corrupted ({0})")]
@@ -200,8 +210,15 @@ fn b64_decode(text: &str, offset: usize) -> Result<Vec<u8>, TokenError> {
 
 impl Token {
     pub fn encode(&self) -> String {
-        let mut b = vec![VERSION];
+        let mut b = vec![if self.content.is_some() {
+            VERSION
+        } else {
+            VERSION_NO_CONTENT
+        }];
         put_varint(&mut b, self.scenario as u64);
+        if let Some(content) = self.content {
+            put_varint(&mut b, content as u64);
+        }
         put_varint(&mut b, self.context.len() as u64);
         for c in &self.context {
             put_str(&mut b, c);
@@ -254,14 +271,20 @@ impl Token {
         if hash32(payload) != sum {
             return Err(TokenError::Checksum);
         }
-        if payload[0] != VERSION {
-            return Err(TokenError::Version(payload[0]));
+        let version = payload[0];
+        if version != VERSION && version != VERSION_NO_CONTENT {
+            return Err(TokenError::Version(version));
         }
         let mut r = Reader {
             bytes: payload,
             pos: 1,
         };
         let scenario = r.u32()?;
+        let content = if version == VERSION {
+            Some(r.u32()?)
+        } else {
+            None
+        };
         let ncontext = r.varint()?;
         if ncontext > 1024 {
             return Err(TokenError::Malformed("too many context strings"));
@@ -295,6 +318,7 @@ impl Token {
         }
         Ok(Token {
             scenario,
+            content,
             context,
             cpus,
             max_steps,
@@ -306,10 +330,14 @@ impl Token {
 
 /// Segments with a string table: names and labels are stored once.
 fn put_segments(b: &mut Vec<u8>, segments: &[Segment]) {
+    // Names in order of first use; the index finds them without a scan (a
+    // shrink cut short may leave 100 000 segments over 1 000 tasks).
     let mut table: Vec<&str> = Vec::new();
+    let mut index: std::collections::BTreeMap<&str, u64> = Default::default();
     for seg in segments {
         for s in [seg.task.as_str(), seg.at.as_str()] {
-            if !table.contains(&s) {
+            if !index.contains_key(s) {
+                index.insert(s, table.len() as u64);
                 table.push(s);
             }
         }
@@ -320,9 +348,8 @@ fn put_segments(b: &mut Vec<u8>, segments: &[Segment]) {
     }
     put_varint(b, segments.len() as u64);
     for seg in segments {
-        let pos = |s: &str| table.iter().position(|t| *t == s).unwrap_or(0) as u64;
-        put_varint(b, pos(&seg.task));
-        put_varint(b, pos(&seg.at));
+        put_varint(b, index[seg.task.as_str()]);
+        put_varint(b, index[seg.at.as_str()]);
         put_varint(b, seg.steps);
     }
 }
@@ -405,6 +432,7 @@ mod tests {
     fn sample(schedule: Schedule) -> Token {
         Token {
             scenario: hash32(b"ipc-alloc-vs-free"),
+            content: Some(hash32(b"the scenario's content")),
             context: vec!["v6.2".into(), "+ipc-batch-free".into()],
             cpus: 2,
             max_steps: 1_000_000,
@@ -467,6 +495,13 @@ mod tests {
             Err(TokenError::Checksum)
         );
         assert_eq!(Token::decode("hello"), Err(TokenError::Prefix));
+        // A token of version 2, without a content hash, still decodes and
+        // encodes back to itself.
+        let v2 = "nss1_Aoic0twJAQR2Ni4yAoCt4gSAwOKF42gEAgZsb29wZXIFc3RhcnQBAAE76VoR8w";
+        let t = Token::decode(v2).unwrap();
+        assert_eq!(t.content, None);
+        assert_eq!(t.context, ["v6.2"]);
+        assert_eq!(t.encode(), v2);
         // A token of version 1, whose context was a label and a list.
         let v1 = "nss1_AYic0twJBHY2LjIAAoCt4gSAwOKF42gEAgZsb29wZXIFc3RhcnQBAAE7az-lQA";
         assert_eq!(Token::decode(v1), Err(TokenError::Version(1)));
@@ -477,7 +512,7 @@ mod tests {
     /// (tag and fields), for fields `encode` cannot write.
     fn raw(cpus: u64, max_steps: u64, schedule: &[u64]) -> String {
         let mut b = vec![VERSION];
-        for v in [hash32(b"x"), 1, 0].map(u64::from) {
+        for v in [hash32(b"x"), 7, 1, 0].map(u64::from) {
             put_varint(&mut b, v);
         }
         for v in [cpus, max_steps, 1].iter().chain(schedule) {

@@ -34,7 +34,7 @@ fn schedule() -> impl Strategy<Value = Schedule> {
 
 fn token() -> impl Strategy<Value = Token> {
     (
-        any::<u32>(),
+        (any::<u32>(), proptest::option::of(any::<u32>())),
         proptest::collection::vec("[a-z0-9.+-]{0,12}", 0..4),
         // In the ranges of `sim::limits`; max_steps bounds the choices.
         limits::CPUS.min as u32..=limits::CPUS.max as u32,
@@ -43,8 +43,9 @@ fn token() -> impl Strategy<Value = Token> {
         schedule(),
     )
         .prop_map(
-            |(scenario, context, cpus, max_steps, max_virtual_ns, schedule)| Token {
+            |((scenario, content), context, cpus, max_steps, max_virtual_ns, schedule)| Token {
                 scenario,
+                content,
                 context,
                 cpus,
                 max_steps,

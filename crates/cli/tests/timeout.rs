@@ -1,0 +1,112 @@
+//! `--timeout` bounds the whole run: the search, shrinking and reporting.
+//! The wall time measured here is only a hang guard with the margin the
+//! hardening issue gives (a 2 s timeout ends within 3 s), not a measure of
+//! speed.
+
+mod support;
+
+use std::time::{Duration, Instant};
+use support::{nssim, stderr, stdout};
+
+/// A copy of a library scenario with its text edited, in a directory of
+/// this test.
+fn scenario(name: &str, from: &str, edit: impl Fn(&str) -> String) -> String {
+    let dir = std::env::temp_dir().join(format!("nssim-timeout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(support::root().join(from)).unwrap();
+    let file = dir.join(name);
+    std::fs::write(&file, edit(&text)).unwrap();
+    file.to_str().unwrap().to_string()
+}
+
+/// Run `nssim args`, check it ends as a run does (0, 1 or 2, no signal)
+/// within `guard`, and return its standard output.
+#[track_caller]
+fn ends_within(args: &[&str], guard: Duration) -> String {
+    let start = Instant::now();
+    let o = nssim(args);
+    let took = start.elapsed();
+    assert!(
+        matches!(o.status.code(), Some(0..=2)),
+        "{args:?}: {:?}\n{}",
+        o.status,
+        stderr(&o)
+    );
+    assert!(took < guard, "{args:?} took {took:?}\n{}", stdout(&o));
+    stdout(&o)
+}
+
+const ALLOC_VS_FREE: &str = "sim-scenarios/ipc-alloc-vs-free.toml";
+
+#[test]
+fn a_timeout_bounds_the_search_shrinking_and_reporting() {
+    let guard = Duration::from_secs(3);
+    // 1 000 loopers: one failing execution of about 240 000 steps, whose
+    // shrinking alone took about a minute.
+    let loopers = scenario("loopers.toml", ALLOC_VS_FREE, |t| {
+        t.replace("repeat = 20", "instances = 1000\nrepeat = 20")
+    });
+    let out = ends_within(
+        &["run", &loopers, "--kernel", "v6.2", "--timeout", "2s"],
+        guard,
+    );
+    assert!(out.contains("violation"), "{out}");
+    assert!(
+        out.contains("stopped at the --timeout deadline")
+            || out.contains("note: the --timeout deadline passed"),
+        "the output says the shrinking was cut short: {out}"
+    );
+    // Also with a trace file and a view to write.
+    let dir = std::env::temp_dir().join(format!("nssim-timeout-{}", std::process::id()));
+    let trace = dir.join("trace.json");
+    ends_within(
+        &[
+            "run",
+            &loopers,
+            "--kernel",
+            "v6.2",
+            "--timeout",
+            "2s",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--jobs",
+            "2",
+        ],
+        guard,
+    );
+    // Many short executions: the clock is read as each one starts.
+    let out = ends_within(
+        &[
+            "run",
+            ALLOC_VS_FREE,
+            "--kernel",
+            "v5.6",
+            "--iterations",
+            "1000000000",
+            "--timeout",
+            "2s",
+        ],
+        guard,
+    );
+    assert!(out.contains("wall-time"), "{out}");
+    // dfs over 5 000 tasks took 31 s with --timeout 1s.
+    let dfs = scenario("dfs.toml", ALLOC_VS_FREE, |t| {
+        t.replace("repeat = 20", "instances = 5000\nrepeat = 3")
+    });
+    for (timeout, guard) in [("2s", guard), ("1s", Duration::from_secs(2))] {
+        ends_within(
+            &[
+                "run",
+                &dfs,
+                "--kernel",
+                "v6.3",
+                "--strategy",
+                "dfs",
+                "--timeout",
+                timeout,
+            ],
+            guard,
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
