@@ -57,6 +57,17 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
     })
 }
 
+/// Whether the scenario sends untagged device uevents, which the kernel
+/// broadcasts to every network namespace owned by the initial user
+/// namespace, the machine's own included.
+fn sends_untagged_uevents(setup: &Setup) -> bool {
+    setup
+        .tasks
+        .iter()
+        .flat_map(|t| t.ops.iter())
+        .any(|op| matches!(op, kernel::setup::Op::UeventDeviceEvent { .. }))
+}
+
 /// Whether this machine can run the executor at all.
 pub fn machine_can_run() -> Result<(), Skip> {
     if unsafe { libc::geteuid() } != 0 {
@@ -87,6 +98,14 @@ pub fn execute(
     machine_can_run()?;
     if let Some(why) = unsupported_in(setup) {
         return Err(Skip(why));
+    }
+    if sends_untagged_uevents(setup) {
+        let listeners = netlink::machine_listeners();
+        if listeners > 0 {
+            return Err(Skip(format!(
+                "an untagged device uevent would reach the machine's own {listeners} uevent listener(s)"
+            )));
+        }
     }
     let request = json!({
         "file": file,

@@ -172,6 +172,67 @@ fn ack_error(ack: &[u8]) -> SysResult<()> {
     }
 }
 
+/// A tagged uevent for a network device of the caller's namespace: its
+/// loopback device (ifindex 1 in every network namespace, down in a new
+/// one) is renamed, which sends a `move` uevent tagged with the namespace
+/// (`device_rename`), as the model's `uevent_netdev_event` sends one.
+pub fn rename_loopback() -> SysResult<()> {
+    static RENAMES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    let result = (|| {
+        let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+        req.ifr_ifru.ifru_ifindex = 1;
+        if unsafe { libc::ioctl(fd, libc::SIOCGIFNAME, &mut req) } < 0 {
+            return Err(last_errno());
+        }
+        let n = RENAMES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("nssim{n}");
+        let mut new: [libc::c_char; libc::IFNAMSIZ] = [0; libc::IFNAMSIZ];
+        for (d, b) in new.iter_mut().zip(name.bytes()) {
+            *d = b as libc::c_char;
+        }
+        req.ifr_ifru.ifru_newname = new;
+        if unsafe { libc::ioctl(fd, libc::SIOCSIFNAME, &mut req) } < 0 {
+            return Err(last_errno());
+        }
+        Ok(())
+    })();
+    sys::close(fd);
+    result
+}
+
+/// How many uevent listeners (NETLINK_KOBJECT_UEVENT sockets bound to a
+/// group) the machine has in network namespaces other than the run's: an
+/// untagged uevent would reach them.
+pub fn machine_listeners() -> usize {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut listeners = 0;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    for entry in dir.flatten() {
+        let Ok(ns) = std::fs::read_link(entry.path().join("ns/net")) else {
+            continue;
+        };
+        if !seen.insert(ns) {
+            continue;
+        }
+        let table = std::fs::read_to_string(entry.path().join("net/netlink")).unwrap_or_default();
+        listeners += table
+            .lines()
+            .skip(1)
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 3 && f[1] == "15" && u32::from_str_radix(f[3], 16).unwrap_or(0) != 0
+            })
+            .count();
+    }
+    listeners
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

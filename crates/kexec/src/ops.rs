@@ -19,13 +19,9 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
             Some("lock and unlock take the scenario's own mutexes, not kernel objects")
         }
         Op::Bug { .. } => Some("a kernel BUG() is not something to set off on the running kernel"),
-        Op::UeventDeviceEvent { .. } => Some(
-            "an untagged device uevent is broadcast to the machine's own listeners too",
-        ),
-        Op::UeventNetdevEvent { .. } => {
-            Some("a network device's uevent needs a device made in the run's namespace")
-        }
-        Op::Unshare { .. }
+        Op::UeventDeviceEvent { .. }
+        | Op::UeventNetdevEvent { .. }
+        | Op::Unshare { .. }
         | Op::SysctlWrite { .. }
         | Op::UeventListen { .. }
         | Op::UeventRecv {}
@@ -155,12 +151,14 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         Op::Setresuid { ruid, euid, suid } => done(sys::setresuid(*ruid, *euid, *suid)),
         Op::Setrlimit { resource: _, limit } => done(sys::set_nproc_limit(*limit)),
         Op::Execve {} => unreachable!("the task loop runs execve itself"),
-        Op::MqPathWalk { .. }
-        | Op::Lock { .. }
-        | Op::Unlock { .. }
-        | Op::Bug { .. }
-        | Op::UeventDeviceEvent { .. }
-        | Op::UeventNetdevEvent { .. } => done(Err(libc::ENOSYS)),
+        Op::UeventDeviceEvent { action, devpath } => done(sys::write_file_once(
+            &format!("/sys{devpath}/uevent"),
+            action,
+        )),
+        Op::UeventNetdevEvent { .. } => done(netlink::rename_loopback()),
+        Op::MqPathWalk { .. } | Op::Lock { .. } | Op::Unlock { .. } | Op::Bug { .. } => {
+            done(Err(libc::ENOSYS))
+        }
     }
 }
 

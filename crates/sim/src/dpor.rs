@@ -557,10 +557,11 @@ pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> Ex
         let mut report = run(plan);
         executions += 1;
         let log = report.dpor.take().unwrap_or_default();
-        let from = search.extend(&log, &report.footprints, resume.take());
-        report.footprints = Vec::new();
         let schedule = Schedule::Choices(trimmed_choices(&report.choices));
         if report.outcome.is_failure() || executions >= iterations {
+            // Ends here: the search's tree is not grown from this one (a run
+            // stopped by a resource limit must not grow it past the limit).
+            report.footprints = Vec::new();
             return ExploreReport {
                 executions,
                 report,
@@ -570,6 +571,8 @@ pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> Ex
                 unnamed_at_deadline: false,
             };
         }
+        let from = search.extend(&log, &report.footprints, resume.take());
+        report.footprints = Vec::new();
         // The search's tree grows between executions, where no execution
         // looks.
         if let Some(bytes) = crate::mem::over_limit() {
