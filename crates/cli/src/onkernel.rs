@@ -352,16 +352,7 @@ pub fn run(
     toggles: &[String],
 ) -> Result<bool, CliError> {
     let toggles = crate::run::parse_toggles(toggles)?;
-    let files = scenario::discover(paths)?;
-    if files.is_empty() {
-        return Err(CliError(
-            "error: no scenario files (*.toml) found in the given paths".into(),
-        ));
-    }
-    let scenarios = files
-        .iter()
-        .map(|f| scenario::load(f))
-        .collect::<Result<Vec<_>, _>>()?;
+    let scenarios = crate::run::load_scenarios(paths)?;
     let profile = kernel::catalog::host_profile();
     let patches = kernel::resolve_patches(profile, &toggles)
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;

@@ -294,6 +294,20 @@ fn check_kernels(scenarios: &[Scenario], ov: &Overrides) -> Result<(), CliError>
     Ok(())
 }
 
+/// The scenarios of `paths` (files, or directories of *.toml files).
+pub(crate) fn load_scenarios(paths: &[PathBuf]) -> Result<Vec<Scenario>, CliError> {
+    let files = scenario::discover(paths)?;
+    if files.is_empty() {
+        return Err(CliError(
+            "error: no scenario files (*.toml) found in the given paths".into(),
+        ));
+    }
+    Ok(files
+        .iter()
+        .map(|f| scenario::load(f))
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
 pub fn run(
     paths: &[PathBuf],
     ov: &Overrides,
@@ -306,16 +320,7 @@ pub fn run(
     apply_overrides(Explore::default(), ov)?;
     timeout(ov)?;
     set_memory_limit(memory_limit(ov));
-    let files = scenario::discover(paths)?;
-    if files.is_empty() {
-        return Err(CliError(
-            "error: no scenario files (*.toml) found in the given paths".into(),
-        ));
-    }
-    let scenarios = files
-        .iter()
-        .map(|f| scenario::load(f))
-        .collect::<Result<Vec<_>, _>>()?;
+    let scenarios = load_scenarios(paths)?;
     check_kernels(&scenarios, ov)?;
     let mut all = Vec::new();
     for sc in &scenarios {

@@ -112,18 +112,15 @@ fn the_executor_leaves_no_process_and_no_namespace_behind() {
     assert_nothing_left(&before);
 }
 
-#[test]
-fn a_run_cut_off_by_its_wall_clock_bound_leaves_nothing_behind() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !skip_unless_runnable("a_run_cut_off_by_its_wall_clock_bound") {
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("nssim-onkernel-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// A scenario whose tasks outlive the executor's wall-clock bound.
+fn sleepers(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
     let file = dir.join("sleepers.toml");
-    std::fs::write(
-        &file,
-        r#"name = "sleepers"
+    std::fs::write(&file, SLEEPERS).unwrap();
+    file
+}
+
+const SLEEPERS: &str = r#"name = "sleepers"
 summary = "tasks that sleep past the executor's wall-clock bound"
 
 [[userns]]
@@ -141,9 +138,61 @@ ops = ["fork()", "unshare(CLONE_NEWNET)", "sleep(60s)"]
 [[kernel]]
 profile = "v6.9"
 expect = "pass"
-"#,
-    )
-    .unwrap();
+"#;
+
+/// Wait (a bounded number of times) until `done` holds.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    (0..200).any(|_| {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        false
+    })
+}
+
+#[test]
+fn an_interrupted_run_leaves_nothing_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !skip_unless_runnable("an_interrupted_run_leaves_nothing_behind") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("nssim-onkernel-int-{}", std::process::id()));
+    let file = sleepers(&dir);
+    let (before, _) = machine_state();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args([
+            "run",
+            "--on-kernel",
+            "--repeat",
+            "1",
+            file.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(eventually(|| machine_state().1 > 0), "the executor started");
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    child.wait().unwrap();
+    assert!(
+        eventually(|| machine_state().1 == 0),
+        "the executor's processes died with nssim"
+    );
+    assert!(eventually(|| machine_state().0.is_subset(&before)));
+    assert_nothing_left(&before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_run_cut_off_by_its_wall_clock_bound_leaves_nothing_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !skip_unless_runnable("a_run_cut_off_by_its_wall_clock_bound") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("nssim-onkernel-{}", std::process::id()));
+    let file = sleepers(&dir);
     let (before, _) = machine_state();
     let out = nssim(&[
         "run",
