@@ -4,7 +4,7 @@
 //! a panic is the bug they look for.
 
 use kernel::{explore_run, replay_run, resolve_patches, RunSpec};
-use scenario::{Scenario, StrategyName};
+use scenario::Scenario;
 use sim::{CostTable, ExecConfig, ExploreConfig, StrategySpec, Token};
 use std::time::{Duration, Instant};
 
@@ -43,17 +43,6 @@ pub fn scenario_parse(data: &[u8]) -> Option<Scenario> {
     }
 }
 
-fn strategy(e: &scenario::Explore) -> StrategySpec {
-    match e.strategy {
-        StrategyName::Random => StrategySpec::Random,
-        StrategyName::Pct => StrategySpec::Pct { depth: e.pct_depth },
-        StrategyName::Dfs => StrategySpec::Dfs {
-            preemption_bound: e.preemption_bound,
-        },
-        StrategyName::Fair => StrategySpec::Fair,
-    }
-}
-
 /// Every kernel run of `sc`, explored within `budget`, as `nssim run`
 /// explores it (a bad patch toggle is an error, not a run).
 pub fn run_scenario(sc: &Scenario, budget: Budget) {
@@ -81,7 +70,7 @@ pub fn run_scenario(sc: &Scenario, budget: Budget) {
             ..ExecConfig::default()
         };
         let mut explore = ExploreConfig::new(
-            strategy(&r.explore),
+            crate::strategy_spec(&r.explore),
             r.explore.seed,
             r.explore.iterations.min(budget.iterations),
             exec,

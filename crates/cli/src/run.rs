@@ -10,7 +10,7 @@ use kernel::{catalog, explore_run, replay_run, resolve_patches, ActivePatches, R
 use scenario::{Expect, Explore, KernelRun, Scenario, StrategyName};
 use sim::echo::{echo, echo_path};
 use sim::limits;
-use sim::{CostTable, ExecConfig, ExploreConfig, Schedule, StrategySpec, Token};
+use sim::{CostTable, ExecConfig, ExploreConfig, Schedule, Token};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -244,17 +244,6 @@ fn default_jobs() -> usize {
         .min(limits::JOBS.max as usize)
 }
 
-fn strategy_spec(e: &Explore) -> StrategySpec {
-    match e.strategy {
-        StrategyName::Random => StrategySpec::Random,
-        StrategyName::Pct => StrategySpec::Pct { depth: e.pct_depth },
-        StrategyName::Dfs => StrategySpec::Dfs {
-            preemption_bound: e.preemption_bound,
-        },
-        StrategyName::Fair => StrategySpec::Fair,
-    }
-}
-
 fn cost_table(sc: &Scenario) -> CostTable {
     let mut t = CostTable::new();
     for (name, ns) in &sc.costs {
@@ -368,7 +357,7 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
         patches,
         invariants: &sc.invariants,
         explore: ExploreConfig {
-            strategy: strategy_spec(&plan.explore),
+            strategy: nssim::strategy_spec(&plan.explore),
             seed: plan.explore.seed,
             iterations: plan.explore.iterations,
             exec: exec_config(sc, &plan.explore),

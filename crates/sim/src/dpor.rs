@@ -33,7 +33,7 @@ use crate::explore::{trimmed_choices, ExploreReport};
 use crate::footprint::Footprint;
 use crate::strategy::{default_choice, ChoicePoint, PickCtx};
 use crate::token::Schedule;
-use crate::{Outcome, TaskId};
+use crate::TaskId;
 
 /// What one execution of the search is asked to do.
 pub(crate) struct Plan {
@@ -562,44 +562,20 @@ pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> Ex
             // Ends here: the search's tree is not grown from this one (a run
             // stopped by a resource limit must not grow it past the limit).
             report.footprints = Vec::new();
-            return ExploreReport {
-                executions,
-                report,
-                schedule,
-                exhausted: false,
-                shrink: None,
-                unnamed_at_deadline: false,
-            };
+            return ExploreReport::ended(executions, report, schedule, false);
         }
         let from = search.extend(&log, &report.footprints, resume.take());
         report.footprints = Vec::new();
         // The search's tree grows between executions, where no execution
         // looks.
-        if let Some(bytes) = crate::mem::over_limit() {
-            report.outcome = Outcome::Limit {
-                which: "memory".into(),
-                value: bytes as u64,
-            };
-            return ExploreReport {
-                executions,
-                report,
-                schedule,
-                exhausted: false,
-                shrink: None,
-                unnamed_at_deadline: false,
-            };
+        if let Some(limit) = crate::explore::memory_limit() {
+            report.outcome = limit;
+            return ExploreReport::ended(executions, report, schedule, false);
         }
         search.races(from, bound != u32::MAX);
         resume = search.backtrack(bound);
         if resume.is_none() {
-            return ExploreReport {
-                executions,
-                report,
-                schedule,
-                exhausted: true,
-                shrink: None,
-                unnamed_at_deadline: false,
-            };
+            return ExploreReport::ended(executions, report, schedule, true);
         }
     }
 }

@@ -459,6 +459,36 @@ pub(crate) fn trimmed_choices(points: &[ChoicePoint]) -> Vec<u32> {
     points[..keep].iter().map(|p| p.chosen as u32).collect()
 }
 
+impl ExploreReport {
+    /// The report of an exhaustive search that ended after `executions`,
+    /// with the last execution's `report` and `schedule`.
+    pub(crate) fn ended(
+        executions: u64,
+        report: ExecReport,
+        schedule: Schedule,
+        exhausted: bool,
+    ) -> ExploreReport {
+        ExploreReport {
+            executions,
+            report,
+            schedule,
+            exhausted,
+            shrink: None,
+            unnamed_at_deadline: false,
+        }
+    }
+}
+
+/// Outcome `limit` (memory) once the process holds more than
+/// `--max-memory`: a search checks between executions, where its own
+/// memory grows and no execution looks.
+pub(crate) fn memory_limit() -> Option<Outcome> {
+    crate::mem::over_limit().map(|bytes| Outcome::Limit {
+        which: "memory".into(),
+        value: bytes as u64,
+    })
+}
+
 /// Runs one execution of an explicit schedule.
 type DfsRun<'a> = dyn FnMut(&Schedule) -> ExecReport + 'a;
 
@@ -475,14 +505,7 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
         // when it goes on, dropped at once when it ends.
         let choices = std::mem::take(&mut report.choices);
         if report.outcome.is_failure() || executions >= iterations {
-            return ExploreReport {
-                executions,
-                report,
-                schedule,
-                exhausted: false,
-                shrink: None,
-                unnamed_at_deadline: false,
-            };
+            return ExploreReport::ended(executions, report, schedule, false);
         }
         for point in choices.into_iter().skip(stack.len()) {
             let before = stack
@@ -491,32 +514,13 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
             stack.push(frame(point, before));
         }
         // The frames grow between executions, where no execution looks.
-        if let Some(bytes) = crate::mem::over_limit() {
-            report.outcome = Outcome::Limit {
-                which: "memory".into(),
-                value: bytes as u64,
-            };
-            return ExploreReport {
-                executions,
-                report,
-                schedule,
-                exhausted: false,
-                shrink: None,
-                unnamed_at_deadline: false,
-            };
+        if let Some(limit) = memory_limit() {
+            report.outcome = limit;
+            return ExploreReport::ended(executions, report, schedule, false);
         }
         match backtrack(&mut stack, bound) {
             Some(()) => {}
-            None => {
-                return ExploreReport {
-                    executions,
-                    report,
-                    schedule,
-                    exhausted: true,
-                    shrink: None,
-                    unnamed_at_deadline: false,
-                }
-            }
+            None => return ExploreReport::ended(executions, report, schedule, true),
         }
         prefix = stack.iter().map(|f| f.point.chosen as u32).collect();
     }
