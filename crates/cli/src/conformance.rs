@@ -1,21 +1,114 @@
-//! `nssim conformance`: every conformance case of every subsystem, asked
-//! of the model (under the profile of the running kernel) and of the
-//! running kernel, printed as a table or JSON.
+//! `nssim conformance`: the differential suite. Its cases are scenarios
+//! under `sim-scenarios/conformance/<subsystem>/`, each asserting in its
+//! `[[kernel]]` entry the answer the kernel gives (checked in the model)
+//! and run on the running kernel as `nssim run --on-kernel` runs it (every
+//! outcome the kernel shows must be one the model reaches). The few cases
+//! the scenario ops cannot express yet are hand-written probes
+//! (`probe::Case`), asked of the model and of the kernel and compared as
+//! text.
 
-use crate::run::CliError;
+use crate::onkernel::{self, OnKernel, Search, Verdict as KernelVerdict};
+use crate::run::{self, shown, CliError};
 use crate::Format;
-use probe::{Case, Verdict};
+use scenario::Scenario;
 use serde_json::json;
+use std::path::{Path, PathBuf};
 
-/// Every subsystem's cases, in a stable order.
-pub fn all_cases() -> Vec<Case> {
+/// Repeats of each conformance scenario on the kernel: the cases ask one
+/// question each, whose answer does not depend on timing.
+pub const REPEAT: u32 = 5;
+
+/// The directory of the conformance scenarios: `sim-scenarios/conformance`
+/// under the working directory when there is one, else the source tree's.
+pub fn scenario_dir() -> PathBuf {
+    let here = PathBuf::from("sim-scenarios/conformance");
+    if here.is_dir() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sim-scenarios/conformance")
+}
+
+/// The hand-written cases: those no scenario expresses yet.
+pub fn probe_cases() -> Vec<probe::Case> {
     let mut cases = Vec::new();
-    cases.extend(kernel::conformance_ipc::conformance_cases());
     cases.extend(kernel::conformance_netns::conformance_cases());
     cases.extend(kernel::conformance_nsproxy::conformance_cases());
     cases.extend(userns::conformance::conformance_cases());
     cases.extend(kernel::conformance_nproc::conformance_cases());
     cases
+}
+
+/// One conformance case.
+pub enum Case {
+    /// A scenario of `sim-scenarios/conformance/<subsystem>/`.
+    Scenario {
+        subsystem: String,
+        scenario: Box<Scenario>,
+    },
+    /// A hand-written case.
+    Probe(probe::Case),
+}
+
+impl Case {
+    pub fn subsystem(&self) -> &str {
+        match self {
+            Case::Scenario { subsystem, .. } => subsystem,
+            Case::Probe(c) => c.subsystem,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Case::Scenario { scenario, .. } => &scenario.name,
+            Case::Probe(c) => &c.name,
+        }
+    }
+
+    pub fn question(&self) -> &str {
+        match self {
+            Case::Scenario { scenario, .. } => &scenario.summary,
+            Case::Probe(c) => &c.question,
+        }
+    }
+}
+
+/// Every scenario case under `dir`, by subsystem directory then file name.
+pub fn scenario_cases(dir: &Path) -> Result<Vec<Case>, CliError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        CliError(format!(
+            "error: cannot read the conformance scenarios in {}: {e}",
+            shown(dir)
+        ))
+    })?;
+    let mut subdirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    let mut cases = Vec::new();
+    for sub in subdirs {
+        let subsystem = sub
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut files = scenario::discover(std::slice::from_ref(&sub))?;
+        files.sort();
+        for f in files {
+            cases.push(Case::Scenario {
+                subsystem: subsystem.clone(),
+                scenario: Box::new(scenario::load(&f)?),
+            });
+        }
+    }
+    Ok(cases)
+}
+
+/// Every case: the scenarios, then the hand-written ones.
+pub fn all_cases(dir: &Path) -> Result<Vec<Case>, CliError> {
+    let mut cases = scenario_cases(dir)?;
+    cases.extend(probe_cases().into_iter().map(Case::Probe));
+    Ok(cases)
 }
 
 /// Which cases to run.
@@ -26,20 +119,91 @@ pub struct Filter {
 
 impl Filter {
     fn keeps(&self, c: &Case) -> bool {
-        (self.subsystems.is_empty() || self.subsystems.iter().any(|s| s == c.subsystem))
-            && (self.names.is_empty() || self.names.iter().any(|n| c.name.contains(n.as_str())))
+        (self.subsystems.is_empty() || self.subsystems.iter().any(|s| s == c.subsystem()))
+            && (self.names.is_empty() || self.names.iter().any(|n| c.name().contains(n.as_str())))
+    }
+}
+
+/// What one case answered.
+struct Verdict {
+    subsystem: String,
+    name: String,
+    question: String,
+    kind: &'static str,
+    /// The model's answer: for a scenario, whether its expectation held.
+    model: String,
+    /// The kernel's answer, or why it was skipped.
+    kernel: Result<String, String>,
+    /// `Some(true)` when the model and the kernel agree, `None` when skipped.
+    agree: Option<bool>,
+    /// The scenario's run on the kernel, for `--format json`.
+    on_kernel: Option<serde_json::Value>,
+}
+
+fn scenario_verdict(
+    subsystem: &str,
+    sc: &Scenario,
+    patches: &kernel::ActivePatches,
+) -> Result<Verdict, CliError> {
+    let checks = run::check_model(sc)?;
+    let failed: Vec<&(String, bool, String)> = checks.iter().filter(|c| !c.1).collect();
+    let model_ok = failed.is_empty();
+    let model = if model_ok {
+        "as expected".to_string()
+    } else {
+        for (_, _, text) in &failed {
+            eprint!("{text}");
+        }
+        let labels: Vec<&str> = failed.iter().map(|c| c.0.as_str()).collect();
+        format!("NOT as expected ({})", labels.join(", "))
+    };
+    let r: OnKernel = onkernel::on_kernel(sc, REPEAT, patches, Search::CONFORMANCE);
+    let kernel = match r.verdict {
+        KernelVerdict::Skipped => Err(r.reason.clone().unwrap_or_default()),
+        v => Ok(format!("{} ({} repeats)", v.name(), r.repeats)),
+    };
+    let agree = match r.verdict {
+        KernelVerdict::Skipped => (!model_ok).then_some(false),
+        KernelVerdict::Agree => Some(model_ok),
+        KernelVerdict::ModelMisses => Some(false),
+    };
+    if r.verdict == KernelVerdict::ModelMisses {
+        onkernel::print_text(sc, kernel::catalog::host_profile(), &r);
+    }
+    Ok(Verdict {
+        subsystem: subsystem.to_string(),
+        name: sc.name.clone(),
+        question: sc.summary.clone(),
+        kind: "scenario",
+        model,
+        kernel,
+        agree,
+        on_kernel: Some(onkernel::record_json(&r)),
+    })
+}
+
+fn probe_verdict(c: &probe::Case) -> Verdict {
+    let v = c.run();
+    Verdict {
+        subsystem: v.subsystem.to_string(),
+        agree: v.agree(),
+        name: v.name,
+        question: v.question,
+        kind: "probe",
+        model: v.model,
+        kernel: v.kernel.map_err(|s| s.0),
+        on_kernel: None,
     }
 }
 
 /// Run the cases `filter` keeps; `Ok(true)` when none disagrees.
 pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, CliError> {
-    let cases: Vec<Case> = all_cases()
-        .into_iter()
-        .filter(|c| filter.keeps(c))
-        .collect();
+    let dir = scenario_dir();
+    let all = all_cases(&dir)?;
+    let known: std::collections::BTreeSet<String> =
+        all.iter().map(|c| c.subsystem().to_string()).collect();
+    let cases: Vec<Case> = all.into_iter().filter(|c| filter.keeps(c)).collect();
     if cases.is_empty() {
-        let known: std::collections::BTreeSet<&str> =
-            all_cases().iter().map(|c| c.subsystem).collect();
         return Err(CliError(format!(
             "no conformance case matches (subsystems: {})",
             known.into_iter().collect::<Vec<_>>().join(", ")
@@ -47,20 +211,31 @@ pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, 
     }
     if list {
         for c in &cases {
-            println!("{:<8} {:<44} {}", c.subsystem, c.name, c.question);
+            println!("{:<8} {:<44} {}", c.subsystem(), c.name(), c.question());
         }
         return Ok(true);
     }
     let profile = kernel::catalog::host_profile();
+    let patches = kernel::resolve_patches(profile, &[])
+        .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
     let release = probe::kernel_release()
         .map(|(a, b)| format!("{a}.{b}"))
         .unwrap_or_else(|| "unknown".into());
-    let verdicts: Vec<Verdict> = cases.iter().map(Case::run).collect();
+    let mut verdicts = Vec::new();
+    for c in &cases {
+        verdicts.push(match c {
+            Case::Scenario {
+                subsystem,
+                scenario,
+            } => scenario_verdict(subsystem, scenario, &patches)?,
+            Case::Probe(p) => probe_verdict(p),
+        });
+    }
     match format {
         Format::Text => print_table(&verdicts, profile, &release),
         Format::Json => print_json(&verdicts, profile, &release),
     }
-    Ok(verdicts.iter().all(|v| v.agree() != Some(false)))
+    Ok(verdicts.iter().all(|v| v.agree != Some(false)))
 }
 
 fn kernel_text(v: &Verdict) -> String {
@@ -71,7 +246,7 @@ fn kernel_text(v: &Verdict) -> String {
 }
 
 fn agree_text(v: &Verdict) -> &'static str {
-    match v.agree() {
+    match v.agree {
         Some(true) => "yes",
         Some(false) => "NO",
         None => "-",
@@ -80,7 +255,7 @@ fn agree_text(v: &Verdict) -> &'static str {
 
 /// The case's name, prefixed with its subsystem unless it already is.
 fn qualified(v: &Verdict) -> String {
-    if v.name.starts_with(v.subsystem) {
+    if v.name.starts_with(v.subsystem.as_str()) {
         v.name.clone()
     } else {
         format!("{}.{}", v.subsystem, v.name)
@@ -91,7 +266,7 @@ fn qualified(v: &Verdict) -> String {
 const SHOWN: usize = 40;
 
 /// `text` cut to [`SHOWN`] characters, with `…` when cut.
-fn shown(text: &str) -> String {
+fn cut(text: &str) -> String {
     if text.chars().count() <= SHOWN {
         text.to_string()
     } else {
@@ -108,8 +283,8 @@ fn print_table(verdicts: &[Verdict], profile: &str, release: &str) {
         .map(|v| {
             [
                 qualified(v),
-                shown(&v.model),
-                shown(&kernel_text(v)),
+                cut(&v.model),
+                cut(&kernel_text(v)),
                 agree_text(v).to_string(),
             ]
         })
@@ -138,10 +313,13 @@ fn print_table(verdicts: &[Verdict], profile: &str, release: &str) {
             r[3]
         );
     }
-    let count = |want: Option<bool>| verdicts.iter().filter(|v| v.agree() == want).count();
+    let count = |want: Option<bool>| verdicts.iter().filter(|v| v.agree == want).count();
+    let scenarios = verdicts.iter().filter(|v| v.kind == "scenario").count();
     println!(
-        "{} cases: {} agree, {} disagree, {} skipped",
+        "{} cases ({} scenarios, {} hand-written): {} agree, {} disagree, {} skipped",
         verdicts.len(),
+        scenarios,
+        verdicts.len() - scenarios,
         count(Some(true)),
         count(Some(false)),
         count(None)
@@ -152,15 +330,20 @@ fn print_json(verdicts: &[Verdict], profile: &str, release: &str) {
     let cases: Vec<_> = verdicts
         .iter()
         .map(|v| {
-            json!({
+            let mut c = json!({
                 "subsystem": v.subsystem,
                 "case": v.name,
+                "kind": v.kind,
                 "question": v.question,
                 "model": v.model,
                 "kernel": v.kernel.as_ref().ok(),
-                "skipped": v.kernel.as_ref().err().map(|s| s.to_string()),
-                "agree": v.agree(),
-            })
+                "skipped": v.kernel.as_ref().err(),
+                "agree": v.agree,
+            });
+            if let Some(k) = &v.on_kernel {
+                c["on_kernel"] = k.clone();
+            }
+            c
         })
         .collect();
     let doc = json!({

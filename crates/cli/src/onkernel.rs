@@ -28,12 +28,33 @@ const KERNEL_BUDGET: Duration = Duration::from_secs(15);
 /// its searches: a bound in the model's own units, so that what it
 /// reaches does not depend on the machine.
 const MODEL_STEP_BUDGET: u64 = 20_000_000;
-/// Most executions of the exhaustive search before it gives up.
-const DFS_EXECUTIONS: u64 = 2_000;
 const DFS_PREEMPTION_BOUND: u32 = 2;
-/// Executions of each sampling search (random, then PCT of depth 2 and 3
-/// when a kernel outcome is still missing).
-const SAMPLES: u64 = 1_000;
+
+/// How widely the model is searched besides the kernel's outcomes.
+#[derive(Debug, Clone, Copy)]
+pub struct Search {
+    /// Most executions of the exhaustive search before it gives up.
+    pub dfs_executions: u64,
+    /// Executions of each sampling search (random, then PCT of depth 2
+    /// and 3 when a kernel outcome is still missing).
+    pub samples: u64,
+}
+
+impl Search {
+    /// `nssim run --on-kernel`: wide enough to list the outcomes only the
+    /// model reaches.
+    pub const LIBRARY: Search = Search {
+        dfs_executions: 2_000,
+        samples: 1_000,
+    };
+    /// `nssim conformance`: a case asks whether the model reaches what the
+    /// kernel shows, so the first searches are smaller (a missing outcome
+    /// is still searched for within the same step budget).
+    pub const CONFORMANCE: Search = Search {
+        dfs_executions: 200,
+        samples: 100,
+    };
+}
 /// Outcomes only the model reached that the text output shows (the most
 /// frequent first).
 const MODEL_ONLY_SHOWN: usize = 5;
@@ -99,6 +120,7 @@ pub fn model_outcomes(
     sc: &Scenario,
     patches: &kernel::ActivePatches,
     wanted: &[String],
+    width: Search,
 ) -> ModelOutcomes {
     let setup = Arc::new(sc.setup.clone());
     let outcome: OutcomeOf = {
@@ -132,8 +154,8 @@ pub fn model_outcomes(
     budget = budget.saturating_sub(steps);
     let affordable = |budget: u64, want: u64| want.min(budget / steps);
     let mut exhausted = false;
-    let n = affordable(budget, DFS_EXECUTIONS);
-    if n == DFS_EXECUTIONS {
+    let n = affordable(budget, width.dfs_executions);
+    if n == width.dfs_executions {
         let dfs = StrategySpec::Dfs {
             preemption_bound: DFS_PREEMPTION_BOUND,
         };
@@ -157,7 +179,7 @@ pub fn model_outcomes(
         StrategySpec::Pct { depth: 3 },
     ];
     while (!exhausted && round == 0) || missing(&all) {
-        let n = affordable(budget, SAMPLES);
+        let n = affordable(budget, width.samples);
         if n == 0 {
             break;
         }
@@ -190,7 +212,12 @@ fn strategy_name(s: StrategySpec) -> String {
 }
 
 /// Hold `sc` against the running kernel.
-pub fn on_kernel(sc: &Scenario, repeat: u32, patches: &kernel::ActivePatches) -> OnKernel {
+pub fn on_kernel(
+    sc: &Scenario,
+    repeat: u32,
+    patches: &kernel::ActivePatches,
+    width: Search,
+) -> OnKernel {
     let skipped = |reason: String| OnKernel {
         verdict: Verdict::Skipped,
         reason: Some(reason),
@@ -233,7 +260,7 @@ pub fn on_kernel(sc: &Scenario, repeat: u32, patches: &kernel::ActivePatches) ->
             .or_default() += 1;
     }
     let wanted: Vec<String> = kernel_outcomes.keys().cloned().collect();
-    let model = model_outcomes(sc, patches, &wanted);
+    let model = model_outcomes(sc, patches, &wanted, width);
     let misses = wanted.iter().any(|w| !model.outcomes.contains_key(w));
     OnKernel {
         verdict: if misses {
@@ -250,7 +277,7 @@ pub fn on_kernel(sc: &Scenario, repeat: u32, patches: &kernel::ActivePatches) ->
     }
 }
 
-fn print_text(sc: &Scenario, profile: &str, r: &OnKernel) {
+pub fn print_text(sc: &Scenario, profile: &str, r: &OnKernel) {
     let mut head = format!("{:<40} {:<8} {}", sc.name, profile, r.verdict.name());
     match r.verdict {
         Verdict::Skipped => {
@@ -318,7 +345,8 @@ fn outcomes_json(m: &BTreeMap<String, u64>) -> serde_json::Value {
         .collect()
 }
 
-fn print_json(sc: &Scenario, profile: &str, r: &OnKernel) {
+/// The `on_kernel` object of a record.
+pub fn record_json(r: &OnKernel) -> serde_json::Value {
     let mut on_kernel = json!({
         "verdict": r.verdict.name(),
         "repeats": r.repeats,
@@ -334,6 +362,11 @@ fn print_json(sc: &Scenario, profile: &str, r: &OnKernel) {
     if let Some(reason) = &r.reason {
         on_kernel["reason"] = json!(reason);
     }
+    on_kernel
+}
+
+fn print_json(sc: &Scenario, profile: &str, r: &OnKernel) {
+    let on_kernel = record_json(r);
     let line = json!({
         "scenario": sc.name,
         "file": shown(&sc.path),
@@ -358,7 +391,7 @@ pub fn run(
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for sc in &scenarios {
-        let r = on_kernel(sc, repeat, &patches);
+        let r = on_kernel(sc, repeat, &patches, Search::LIBRARY);
         *counts.entry(r.verdict.name()).or_default() += 1;
         match format {
             Format::Text => print_text(sc, profile, &r),

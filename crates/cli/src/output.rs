@@ -16,6 +16,13 @@ pub struct RunRecord {
     case: junit::Case,
 }
 
+impl RunRecord {
+    /// The record as the text output prints it.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
 fn results_json(results: &Results) -> Value {
     let mut tasks = Map::new();
     for (task, ops) in results {

@@ -430,6 +430,29 @@ fn trace_path(base: Option<&Path>, sc: &Scenario, label: &str, single: bool) -> 
     Some(base.with_file_name(format!("{stem}-{}-{label}.{ext}", sc.name)))
 }
 
+/// Every `[[kernel]]` run of `sc` in the model, as `nssim run` runs it
+/// with no override: each run's label and whether it went as expected,
+/// with the printed record of those that did not.
+pub fn check_model(sc: &Scenario) -> Result<Vec<(String, bool, String)>, CliError> {
+    let ov = Overrides::default();
+    let views = ViewArgs::default();
+    let mut out = Vec::new();
+    for plan in plans(sc, &ov, &[])? {
+        let outputs = Outputs {
+            views: &views,
+            trace: None,
+            json: false,
+        };
+        let record = execute(sc, &plan, &outputs)?;
+        out.push((
+            plan.label.clone(),
+            record.as_expected,
+            record.text().to_string(),
+        ));
+    }
+    Ok(out)
+}
+
 fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecord, CliError> {
     let patches = plan_patches(sc, plan)?;
     let mut spec = run_spec(sc, plan, &patches);

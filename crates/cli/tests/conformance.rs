@@ -112,7 +112,8 @@ fn the_ipc_limit_answers_like_the_running_kernel() {
 }
 
 /// `nssim conformance` runs every case; each either agrees with the running
-/// kernel or is skipped with a printed reason.
+/// kernel or is skipped with a printed reason. The scenario cases (those of
+/// `sim-scenarios/conformance/`) ran on the kernel and agree there.
 #[test]
 fn nssim_conformance_agrees_with_the_running_kernel() {
     let out = Command::new(env!("CARGO_BIN_EXE_nssim"))
@@ -122,6 +123,13 @@ fn nssim_conformance_agrees_with_the_running_kernel() {
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let cases = doc["cases"].as_array().unwrap();
     assert!(cases.len() >= 18, "{} cases", cases.len());
+    let scenarios: Vec<&Value> = cases.iter().filter(|c| c["kind"] == "scenario").collect();
+    assert!(scenarios.len() >= 80, "{} scenario cases", scenarios.len());
+    for c in &scenarios {
+        assert_eq!(c["model"], "as expected", "{c}");
+        let verdict = &c["on_kernel"]["verdict"];
+        assert!(verdict == "agree" || verdict == "skipped", "{c}");
+    }
     let mut ran = 0;
     for c in cases {
         match c["agree"].as_bool() {
@@ -148,10 +156,93 @@ fn nssim_conformance_lists_and_filters_cases() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.lines().all(|l| l.starts_with("ipc ")), "{text}");
     assert!(text.contains("ipc.one_loop.limit_10"));
+    assert_eq!(text.lines().count(), 18, "{text}");
     let bad = Command::new(env!("CARGO_BIN_EXE_nssim"))
         .args(["conformance", "--subsystem", "nope"])
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no conformance case matches"));
+}
+
+/// A conformance scenario names its subsystem by its directory; one whose
+/// model expectation does not hold makes the suite fail (exit status 1),
+/// and one the kernel agrees with is reported as such.
+#[test]
+fn a_conformance_scenario_whose_expectation_fails_fails_the_suite() {
+    let dir = std::env::temp_dir().join(format!("nssim-conformance-{}", std::process::id()));
+    let sub = dir.join("sim-scenarios/conformance/demo");
+    std::fs::create_dir_all(&sub).unwrap();
+    let scenario = |name: &str, expected: &str| {
+        format!(
+            r#"name = "{name}"
+summary = "uid 1000 writes the uid_map of a namespace it made"
+
+[explore]
+strategy = "fair"
+iterations = 1
+
+[[userns]]
+name = "target"
+owner = 1000
+
+[[task]]
+name = "holder"
+userns = "target"
+uid = 1000
+ops = ["sleep(50ms)"]
+
+[[task]]
+name = "writer"
+uid = 1000
+ops = ['write_uid_map_of(holder, "0 1000 1")', "read_uid_map_of(holder)"]
+
+[[kernel]]
+profile = "v6.9"
+expect = {{ outcome = "pass", results = {{ writer = {{ write_uid_map_of = "{expected}", read_uid_map_of = {{ values = [0, 1000, 1] }} }} }} }}
+"#
+        )
+    };
+    std::fs::write(sub.join("good.toml"), scenario("demo.good", "ok")).unwrap();
+    std::fs::write(sub.join("wrong.toml"), scenario("demo.wrong", "EPERM")).unwrap();
+    let run = |case: &str| {
+        Command::new(env!("CARGO_BIN_EXE_nssim"))
+            .args([
+                "conformance",
+                "--subsystem",
+                "demo",
+                "--case",
+                case,
+                "--format",
+                "json",
+            ])
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let good = run("good");
+    let wrong = run("wrong");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let doc: Value = serde_json::from_slice(&good.stdout).expect("one JSON document");
+    let case = &doc["cases"][0];
+    assert_eq!(case["subsystem"], "demo");
+    assert_eq!(case["kind"], "scenario");
+    assert_eq!(case["model"], "as expected");
+    if case["on_kernel"]["verdict"] == "agree" {
+        assert_eq!(case["agree"], true);
+        assert_eq!(good.status.code(), Some(0));
+    } else {
+        eprintln!("skipped on the kernel: {}", case["on_kernel"]["reason"]);
+    }
+    let doc: Value = serde_json::from_slice(&wrong.stdout).expect("one JSON document");
+    let case = &doc["cases"][0];
+    assert!(
+        case["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("NOT as expected"),
+        "{case}"
+    );
+    assert_eq!(case["agree"], false);
+    assert_eq!(wrong.status.code(), Some(1));
 }

@@ -21,7 +21,6 @@
 
 pub mod catalog;
 pub mod clone_flags;
-pub mod conformance_ipc;
 pub mod conformance_netns;
 pub mod conformance_nproc;
 pub mod conformance_nsproxy;

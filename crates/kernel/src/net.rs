@@ -79,7 +79,7 @@ impl NetWorld {
         match self.uevent.uevent_recv(&sock) {
             Ok(got) => {
                 sim::note("uevent_recv: SEQNUM", sock.obj, got.seqnum as i64);
-                task.own.lock().reported = Some(got.seqnum);
+                task.own.lock().reported = vec![got.seqnum];
                 Ok(())
             }
             Err(e) => {
@@ -105,7 +105,7 @@ impl NetWorld {
         match r {
             Ok(seqnum) => {
                 sim::note("uevent_inject: SEQNUM", net.obj, seqnum as i64);
-                task.own.lock().reported = Some(seqnum);
+                task.own.lock().reported = vec![seqnum];
             }
             Err(e) => sim::note("uevent_inject", net.obj, errno(e).as_return()),
         }

@@ -268,6 +268,12 @@ declare_ops! {
     /// `/proc/PID/setgroups` of task `target`, opened by this task.
     WriteSetgroupsOf = "write_setgroups_of" { target: String = Task [label], text: String = Str }
         "write /proc/PID/setgroups of the named task, opened by this task";
+    /// Read the uid_map of task `target`'s user namespace.
+    ReadUidMapOf = "read_uid_map_of" { target: String = Task [label] }
+        "read the uid_map of the named task's user namespace, as this task sees it; reports first, lower and count of every line";
+    /// Read the gid_map of task `target`'s user namespace.
+    ReadGidMapOf = "read_gid_map_of" { target: String = Task [label] }
+        "read the gid_map of the named task's user namespace, as this task sees it; reports first, lower and count of every line";
     /// `setns(fd, CLONE_NEWUSER)` into the user namespace task `target` is in.
     SetnsUser = "setns_user" { target: String = Task [label] }
         "setns(2) into the user namespace of the named task (userns_install)";

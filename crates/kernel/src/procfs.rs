@@ -5,7 +5,8 @@
 //! PTRACE_MODE_READ_FSCREDS, else EACCES); its uid_map, gid_map and
 //! setgroups (mode 0644, owned by the task's euid, the task being
 //! dumpable) open for writing only for their owner or a caller with
-//! CAP_DAC_OVERRIDE over the owner (`generic_permission`, else EACCES).
+//! CAP_DAC_OVERRIDE over the owner (`generic_permission`, else EACCES);
+//! anyone may open them for reading.
 
 use super::World;
 use crate::errno::Errno;
@@ -39,6 +40,8 @@ pub enum ProcFile {
     NsLink,
     /// `uid_map`, `gid_map` or `setgroups`, opened for writing.
     IdFile,
+    /// `uid_map` or `gid_map` (mode 0444 for reading), opened for reading.
+    IdFileRead,
 }
 
 impl World {
@@ -60,6 +63,7 @@ impl World {
         let permitted = match file {
             ProcFile::NsLink => ptrace_may_read(&caller, &theirs),
             ProcFile::IdFile => may_write_owned_by(&caller, &theirs),
+            ProcFile::IdFileRead => true,
         };
         if permitted {
             Ok(target)

@@ -36,8 +36,8 @@ pub struct Own {
     pub uevent_sock: Option<Arc<Listener>>,
     /// Exited and released: it holds nothing any more.
     pub released: bool,
-    /// The value the op under way reports in the results, if any.
-    pub reported: Option<u64>,
+    /// The values the op under way reports in the results, if any.
+    pub reported: Vec<u64>,
 }
 
 /// A simulated process.
@@ -66,7 +66,7 @@ impl Task {
                 children: Vec::new(),
                 uevent_sock: None,
                 released: false,
-                reported: None,
+                reported: Vec::new(),
             }),
         }
     }

@@ -32,6 +32,29 @@ impl World {
         self.procs.commit_setns_user(task, &ns)
     }
 
+    /// A read of `/proc/PID/{uid,gid}_map` of `target` (`uid_m_show`):
+    /// each line's first id, lower id (as the reader's namespace sees it,
+    /// or the parent's when the reader is in the map's own namespace) and
+    /// count, reported in that order.
+    pub(super) fn read_id_map(
+        &self,
+        task: &Task,
+        kind: MapKind,
+        target: &str,
+    ) -> Result<(), Errno> {
+        sim::point("read", ObjId::NONE, &crate::costs::SYSCALL);
+        let ns = self
+            .open_proc_file(task, target, ProcFile::IdFileRead)?
+            .user_ns();
+        let shown = userns::uid_m_show(&ns, kind, &task.user_ns());
+        let values: Vec<u64> = shown
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        task.own.lock().reported = values;
+        Ok(())
+    }
+
     /// One write(2) to `/proc/PID/<file>` of `target` (the writer itself
     /// when `None`), the file opened by the writer.
     pub(super) fn write_userns_file(

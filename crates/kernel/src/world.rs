@@ -480,6 +480,8 @@ impl World {
             Op::WriteSetgroupsOf { target, text } => {
                 self.write_userns_file(task, UsernsFile::Setgroups, Some(target), text)
             }
+            Op::ReadUidMapOf { target } => self.read_id_map(task, MapKind::Uid, target),
+            Op::ReadGidMapOf { target } => self.read_id_map(task, MapKind::Gid, target),
             Op::SetnsUser { target } => self.setns_user(task, target),
             Op::SetnsNet { target } => self.setns_nsproxy(task, target, CLONE_NEWNET),
             Op::SetnsIpc { target } => self.setns_nsproxy(task, target, CLONE_NEWIPC),
@@ -524,9 +526,9 @@ impl World {
             Err(e) => e.name(),
         };
         *stats.results.entry(key.to_string()).or_default() += 1;
-        if let Some(v) = task.own.lock().reported.take() {
-            stats.values.push(v);
-        }
+        stats
+            .values
+            .extend(std::mem::take(&mut task.own.lock().reported));
         if result.is_err() && stats.first_failure.is_none() {
             stats.first_failure = Some(stats.calls);
         }

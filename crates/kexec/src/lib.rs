@@ -255,7 +255,7 @@ fn results_from_json(v: &Value) -> Results {
 pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
     let instances = world::instances(setup);
     let mut results = Results::new();
-    for (instance, op, result, value) in &run.calls {
+    for (instance, op, result, values) in &run.calls {
         let (Some(inst), Some(op)) = (
             instances.get(*instance),
             instances
@@ -270,8 +270,12 @@ pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
             .entry(op.label())
             .or_default();
         *stats.results.entry(result.clone()).or_default() += 1;
-        if let Some(v) = value {
-            stats.values.push(v.saturating_sub(run.seqnum_base));
+        if ops::reports_seqnums(op) {
+            stats
+                .values
+                .extend(values.iter().map(|v| v.saturating_sub(run.seqnum_base)));
+        } else {
+            stats.values.extend(values);
         }
         if result != "ok" && stats.first_failure.is_none() {
             stats.first_failure = Some(stats.calls);
@@ -397,6 +401,6 @@ pub fn resume_main(arg: &str) -> i32 {
     };
     let spec = &setup.tasks[inst.task];
     let index = (resume.pos % spec.ops.len() as u64) as usize;
-    task::record(&ctx, index, &spec.ops[index], Ok(()), None);
+    task::record(&ctx, index, &spec.ops[index], Ok(()), Vec::new());
     task::run_ops(&ctx, resume.pos + 1, resume.state)
 }

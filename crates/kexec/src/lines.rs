@@ -1,7 +1,8 @@
 //! The results pipe: each task instance writes one line per call, read by
 //! the executor until every writer is gone or the run's deadline passes.
 //!
-//! `R <instance> <op index> <result> <value or ->` for a call,
+//! `R <instance> <op index> <result> <values, comma-separated, or ->` for
+//! a call,
 //! `E <instance or -> <message>` when the world or an instance could not
 //! be set up, `B <seqnum>` for the machine's uevent sequence number when
 //! the run's tasks started.
@@ -10,11 +11,17 @@ use crate::sys;
 use crate::world::WorldRun;
 use std::time::Instant;
 
-/// A call's line. Lines are shorter than PIPE_BUF, so concurrent writers
-/// never interleave within one.
-pub fn call_line(instance: usize, op: usize, result: &str, value: Option<u64>) -> String {
-    let value = value.map_or("-".to_string(), |v| v.to_string());
-    format!("R\t{instance}\t{op}\t{result}\t{value}\n")
+/// A call's line. Lines are shorter than PIPE_BUF (a map read back has
+/// at most 340 lines of three numbers), so concurrent writers never
+/// interleave within one.
+pub fn call_line(instance: usize, op: usize, result: &str, values: &[u64]) -> String {
+    let values = if values.is_empty() {
+        "-".to_string()
+    } else {
+        let text: Vec<String> = values.iter().map(u64::to_string).collect();
+        text.join(",")
+    };
+    format!("R\t{instance}\t{op}\t{result}\t{values}\n")
 }
 
 pub fn parse_line(line: &str, run: &mut WorldRun) {
@@ -22,8 +29,8 @@ pub fn parse_line(line: &str, run: &mut WorldRun) {
     match fields.as_slice() {
         ["R", instance, op, result, value] => {
             if let (Ok(i), Ok(o)) = (instance.parse(), op.parse()) {
-                run.calls
-                    .push((i, o, result.to_string(), value.parse().ok()));
+                let values = value.split(',').filter_map(|v| v.parse().ok()).collect();
+                run.calls.push((i, o, result.to_string(), values));
             }
         }
         ["B", base] => run.seqnum_base = base.parse().unwrap_or(0),

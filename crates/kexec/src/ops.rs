@@ -34,6 +34,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::WriteUidMapOf { .. }
         | Op::WriteGidMapOf { .. }
         | Op::WriteSetgroupsOf { .. }
+        | Op::ReadUidMapOf { .. }
+        | Op::ReadGidMapOf { .. }
         | Op::SetnsUser { .. }
         | Op::SetnsNet { .. }
         | Op::SetnsIpc { .. }
@@ -48,11 +50,30 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
     }
 }
 
-/// Whether the kernel implementation reports a value the model's results
-/// also hold (a received uevent's SEQNUM). An injection's SEQNUM is the
-/// kernel's to give and no caller sees it, so only the model reports it.
+/// Whether the kernel implementation reports values the model's results
+/// also hold (a received uevent's SEQNUM, the numbers of a map read
+/// back). An injection's SEQNUM is the kernel's to give and no caller
+/// sees it, so only the model reports it.
 pub fn reports_values(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::UeventRecv {} | Op::ReadUidMapOf { .. } | Op::ReadGidMapOf { .. }
+    )
+}
+
+/// Whether the values `op` reports are uevent sequence numbers, which
+/// are counted from the machine's counter when the run starts.
+pub fn reports_seqnums(op: &Op) -> bool {
     matches!(op, Op::UeventRecv {})
+}
+
+/// `/proc/PID/{uid,gid}_map` read back: every number of every line.
+fn read_map(path: &str) -> SysResult<Vec<u64>> {
+    let text = sys::read_file(path)?;
+    Ok(text
+        .split_whitespace()
+        .filter_map(|n| n.parse().ok())
+        .collect())
 }
 
 /// The /proc directory of the instance a task op names.
@@ -80,10 +101,10 @@ fn keep_child(state: &mut TaskState, flags: u64) -> SysResult<()> {
     Ok(())
 }
 
-/// Run one op: its result, and the value it reported (the SEQNUM a
-/// listener received).
-pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>, Option<u64>) {
-    let done = |r: SysResult<()>| (r, None);
+/// Run one op: its result, and the values it reported (the SEQNUM a
+/// listener received, a map read back).
+pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>, Vec<u64>) {
+    let done = |r: SysResult<()>| (r, Vec::new());
     match op {
         Op::Unshare { flags } => done(sys::unshare(*flags)),
         Op::SysctlWrite { name, value } => done(write_sysctl(name, *value)),
@@ -95,7 +116,7 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         Op::UeventRecv {} => match state.sock {
             None => done(Err(libc::ENOENT)),
             Some(fd) => match netlink::recv(fd) {
-                Ok(seqnum) => (Ok(()), seqnum),
+                Ok(seqnum) => (Ok(()), seqnum.into_iter().collect()),
                 Err(e) => done(Err(e)),
             },
         },
@@ -126,6 +147,18 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             &format!("{}/setgroups", proc_of(ctx, target)),
             text,
         )),
+        Op::ReadUidMapOf { target } => {
+            match read_map(&format!("{}/uid_map", proc_of(ctx, target))) {
+                Ok(values) => (Ok(()), values),
+                Err(e) => done(Err(e)),
+            }
+        }
+        Op::ReadGidMapOf { target } => {
+            match read_map(&format!("{}/gid_map", proc_of(ctx, target))) {
+                Ok(values) => (Ok(()), values),
+                Err(e) => done(Err(e)),
+            }
+        }
         Op::SetnsUser { target } => done(setns_into(
             &proc_of(ctx, target),
             "user",

@@ -59,7 +59,10 @@ pub fn outcome_of(setup: &Setup, results: &Results) -> String {
         .tasks
         .iter()
         .flat_map(|t| t.ops.iter())
-        .filter(|op| crate::ops::reports_values(op) && !makes_network_namespaces(setup))
+        .filter(|op| {
+            crate::ops::reports_values(op)
+                && !(crate::ops::reports_seqnums(op) && makes_network_namespaces(setup))
+        })
         .map(|op| op.label())
         .collect();
     let mut parts = Vec::new();

@@ -265,6 +265,23 @@ pub fn write_file_once(path: &str, text: &str) -> SysResult<()> {
     r.map(drop)
 }
 
+/// The whole text of the file at `path` (a /proc file, read to its
+/// end): the errno of the open or of a read.
+pub fn read_file(path: &str) -> SysResult<String> {
+    let fd = open(path, libc::O_RDONLY)?;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    let r = loop {
+        match read_once(fd, &mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(e) => break Err(e),
+        }
+    };
+    close(fd);
+    r.map(|()| String::from_utf8_lossy(&text).into_owned())
+}
+
 /// A pipe whose ends are closed on execve; `(read, write)`.
 pub fn pipe() -> (i32, i32) {
     let mut fds = [0; 2];

@@ -128,7 +128,7 @@ pub fn run_ops(ctx: &TaskCtx<'_>, from: u64, mut state: TaskState) -> ! {
         let index = (pos % n) as usize;
         let op = &spec.ops[index];
         let (result, value) = match op {
-            Op::Execve {} => (Err(execve(ctx, pos, &state)), None),
+            Op::Execve {} => (Err(execve(ctx, pos, &state)), Vec::new()),
             _ => crate::ops::run(ctx, &mut state, op),
         };
         record(ctx, index, op, result, value);
@@ -136,7 +136,7 @@ pub fn run_ops(ctx: &TaskCtx<'_>, from: u64, mut state: TaskState) -> ! {
     finish(state)
 }
 
-pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, value: Option<u64>) {
+pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, values: Vec<u64>) {
     if matches!(op, Op::Sleep { .. }) {
         return;
     }
@@ -146,7 +146,7 @@ pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, v
     };
     let _ = sys::write(
         ctx.results,
-        call_line(ctx.instance, index, &name, value).as_bytes(),
+        call_line(ctx.instance, index, &name, &values).as_bytes(),
     );
 }
 

@@ -85,7 +85,7 @@ pub fn local_id(setup: &Setup, ns: &str, kuid: u32, gid: bool) -> Option<u32> {
 #[derive(Debug, Default)]
 pub struct WorldRun {
     /// `(instance, op index, result, value)` in the order they arrived.
-    pub calls: Vec<(usize, usize, String, Option<u64>)>,
+    pub calls: Vec<(usize, usize, String, Vec<u64>)>,
     /// Why the world could not be built or a task could not start.
     pub error: Option<String>,
     pub timed_out: bool,
