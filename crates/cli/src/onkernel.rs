@@ -143,14 +143,21 @@ pub fn model_outcomes(
             for (o, n) in seen {
                 *all.entry(o).or_default() += n;
             }
+            // A search ends at its first execution that does not pass (a
+            // deadlock or a limit, no invariant being checked): say so.
+            let ended = match report.report.outcome.is_failure() {
+                true => format!(", ended at a {} execution", report.report.outcome.kind()),
+                false => String::new(),
+            };
             (
                 report.executions,
                 report.exhausted,
                 report.report.steps.max(1),
+                ended,
             )
         };
-    let (_, _, steps) = search(StrategySpec::Fair, seed, 1, &mut all);
-    searches.push("fair: 1 execution".to_string());
+    let (_, _, steps, ended) = search(StrategySpec::Fair, seed, 1, &mut all);
+    searches.push(format!("fair: 1 execution{ended}"));
     budget = budget.saturating_sub(steps);
     let affordable = |budget: u64, want: u64| want.min(budget / steps);
     let mut exhausted = false;
@@ -159,11 +166,11 @@ pub fn model_outcomes(
         let dfs = StrategySpec::Dfs {
             preemption_bound: DFS_PREEMPTION_BOUND,
         };
-        let (ran, done, _) = search(dfs, seed, n, &mut all);
+        let (ran, done, _, ended) = search(dfs, seed, n, &mut all);
         budget = budget.saturating_sub(ran * steps);
         exhausted = done;
         searches.push(format!(
-            "dfs (preemption bound {DFS_PREEMPTION_BOUND}): {ran} executions{}",
+            "dfs (preemption bound {DFS_PREEMPTION_BOUND}): {ran} executions{}{ended}",
             if done {
                 ", exhausted"
             } else {
@@ -185,10 +192,10 @@ pub fn model_outcomes(
         }
         let strategy = strategies[(round % 3) as usize];
         let s = seed.wrapping_add(round / 3);
-        let (ran, _, _) = search(strategy, s, n, &mut all);
+        let (ran, _, _, ended) = search(strategy, s, n, &mut all);
         budget = budget.saturating_sub(ran * steps);
         searches.push(format!(
-            "{} (seed {s}): {ran} executions",
+            "{} (seed {s}): {ran} executions{ended}",
             strategy_name(strategy)
         ));
         round += 1;

@@ -101,7 +101,6 @@ fn uevent_watch(e: &mut Execution, world: &Arc<World>, invariant: Invariant, wat
     });
 }
 
-/// `ucounts.balanced` at the end: every counter is back to zero.
 /// The ucounts still charged: the ledger's objects and the counters that
 /// are not zero, as text.
 pub(super) fn charged_counters(table: &ucounts::UcountsTable) -> (Vec<String>, Vec<String>) {

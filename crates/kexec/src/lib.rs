@@ -158,6 +158,14 @@ fn run_executor(program: &Path, request: &str, bound: Duration) -> Result<Vec<St
     let _ = stdin.write_all(request.as_bytes());
     drop(stdin);
     let stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr_pipe = child.stderr.take().expect("piped stderr");
+    // Standard error is drained beside standard output, so that neither
+    // fills its pipe while the other is read.
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        text
+    });
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
         let lines: Vec<String> = std::io::BufReader::new(stdout)
@@ -174,6 +182,7 @@ fn run_executor(program: &Path, request: &str, bound: Duration) -> Result<Vec<St
             }
             let _ = child.wait();
             let _ = reader.join();
+            let _ = errors.join();
             return Err(Skip(format!(
                 "the executor did not finish within {} s and was killed",
                 bound.as_secs()
@@ -181,10 +190,7 @@ fn run_executor(program: &Path, request: &str, bound: Duration) -> Result<Vec<St
         }
     };
     let _ = reader.join();
-    let mut stderr = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
+    let stderr = errors.join().unwrap_or_default();
     let status = child.wait().map_err(|e| Skip(format!("executor: {e}")))?;
     if !status.success() && lines.is_empty() {
         return Err(Skip(format!(
@@ -295,6 +301,10 @@ fn print_line(v: &Value) {
 /// repeats, print one JSON line per repeat.
 pub fn exec_main() -> i32 {
     sys::die_with_parent();
+    if unsafe { libc::getppid() } == 1 {
+        // nssim ended before the death signal was asked for.
+        return 2;
+    }
     let mut text = String::new();
     if std::io::stdin().read_to_string(&mut text).is_err() {
         return 2;
@@ -374,6 +384,10 @@ pub fn resume_main(arg: &str) -> i32 {
     let Some(resume) = task::parse_resume(arg) else {
         return 2;
     };
+    let open = |fd: i32| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0;
+    if !open(resume.plan) || !open(resume.results) {
+        return 2;
+    }
     let mut text = String::new();
     let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(resume.plan) };
     use std::io::Seek;
@@ -400,6 +414,9 @@ pub fn resume_main(arg: &str) -> i32 {
         return 2;
     };
     let spec = &setup.tasks[inst.task];
+    if spec.ops.is_empty() {
+        return 2;
+    }
     let index = (resume.pos % spec.ops.len() as u64) as usize;
     task::record(&ctx, index, &spec.ops[index], Ok(()), Vec::new());
     task::run_ops(&ctx, resume.pos + 1, resume.state)

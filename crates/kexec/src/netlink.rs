@@ -177,7 +177,6 @@ fn ack_error(ack: &[u8]) -> SysResult<()> {
 /// one) is renamed, which sends a `move` uevent tagged with the namespace
 /// (`device_rename`), as the model's `uevent_netdev_event` sends one.
 pub fn rename_loopback() -> SysResult<()> {
-    static RENAMES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         return Err(last_errno());
@@ -188,11 +187,22 @@ pub fn rename_loopback() -> SysResult<()> {
         if unsafe { libc::ioctl(fd, libc::SIOCGIFNAME, &mut req) } < 0 {
             return Err(last_errno());
         }
-        let n = RENAMES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = format!("nssim{n}");
+        // A name other than the current one: a rename to the same name
+        // sends no uevent.
+        let current: Vec<u8> = req
+            .ifr_name
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        let name: &[u8] = if current == b"nssim0" {
+            b"nssim1"
+        } else {
+            b"nssim0"
+        };
         let mut new: [libc::c_char; libc::IFNAMSIZ] = [0; libc::IFNAMSIZ];
-        for (d, b) in new.iter_mut().zip(name.bytes()) {
-            *d = b as libc::c_char;
+        for (d, b) in new.iter_mut().zip(name) {
+            *d = *b as libc::c_char;
         }
         req.ifr_ifru.ifru_newname = new;
         if unsafe { libc::ioctl(fd, libc::SIOCSIFNAME, &mut req) } < 0 {

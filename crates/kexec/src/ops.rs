@@ -5,7 +5,7 @@
 
 use crate::netlink;
 use crate::sys::{self, SysResult};
-use crate::task::{TaskCtx, TaskState};
+use crate::task::{Child, TaskCtx, TaskState};
 use crate::world::{instance_named, write_sysctl};
 use kernel::setup::Op;
 
@@ -19,6 +19,9 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
             Some("lock and unlock take the scenario's own mutexes, not kernel objects")
         }
         Op::Bug { .. } => Some("a kernel BUG() is not something to set off on the running kernel"),
+        Op::UeventDeviceEvent { devpath, .. } if !is_device_path(devpath) => {
+            Some("the device path is not a /devices/... path under sysfs")
+        }
         Op::UeventDeviceEvent { .. }
         | Op::UeventNetdevEvent { .. }
         | Op::Unshare { .. }
@@ -48,6 +51,11 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Execve {}
         | Op::Setrlimit { .. } => None,
     }
+}
+
+/// A device's path under /sys: `/devices/...`, without `..`.
+fn is_device_path(devpath: &str) -> bool {
+    devpath.starts_with("/devices/") && !devpath.split('/').any(|c| c == "..")
 }
 
 /// Whether the kernel implementation reports values the model's results
@@ -91,14 +99,48 @@ fn setns_into(dir: &str, file: &str, nstype: libc::c_int) -> SysResult<()> {
     r
 }
 
-/// A child that stays alive until the task's `exit()` or its own end.
+/// A child that stays alive until the task's `exit()` or its own end: it
+/// waits for the end of a pipe only the task holds open (a kill could be
+/// refused once the task has changed its uids, and the child would live
+/// on).
 fn keep_child(state: &mut TaskState, flags: u64) -> SysResult<()> {
-    let pid = sys::clone_process(flags)?;
+    let (life_r, life_w) = sys::pipe();
+    let pid = match sys::clone_process(flags) {
+        Ok(pid) => pid,
+        Err(e) => {
+            sys::close(life_r);
+            sys::close(life_w);
+            return Err(e);
+        }
+    };
     if pid == 0 {
-        sys::pause_forever();
+        in_child_of(state);
+        sys::close(life_w);
+        let mut byte = [0u8; 1];
+        let _ = sys::read_full(life_r, &mut byte);
+        sys::exit_now(0);
     }
-    state.children.push(pid);
+    sys::close(life_r);
+    sys::keep_on_exec(life_w);
+    state.children.push(Child { pid, life: life_w });
     Ok(())
+}
+
+/// A child of the task lets go of what the task holds: the ends of its
+/// other children's pipes and the task's uevent socket.
+fn in_child_of(state: &TaskState) {
+    for c in &state.children {
+        sys::close(c.life);
+    }
+    if let Some(fd) = state.sock {
+        sys::close(fd);
+    }
+}
+
+/// The child exits (its pipe closed) and is reaped.
+pub fn end_child(child: Child) -> SysResult<()> {
+    sys::close(child.life);
+    sys::waitpid(child.pid, 0).map(drop)
 }
 
 /// Run one op: its result, and the values it reported (the SEQNUM a
@@ -170,14 +212,11 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         Op::SetnsIpc { target } => {
             done(setns_into(&proc_of(ctx, target), "ipc", libc::CLONE_NEWIPC))
         }
-        Op::UnshareAndExit { flags } => done(unshare_and_exit(*flags)),
+        Op::UnshareAndExit { flags } => done(unshare_and_exit(state, *flags)),
         Op::Fork {} => done(keep_child(state, 0)),
         Op::Clone { flags } => done(keep_child(state, *flags)),
         Op::Exit {} => done(match state.children.pop() {
-            Some(pid) => {
-                sys::kill(pid, libc::SIGKILL);
-                sys::waitpid(pid, 0).map(drop)
-            }
+            Some(child) => end_child(child),
             None => Err(libc::ECHILD),
         }),
         Op::Setuid { uid } => done(sys::setuid(*uid)),
@@ -197,9 +236,10 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
 
 /// A child calls `unshare(flags)` and exits with its errno; the task
 /// reaps it (`unshare -U true`).
-fn unshare_and_exit(flags: u64) -> SysResult<()> {
+fn unshare_and_exit(state: &TaskState, flags: u64) -> SysResult<()> {
     let pid = sys::fork()?;
     if pid == 0 {
+        in_child_of(state);
         let code = match sys::unshare(flags) {
             Ok(()) => 0,
             Err(e) => e,
@@ -207,8 +247,9 @@ fn unshare_and_exit(flags: u64) -> SysResult<()> {
         sys::exit_now(code);
     }
     let (_, status) = sys::waitpid(pid, 0)?;
-    match libc::WEXITSTATUS(status) {
-        0 => Ok(()),
-        e => Err(e),
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(e) => Err(e),
+        None => Err(libc::EINTR),
     }
 }

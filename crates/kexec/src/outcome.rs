@@ -4,7 +4,7 @@
 //! For every task instance and op label: the count of each result, the
 //! index of the first failure, and (for ops whose kernel implementation
 //! sees them) the values reported, except the SEQNUMs received in a
-//! scenario that makes network namespaces (see [`makes_network_namespaces`]). An op a task calls once is thus its
+//! scenario that makes network namespaces (see `makes_network_namespaces`). An op a task calls once is thus its
 //! result. The instances of one task are listed in sorted order, so
 //! that outcomes that differ only in which instance did what are one.
 

@@ -136,6 +136,21 @@ pub fn set_nproc_limit(limit: u64) -> SysResult<()> {
     check_int(unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rl) }).map(drop)
 }
 
+/// RLIMIT_NPROC as high as this process may set it: unlimited, or else
+/// its hard limit.
+pub fn raise_nproc_limit() -> SysResult<()> {
+    if set_nproc_limit(u64::MAX).is_ok() {
+        return Ok(());
+    }
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    check_int(unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) })?;
+    rl.rlim_cur = rl.rlim_max;
+    check_int(unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rl) }).map(drop)
+}
+
 pub fn drop_bounding(cap: u32) -> SysResult<()> {
     check_int(unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) })
         .map(drop)
@@ -181,6 +196,29 @@ pub fn drop_effective(caps: &[u32]) -> SysResult<()> {
         let (word, bit) = ((*cap / 32) as usize, cap % 32);
         if word < 2 {
             data[word].effective &= !(1 << bit);
+        }
+    }
+    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+}
+
+/// Clear `caps` from the effective, permitted and inheritable sets.
+pub fn drop_held(caps: &[u32]) -> SysResult<()> {
+    if caps.is_empty() {
+        return Ok(());
+    }
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
+    for cap in caps {
+        let (word, bit) = ((*cap / 32) as usize, cap % 32);
+        if word < 2 {
+            let mask = !(1u32 << bit);
+            data[word].effective &= mask;
+            data[word].permitted &= mask;
+            data[word].inheritable &= mask;
         }
     }
     check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)

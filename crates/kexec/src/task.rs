@@ -24,11 +24,18 @@ pub struct TaskCtx<'a> {
     pub plan: i32,
 }
 
+/// A live child of the task, and the write end of the pipe it waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Child {
+    pub pid: i32,
+    pub life: i32,
+}
+
 /// What the task holds in the kernel between ops.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct TaskState {
     /// Live children, oldest first.
-    pub children: Vec<i32>,
+    pub children: Vec<Child>,
     pub sock: Option<i32>,
 }
 
@@ -81,16 +88,23 @@ fn enter_credentials(ctx: &TaskCtx<'_>, fds: &BTreeMap<String, i32>) -> Result<(
     if let Some(n) = setup.processes.task_nproc.get(&spec.name) {
         named("setrlimit(NPROC)", sys::set_nproc_limit(*n))?;
     }
-    for cap in setup
+    // A new user namespace gives a full bounding set (set_cred_user_ns),
+    // so the scenario's drops are made in the task's own namespace; and
+    // the model's capabilities are the full set within the bounding set
+    // (`setup_cred`), so what is dropped from it is not held either.
+    let dropped: &[u32] = setup
         .processes
         .bounding_drop
         .get(&spec.name)
-        .into_iter()
-        .flatten()
-    {
-        named("drop from the bounding set", sys::drop_bounding(*cap))?;
-    }
+        .map_or(&[], |c| c.as_slice());
+    let drop_bounding = || -> Result<(), String> {
+        for cap in dropped {
+            named("drop from the bounding set", sys::drop_bounding(*cap))?;
+        }
+        named("capset", sys::drop_held(dropped))
+    };
     if spec.userns == INIT_USER_NS {
+        drop_bounding()?;
         if uid != 0 {
             named("setresgid", sys::setresgid(uid, uid, uid))?;
             named("setresuid", sys::setresuid(uid, uid, uid))?;
@@ -106,6 +120,7 @@ fn enter_credentials(ctx: &TaskCtx<'_>, fds: &BTreeMap<String, i32>) -> Result<(
             "setns(CLONE_NEWUSER)",
             sys::setns(fds[&spec.userns], libc::CLONE_NEWUSER),
         )?;
+        drop_bounding()?;
         let root = local_id(setup, &spec.userns, uid, false) == Some(0);
         let creator = !setup.processes.maps.contains_key(&ns.name) && ns.owner == uid;
         if !(root || creator) {
@@ -152,11 +167,11 @@ pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, v
 
 /// The task exits: its children exit first and are reaped.
 fn finish(state: TaskState) -> ! {
-    for pid in state.children.iter().rev() {
-        sys::kill(*pid, libc::SIGKILL);
-        let _ = sys::waitpid(*pid, 0);
+    let sock = state.sock;
+    for child in state.children.into_iter().rev() {
+        let _ = crate::ops::end_child(child);
     }
-    if let Some(fd) = state.sock {
+    if let Some(fd) = sock {
         sys::close(fd);
     }
     sys::exit_now(0)
@@ -170,7 +185,11 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let children: Vec<i64> = state.children.iter().map(|p| *p as i64).collect();
+    let children: Vec<String> = state
+        .children
+        .iter()
+        .map(|c| format!("{}:{}", c.pid, c.life))
+        .collect();
     let pids: Vec<i64> = ctx.pids.iter().map(|p| *p as i64).collect();
     format!(
         "plan={};results={};instance={};pos={pos};sock={};children={};pids={}",
@@ -178,7 +197,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         ctx.results,
         ctx.instance,
         state.sock.map_or(-1, |s| s as i64),
-        list(&children),
+        children.join(","),
         list(&pids),
     )
 }
@@ -191,6 +210,21 @@ pub struct Resume {
     pub pos: u64,
     pub state: TaskState,
     pub pids: Vec<u32>,
+}
+
+fn children(text: &str) -> Option<Vec<Child>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    text.split(',')
+        .map(|c| {
+            let (pid, life) = c.split_once(':')?;
+            Some(Child {
+                pid: pid.parse().ok()?,
+                life: life.parse().ok()?,
+            })
+        })
+        .collect()
 }
 
 pub fn parse_resume(arg: &str) -> Option<Resume> {
@@ -213,7 +247,7 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
         instance: fields.get("instance")?.parse().ok()?,
         pos: fields.get("pos")?.parse().ok()?,
         state: TaskState {
-            children: list("children")?.into_iter().map(|p| p as i32).collect(),
+            children: children(fields.get("children")?)?,
             sock: (sock >= 0).then_some(sock),
         },
         pids: list("pids")?.into_iter().map(|p| p as u32).collect(),
@@ -256,7 +290,7 @@ mod tests {
             plan: 6,
         };
         let state = TaskState {
-            children: vec![100, 101],
+            children: vec![Child { pid: 100, life: 8 }, Child { pid: 101, life: 9 }],
             sock: Some(7),
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();

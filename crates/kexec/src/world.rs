@@ -212,6 +212,11 @@ fn world_root(
     sys::die_with_parent();
     quiet_stdio();
     sys::clear_groups().map_err(|e| format!("setgroups: {}", sys::errno_name(e)))?;
+    // The model's tasks start without an RLIMIT_NPROC unless the scenario
+    // gives one. Raising the hard limit needs the initial namespace's
+    // CAP_SYS_RESOURCE (so before any stand-in user namespace), which a
+    // machine's root may lack: then the soft limit is raised to the hard.
+    sys::raise_nproc_limit().map_err(|e| format!("setrlimit(NPROC): {}", sys::errno_name(e)))?;
     // The run's network and ipc namespaces come first, so that in a
     // stand-in initial user namespace they are not charged to its limits
     // (the model's initial namespaces are charged to none).
@@ -236,11 +241,12 @@ fn world_root(
     }
     sys::close(ask);
     sys::close(ack);
+    // As in the model, the sysctls apply once the set-up namespaces exist.
+    let userns_fds = make_user_namespaces(setup)?;
     for s in setup.sysctls.iter().filter(|s| s.userns == INIT_USER_NS) {
         write_sysctl(&s.name, s.value)
             .map_err(|e| format!("sysctl {} = {}: {}", s.name, s.value, sys::errno_name(e)))?;
     }
-    let userns_fds = make_user_namespaces(setup)?;
     if let Ok(text) = std::fs::read_to_string("/sys/kernel/uevent_seqnum") {
         let line = format!("B\t{}\n", text.trim());
         let _ = sys::write(pipes.results, line.as_bytes());
