@@ -237,19 +237,8 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
 /// A child calls `unshare(flags)` and exits with its errno; the task
 /// reaps it (`unshare -U true`).
 fn unshare_and_exit(state: &TaskState, flags: u64) -> SysResult<()> {
-    let pid = sys::fork()?;
-    if pid == 0 {
+    sys::in_child(|| {
         in_child_of(state);
-        let code = match sys::unshare(flags) {
-            Ok(()) => 0,
-            Err(e) => e,
-        };
-        sys::exit_now(code);
-    }
-    let (_, status) = sys::waitpid(pid, 0)?;
-    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
-        Some(0) => Ok(()),
-        Some(e) => Err(e),
-        None => Err(libc::EINTR),
-    }
+        sys::unshare(flags)
+    })
 }

@@ -184,21 +184,31 @@ struct CapData {
 
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
-/// Clear `caps` from the effective set (what `capsh --drop` leaves).
-pub fn drop_effective(caps: &[u32]) -> SysResult<()> {
+/// Read the process's capability sets, change them with `edit`, set them.
+fn edit_capabilities(edit: impl FnOnce(&mut [CapData; 2])) -> SysResult<()> {
     let mut header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
     };
     let mut data = [CapData::default(); 2];
     check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
-    for cap in caps {
-        let (word, bit) = ((*cap / 32) as usize, cap % 32);
-        if word < 2 {
-            data[word].effective &= !(1 << bit);
-        }
-    }
+    edit(&mut data);
     check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+}
+
+/// The word and the mask that clears `cap` in it.
+fn cap_bit(cap: u32) -> Option<(usize, u32)> {
+    let word = (cap / 32) as usize;
+    (word < 2).then(|| (word, !(1u32 << (cap % 32))))
+}
+
+/// Clear `caps` from the effective set (what `capsh --drop` leaves).
+pub fn drop_effective(caps: &[u32]) -> SysResult<()> {
+    edit_capabilities(|data| {
+        for (word, mask) in caps.iter().filter_map(|c| cap_bit(*c)) {
+            data[word].effective &= mask;
+        }
+    })
 }
 
 /// Clear `caps` from the effective, permitted and inheritable sets.
@@ -206,32 +216,18 @@ pub fn drop_held(caps: &[u32]) -> SysResult<()> {
     if caps.is_empty() {
         return Ok(());
     }
-    let mut header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData::default(); 2];
-    check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
-    for cap in caps {
-        let (word, bit) = ((*cap / 32) as usize, cap % 32);
-        if word < 2 {
-            let mask = !(1u32 << bit);
+    edit_capabilities(|data| {
+        for (word, mask) in caps.iter().filter_map(|c| cap_bit(*c)) {
             data[word].effective &= mask;
             data[word].permitted &= mask;
             data[word].inheritable &= mask;
         }
-    }
-    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+    })
 }
 
 /// Clear every capability (effective, permitted, inheritable).
 pub fn clear_capabilities() -> SysResult<()> {
-    let mut header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let data = [CapData::default(); 2];
-    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+    edit_capabilities(|data| *data = [CapData::default(); 2])
 }
 
 /// Become `uid`/`gid` in the current namespace and keep every capability
@@ -240,16 +236,11 @@ pub fn become_keeping_caps(uid: u32, gid: u32) -> SysResult<()> {
     check_int(unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 1 as libc::c_ulong, 0, 0, 0) })?;
     setresgid(gid, gid, gid)?;
     setresuid(uid, uid, uid)?;
-    let mut header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData::default(); 2];
-    check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
-    for d in &mut data {
-        d.effective = d.permitted;
-    }
-    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+    edit_capabilities(|data| {
+        for d in data.iter_mut() {
+            d.effective = d.permitted;
+        }
+    })
 }
 
 pub fn open(path: &str, flags: libc::c_int) -> SysResult<i32> {
@@ -358,5 +349,24 @@ pub fn pause_forever() -> ! {
         unsafe {
             libc::pause();
         }
+    }
+}
+
+/// Run `f` in a child process and wait for it: its exit status is the
+/// errno it failed with, 0 when it succeeded.
+pub fn in_child(f: impl FnOnce() -> SysResult<()>) -> SysResult<()> {
+    let pid = fork()?;
+    if pid == 0 {
+        let code = match f() {
+            Ok(()) => 0,
+            Err(e) => e,
+        };
+        exit_now(code);
+    }
+    let (_, status) = waitpid(pid, 0)?;
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(e) => Err(e),
+        None => Err(libc::EINTR),
     }
 }

@@ -262,25 +262,6 @@ pub fn write_sysctl(name: &str, value: i64) -> SysResult<()> {
     sys::write_file_once(&sysctl_path(name), &format!("{value}\n"))
 }
 
-/// Run `f` in a child process and wait for it: its exit status is the
-/// errno it failed with, 0 when it succeeded.
-fn in_child(f: impl FnOnce() -> SysResult<()>) -> SysResult<()> {
-    let pid = sys::fork()?;
-    if pid == 0 {
-        let code = match f() {
-            Ok(()) => 0,
-            Err(e) => e,
-        };
-        sys::exit_now(code);
-    }
-    let (_, status) = sys::waitpid(pid, 0)?;
-    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
-        Some(0) => Ok(()),
-        Some(e) => Err(e),
-        None => Err(libc::EINTR),
-    }
-}
-
 /// The set-up user namespaces, parents first, each held by an fd of
 /// `/proc/PID/ns/user` once its creator has exited.
 fn make_user_namespaces(setup: &Setup) -> Result<BTreeMap<String, i32>, String> {
@@ -292,7 +273,7 @@ fn make_user_namespaces(setup: &Setup) -> Result<BTreeMap<String, i32>, String> 
     }
     for s in setup.sysctls.iter().filter(|s| s.userns != INIT_USER_NS) {
         let fd = fds[&s.userns];
-        in_child(|| {
+        sys::in_child(|| {
             sys::setns(fd, libc::CLONE_NEWUSER)?;
             write_sysctl(&s.name, s.value)
         })
@@ -364,7 +345,7 @@ fn make_user_namespace(
                 let write = || sys::write_file_once(&path, &text);
                 match parent_fd {
                     None => write(),
-                    Some(pfd) => in_child(|| {
+                    Some(pfd) => sys::in_child(|| {
                         sys::setns(pfd, libc::CLONE_NEWUSER)?;
                         write()
                     }),
