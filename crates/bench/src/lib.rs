@@ -344,6 +344,94 @@ pub mod nssim {
         }
     }
 
+    /// A bug of PCT depth `depth` (2 or 3): task a stores 1 then 2 into
+    /// `x`; b fails at depth 2 when it reads 1 (it must run between a's
+    /// stores: two ordering constraints); at depth 3 b only notes that it
+    /// read 1 and c fails when it then reads 2 after b's note (a third
+    /// constraint). Each task first takes `padding` steps of its own, and
+    /// a set-up task takes `prefix` steps alone before spawning them:
+    /// scheduling points without a choice, which PCT must not count.
+    pub fn pct_depth_build(
+        depth: u32,
+        padding: usize,
+        prefix: usize,
+    ) -> impl Fn(&mut Execution) + Sync {
+        assert!(matches!(depth, 2 | 3), "models of depth 2 and 3");
+        move |e: &mut Execution| {
+            e.setup(move || {
+                sim::spawn("setup", false, move || {
+                    for _ in 0..prefix {
+                        pad();
+                    }
+                    let x = Arc::new(AtomicU32::new("x", 0));
+                    let saw_one = Arc::new(AtomicU32::new("saw_one", 0));
+                    let xa = Arc::clone(&x);
+                    sim::spawn("a", false, move || {
+                        (0..padding).for_each(|_| pad());
+                        xa.store(1, Ordering::SeqCst);
+                        xa.store(2, Ordering::SeqCst);
+                    });
+                    let (xb, sb) = (Arc::clone(&x), Arc::clone(&saw_one));
+                    sim::spawn("b", false, move || {
+                        (0..padding).for_each(|_| pad());
+                        let one = xb.load(Ordering::SeqCst) == 1;
+                        assert!(!(one && depth == 2), "b read 1");
+                        sb.store(u32::from(one), Ordering::SeqCst);
+                    });
+                    if depth == 3 {
+                        sim::spawn("c", false, move || {
+                            (0..padding).for_each(|_| pad());
+                            let two = x.load(Ordering::SeqCst) == 2;
+                            let one = saw_one.load(Ordering::SeqCst) == 1;
+                            assert!(!(one && two), "b read 1, then c read 2");
+                        });
+                    }
+                });
+            });
+        }
+    }
+
+    /// The tasks of `pct_depth_build(depth, ..)`, the set-up task
+    /// included: PCT's n.
+    pub fn pct_depth_tasks(depth: u32) -> u32 {
+        depth + 1
+    }
+
+    fn pad() {
+        sim::point("pad", sim::ObjId::NONE, &sim::costs::STEP);
+    }
+
+    /// How often PCT of `depth` finds the bug of `pct_depth_build`: the
+    /// failing executions among iterations 0..`n` of seed 1, with the
+    /// change points spread over `hint` choice points.
+    pub fn pct_found(
+        build: &(dyn Fn(&mut Execution) + Sync),
+        depth: u32,
+        hint: u64,
+        n: u64,
+    ) -> u64 {
+        (0..n)
+            .filter(|&iteration| {
+                let schedule = sim::Schedule::Pct {
+                    seed: 1,
+                    iteration,
+                    depth,
+                    steps_hint: hint,
+                };
+                let mut e = Execution::new(ExecConfig::default(), &schedule);
+                build(&mut e);
+                e.run().outcome.is_failure()
+            })
+            .count() as u64
+    }
+
+    /// The probe execution `pct` of seed 1 measures a model with.
+    pub fn pct_probe(build: &(dyn Fn(&mut Execution) + Sync)) -> sim::ExecReport {
+        let mut e = Execution::new(ExecConfig::default(), &sim::pct_probe(1));
+        build(&mut e);
+        e.run()
+    }
+
     /// Exhaust (c) with `dfs`; the report and every final state found.
     pub fn small(preemption_bound: u32) -> (ExploreReport, BTreeSet<FinalState>) {
         let states = Arc::new(StdMutex::new(BTreeSet::new()));

@@ -3,7 +3,10 @@
 //! (which are dev-dependencies of `crates/bench` only) is
 //! `cargo bench -p nssim-bench --bench compare`.
 
-use bench::nssim::{count_steps, executions_run, ipc, mutex_build, small};
+use bench::nssim::{
+    count_steps, executions_run, ipc, mutex_build, pct_depth_build, pct_depth_tasks, pct_found,
+    pct_probe, small,
+};
 use bench::{dur, median, ratio, secs, si, timed, Table};
 use sim::{ExecConfig, Execution, ExploreConfig, ObjId, Outcome, Schedule, StrategySpec};
 
@@ -21,6 +24,8 @@ pub struct BenchPlan {
     pub rounds: u32,
     /// Tasks of the scale row.
     pub tasks: usize,
+    /// PCT executions per row of the depth table.
+    pub pct_executions: u64,
 }
 
 impl BenchPlan {
@@ -32,6 +37,7 @@ impl BenchPlan {
                 jobs,
                 rounds: 1,
                 tasks: 1000,
+                pct_executions: 2000,
             }
         } else {
             BenchPlan {
@@ -40,6 +46,7 @@ impl BenchPlan {
                 jobs,
                 rounds: 3,
                 tasks: 10_000,
+                pct_executions: 100_000,
             }
         }
     }
@@ -57,6 +64,7 @@ pub fn bench(plan: &BenchPlan) {
     mutex_table(plan);
     ipc_table(plan);
     exhaustive_table();
+    pct_table(plan);
     jobs_table(plan);
     scale_table(plan);
     println!(
@@ -159,6 +167,46 @@ fn exhaustive_table() {
         dur(d),
         states.len().to_string(),
     ]);
+    println!("{}", t.render());
+}
+
+/// PCT's found-per-execution rate on bugs of depth 2 and 3 beside its
+/// bound 1/(n k^(d-1)), with the change points spread over the probe's
+/// choice points (as `pct` does) and, for comparison, over all its steps.
+fn pct_table(plan: &BenchPlan) {
+    const PADDING: usize = 4;
+    const PREFIX: usize = 200;
+    println!(
+        "## PCT on bugs of depth 2 and 3: found per execution ({} executions per row; each task takes {PADDING} steps of its own, a set-up task {PREFIX} steps alone first)\n",
+        plan.pct_executions
+    );
+    let mut t = Table::new(&[
+        "bug depth",
+        "tasks n (set-up included)",
+        "steps",
+        "choice points k",
+        "bound 1/(n k^(d-1))",
+        "found/execution, over k",
+        "found/execution, over steps",
+    ]);
+    for depth in [2, 3] {
+        let tasks = pct_depth_tasks(depth);
+        let build = pct_depth_build(depth, PADDING, PREFIX);
+        let probe = pct_probe(&build);
+        let (steps, k) = (probe.steps, probe.choice_points);
+        let n = plan.pct_executions;
+        let rate = |hint| pct_found(&build, depth, hint, n) as f64 / n as f64;
+        let bound = 1.0 / (f64::from(tasks) * (k as f64).powi(depth as i32 - 1));
+        t.row(vec![
+            format!("d = {depth}"),
+            tasks.to_string(),
+            steps.to_string(),
+            k.to_string(),
+            format!("{bound:.5}"),
+            format!("{:.5}", rate(sim::pct_hint(&probe))),
+            format!("{:.5}", rate(steps)),
+        ]);
+    }
     println!("{}", t.render());
 }
 

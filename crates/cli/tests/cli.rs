@@ -722,6 +722,7 @@ fn nssim_bench_prints_every_table() {
         "## (a)",
         "## (b)",
         "## (c)",
+        "## PCT on bugs of depth 2 and 3",
         "## Parallel exploration",
         "## Scale",
     ] {
@@ -743,6 +744,15 @@ fn nssim_bench_prints_every_table() {
         text.contains("| 9 |"),
         "(c) finds the nine final states:\n{text}"
     );
+    // PCT finds both bugs at least at its bound 1/(n k^(d-1)).
+    for line in row("| d = ") {
+        let cells: Vec<f64> = line
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        let (bound, found) = (cells[3], cells[4]);
+        assert!(found >= bound, "{line}");
+    }
 }
 
 /// A run whose model outgrows `--max-memory` ends with outcome `limit`

@@ -167,6 +167,9 @@ pub struct ExecReport {
     pub outcome: Outcome,
     /// Scheduling points executed.
     pub steps: u64,
+    /// Scheduling points with two or more runnable tasks: the points where
+    /// a strategy chooses (PCT spreads its change points over these).
+    pub choice_points: u64,
     /// Latest clock of a non-daemon task when the execution ended.
     pub virtual_ns: u64,
     pub trace_hash: u64,
@@ -229,6 +232,8 @@ pub(crate) struct Sched {
     /// Why the execution ends, once something has ended it (kept here
     /// rather than returned, so that the common step moves no outcome).
     stop: Option<Outcome>,
+    /// Picks among two or more runnable tasks so far.
+    choice_points: u64,
 }
 
 /// What the task that switched out left for the run loop to do.
@@ -309,6 +314,7 @@ impl Execution {
             step_log: Vec::new(),
             handoff: Handoff::Undecided,
             stop: None,
+            choice_points: 0,
         };
         let shared = Shared {
             sched,
@@ -523,6 +529,7 @@ impl Execution {
         ExecReport {
             outcome,
             steps: s.step,
+            choice_points: s.sched.choice_points,
             virtual_ns,
             trace_hash: s.trace.hash,
             events: s.trace.events.take(),
@@ -675,6 +682,7 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
         step: s.step,
         previous: s.footprints.as_ref().and_then(|f| f.last()).map(|(_, f)| f),
     };
+    sched.choice_points += u64::from(s.runnable.len() > 1);
     let t = sched.chooser.pick(ctx, &s.runnable);
     if sched.config.stop_on_divergence {
         if let Some(step) = sched.chooser.diverged_step() {

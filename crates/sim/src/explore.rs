@@ -176,6 +176,21 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
     found
 }
 
+/// The execution PCT measures a model with before its search: a random
+/// one that depends on the seed alone.
+pub fn pct_probe(seed: u64) -> Schedule {
+    Schedule::Random {
+        seed,
+        iteration: u64::MAX,
+    }
+}
+
+/// How many choice points PCT spreads its change points over, from its
+/// probe: those are the only steps it counts.
+pub fn pct_hint(probe: &ExecReport) -> u64 {
+    probe.choice_points.max(1)
+}
+
 type Run<'a> = dyn Fn(&Schedule) -> ExecReport + Sync + 'a;
 
 /// Replace a failing execution's schedule by named segments, shrunk first
@@ -220,13 +235,10 @@ fn search(
             iteration: i,
         }),
         StrategySpec::Pct { depth } => {
-            // The change points are spread over the length of a typical
-            // execution, measured once by a probe that depends only on the seed.
-            let probe = run(&Schedule::Random {
-                seed: cfg.seed,
-                iteration: u64::MAX,
-            });
-            let steps_hint = probe.steps.max(1);
+            // The change points are spread over the choice points of a
+            // typical execution (PCT counts only those), measured once by a
+            // probe that depends only on the seed.
+            let steps_hint = pct_hint(&run(&pct_probe(cfg.seed)));
             seeded(cfg, run, &|i| Schedule::Pct {
                 seed: cfg.seed,
                 iteration: i,

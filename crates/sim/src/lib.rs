@@ -48,8 +48,8 @@ mod trace;
 pub use cost::{CostKey, CostTable};
 pub use exec::{ExecConfig, ExecReport, Execution, StepRec};
 pub use explore::{
-    explore, segments_of, shrink_failure, shrink_failure_until, ExploreConfig, ExploreReport,
-    Progress, ShrinkReport, StrategySpec, SHRINK_BUDGET,
+    explore, pct_hint, pct_probe, segments_of, shrink_failure, shrink_failure_until, ExploreConfig,
+    ExploreReport, Progress, ShrinkReport, StrategySpec, SHRINK_BUDGET,
 };
 pub use footprint::Footprint;
 pub use keys::{Singleton, TaskSlot, MAX_SINGLETONS, MAX_TASK_SLOTS};

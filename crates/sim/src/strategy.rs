@@ -174,11 +174,13 @@ pub(crate) struct Pct {
     rng: ChaCha8Rng,
     /// Priority per task id; higher runs first.
     priority: Vec<u64>,
-    /// Steps (counted in scheduling points with a choice) where the running
-    /// task's priority drops, with the low priority it gets.
+    /// Choice points (scheduling points with two or more runnable tasks)
+    /// where the task about to run drops, with the low priority it gets.
     change_points: Vec<(u64, u64)>,
     choice_step: u64,
     depth: u32,
+    /// Change points reached so far.
+    fired: u32,
 }
 
 fn rng_for(seed: u64, iteration: u64) -> ChaCha8Rng {
@@ -209,6 +211,7 @@ impl Chooser {
                     change_points,
                     choice_step: 0,
                     depth,
+                    fired: 0,
                 })
             }
             Schedule::Fair => Chooser::Fair,
@@ -252,7 +255,7 @@ impl Chooser {
         }
         match self {
             Chooser::Random(rng) => runnable[index_below(rng, runnable.len())],
-            Chooser::Pct(p) => p.pick(&ctx()),
+            Chooser::Pct(p) => p.pick(runnable),
             Chooser::Fair => fair_pick(&ctx()),
             // Segments and explicit choices see every step, even those
             // without a choice.
@@ -324,19 +327,30 @@ impl Pct {
         self.priority[t]
     }
 
-    fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
+    /// PCT's step: the runnable task of highest priority runs. At the
+    /// i-th change point (counted in choice points, the only steps PCT
+    /// sees) the task that would run drops to priority i first, so every
+    /// change point an execution reaches takes effect, as the algorithm
+    /// requires for its bound; change points drawn at the same step apply
+    /// one after another.
+    fn pick(&mut self, runnable: &[TaskId]) -> TaskId {
         self.choice_step += 1;
-        if let Some(last) = ctx.last {
-            let step = self.choice_step;
-            let drop_to = self.change_points.iter().find(|(at, _)| *at == step);
-            if let Some(&(_, level)) = drop_to {
-                self.priority_of(last);
-                self.priority[last] = level;
+        let mut best = self.highest(runnable);
+        for i in 0..self.change_points.len() {
+            let (at, level) = self.change_points[i];
+            if at == self.choice_step {
+                self.priority[best] = level;
+                self.fired += 1;
+                best = self.highest(runnable);
             }
         }
-        let mut best = ctx.runnable[0];
+        best
+    }
+
+    fn highest(&mut self, runnable: &[TaskId]) -> TaskId {
+        let mut best = runnable[0];
         let mut best_p = self.priority_of(best);
-        for &t in &ctx.runnable[1..] {
+        for &t in &runnable[1..] {
             let p = self.priority_of(t);
             if p > best_p {
                 best = t;
@@ -350,6 +364,44 @@ impl Pct {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PCT's bound needs every change point an execution reaches to take
+    /// effect: drawn over `hint` choice points, all `depth - 1` fire in an
+    /// execution of that many choice points, whoever ran the step before.
+    #[test]
+    fn every_pct_change_point_fires() {
+        for seed in 0..50u64 {
+            for depth in 1..=6u32 {
+                for hint in [1u64, 2, 7, 40] {
+                    let schedule = Schedule::Pct {
+                        seed,
+                        iteration: seed * 3 + hint,
+                        depth,
+                        steps_hint: hint,
+                    };
+                    let Chooser::Pct(mut pct) = Chooser::new(&schedule, false) else {
+                        unreachable!("a PCT schedule makes a PCT chooser");
+                    };
+                    // Three tasks, the runnable set changing as tasks
+                    // block and come back.
+                    for step in 0..hint {
+                        let runnable: &[TaskId] = match step % 3 {
+                            0 => &[0, 1, 2],
+                            1 => &[1, 2],
+                            _ => &[0, 2],
+                        };
+                        let t = pct.pick(runnable);
+                        assert!(runnable.contains(&t));
+                    }
+                    assert_eq!(
+                        pct.fired,
+                        depth - 1,
+                        "seed {seed} depth {depth} hint {hint}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn index_below_draws_what_random_range_draws() {
