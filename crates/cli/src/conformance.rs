@@ -2,10 +2,7 @@
 //! under `sim-scenarios/conformance/<subsystem>/`, each asserting in its
 //! `[[kernel]]` entry the answer the kernel gives (checked in the model)
 //! and run on the running kernel as `nssim run --on-kernel` runs it (every
-//! outcome the kernel shows must be one the model reaches). The few cases
-//! the scenario ops cannot express yet are hand-written probes
-//! (`probe::Case`), asked of the model and of the kernel and compared as
-//! text.
+//! outcome the kernel shows must be one the model reaches).
 
 use crate::onkernel::{self, OnKernel, Search, Verdict as KernelVerdict};
 use crate::run::{self, shown, CliError};
@@ -28,52 +25,25 @@ pub fn scenario_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sim-scenarios/conformance")
 }
 
-/// The hand-written cases: those no scenario expresses yet.
-pub fn probe_cases() -> Vec<probe::Case> {
-    let mut cases = Vec::new();
-    cases.extend(kernel::conformance_netns::conformance_cases());
-    cases.extend(kernel::conformance_nsproxy::conformance_cases());
-    cases.extend(userns::conformance::conformance_cases());
-    cases.extend(kernel::conformance_nproc::conformance_cases());
-    cases
-}
-
-/// One conformance case.
-pub enum Case {
-    /// A scenario of `sim-scenarios/conformance/<subsystem>/`.
-    Scenario {
-        subsystem: String,
-        scenario: Box<Scenario>,
-    },
-    /// A hand-written case.
-    Probe(probe::Case),
+/// One conformance case: a scenario of
+/// `sim-scenarios/conformance/<subsystem>/`.
+pub struct Case {
+    pub subsystem: String,
+    pub scenario: Box<Scenario>,
 }
 
 impl Case {
-    pub fn subsystem(&self) -> &str {
-        match self {
-            Case::Scenario { subsystem, .. } => subsystem,
-            Case::Probe(c) => c.subsystem,
-        }
-    }
-
     pub fn name(&self) -> &str {
-        match self {
-            Case::Scenario { scenario, .. } => &scenario.name,
-            Case::Probe(c) => &c.name,
-        }
+        &self.scenario.name
     }
 
     pub fn question(&self) -> &str {
-        match self {
-            Case::Scenario { scenario, .. } => &scenario.summary,
-            Case::Probe(c) => &c.question,
-        }
+        &self.scenario.summary
     }
 }
 
-/// Every scenario case under `dir`, by subsystem directory then file name.
-pub fn scenario_cases(dir: &Path) -> Result<Vec<Case>, CliError> {
+/// Every case, by subsystem and file name.
+pub fn all_cases(dir: &Path) -> Result<Vec<Case>, CliError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         CliError(format!(
             "error: cannot read the conformance scenarios in {}: {e}",
@@ -95,19 +65,12 @@ pub fn scenario_cases(dir: &Path) -> Result<Vec<Case>, CliError> {
         let mut files = scenario::discover(std::slice::from_ref(&sub))?;
         files.sort();
         for f in files {
-            cases.push(Case::Scenario {
+            cases.push(Case {
                 subsystem: subsystem.clone(),
                 scenario: Box::new(scenario::load(&f)?),
             });
         }
     }
-    Ok(cases)
-}
-
-/// Every case: the scenarios, then the hand-written ones.
-pub fn all_cases(dir: &Path) -> Result<Vec<Case>, CliError> {
-    let mut cases = scenario_cases(dir)?;
-    cases.extend(probe_cases().into_iter().map(Case::Probe));
     Ok(cases)
 }
 
@@ -119,7 +82,7 @@ pub struct Filter {
 
 impl Filter {
     fn keeps(&self, c: &Case) -> bool {
-        (self.subsystems.is_empty() || self.subsystems.iter().any(|s| s == c.subsystem()))
+        (self.subsystems.is_empty() || self.subsystems.contains(&c.subsystem))
             && (self.names.is_empty() || self.names.iter().any(|n| c.name().contains(n.as_str())))
     }
 }
@@ -129,7 +92,6 @@ struct Verdict {
     subsystem: String,
     name: String,
     question: String,
-    kind: &'static str,
     /// The model's answer: for a scenario, whether its expectation held.
     model: String,
     /// The kernel's answer, or why it was skipped.
@@ -137,7 +99,7 @@ struct Verdict {
     /// `Some(true)` when the model and the kernel agree, `None` when skipped.
     agree: Option<bool>,
     /// The scenario's run on the kernel, for `--format json`.
-    on_kernel: Option<serde_json::Value>,
+    on_kernel: serde_json::Value,
 }
 
 fn scenario_verdict(
@@ -174,26 +136,11 @@ fn scenario_verdict(
         subsystem: subsystem.to_string(),
         name: sc.name.clone(),
         question: sc.summary.clone(),
-        kind: "scenario",
         model,
         kernel,
         agree,
-        on_kernel: Some(onkernel::record_json(&r)),
+        on_kernel: onkernel::record_json(&r),
     })
-}
-
-fn probe_verdict(c: &probe::Case) -> Verdict {
-    let v = c.run();
-    Verdict {
-        subsystem: v.subsystem.to_string(),
-        agree: v.agree(),
-        name: v.name,
-        question: v.question,
-        kind: "probe",
-        model: v.model,
-        kernel: v.kernel.map_err(|s| s.0),
-        on_kernel: None,
-    }
 }
 
 /// Run the cases `filter` keeps; `Ok(true)` when none disagrees.
@@ -201,7 +148,7 @@ pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, 
     let dir = scenario_dir();
     let all = all_cases(&dir)?;
     let known: std::collections::BTreeSet<String> =
-        all.iter().map(|c| c.subsystem().to_string()).collect();
+        all.iter().map(|c| c.subsystem.clone()).collect();
     let cases: Vec<Case> = all.into_iter().filter(|c| filter.keeps(c)).collect();
     if cases.is_empty() {
         return Err(CliError(format!(
@@ -211,25 +158,17 @@ pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, 
     }
     if list {
         for c in &cases {
-            println!("{:<8} {:<44} {}", c.subsystem(), c.name(), c.question());
+            println!("{:<8} {:<44} {}", c.subsystem, c.name(), c.question());
         }
         return Ok(true);
     }
     let profile = kernel::catalog::host_profile();
     let patches = kernel::resolve_patches(profile, &[])
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
-    let release = probe::kernel_release()
-        .map(|(a, b)| format!("{a}.{b}"))
-        .unwrap_or_else(|| "unknown".into());
+    let release = kernel::catalog::host_release();
     let mut verdicts = Vec::new();
     for c in &cases {
-        verdicts.push(match c {
-            Case::Scenario {
-                subsystem,
-                scenario,
-            } => scenario_verdict(subsystem, scenario, &patches)?,
-            Case::Probe(p) => probe_verdict(p),
-        });
+        verdicts.push(scenario_verdict(&c.subsystem, &c.scenario, &patches)?);
     }
     match format {
         Format::Text => print_table(&verdicts, profile, &release),
@@ -314,12 +253,9 @@ fn print_table(verdicts: &[Verdict], profile: &str, release: &str) {
         );
     }
     let count = |want: Option<bool>| verdicts.iter().filter(|v| v.agree == want).count();
-    let scenarios = verdicts.iter().filter(|v| v.kind == "scenario").count();
     println!(
-        "{} cases ({} scenarios, {} hand-written): {} agree, {} disagree, {} skipped",
+        "{} cases: {} agree, {} disagree, {} skipped",
         verdicts.len(),
-        scenarios,
-        verdicts.len() - scenarios,
         count(Some(true)),
         count(Some(false)),
         count(None)
@@ -330,20 +266,16 @@ fn print_json(verdicts: &[Verdict], profile: &str, release: &str) {
     let cases: Vec<_> = verdicts
         .iter()
         .map(|v| {
-            let mut c = json!({
+            json!({
                 "subsystem": v.subsystem,
                 "case": v.name,
-                "kind": v.kind,
                 "question": v.question,
                 "model": v.model,
                 "kernel": v.kernel.as_ref().ok(),
                 "skipped": v.kernel.as_ref().err(),
                 "agree": v.agree,
-            });
-            if let Some(k) = &v.on_kernel {
-                c["on_kernel"] = k.clone();
-            }
-            c
+                "on_kernel": v.on_kernel,
+            })
         })
         .collect();
     let doc = json!({

@@ -132,6 +132,10 @@ declare_patches! {
         "the 2018 proposal: a uevent sequence number per network namespace; namespaces not owned by the initial user namespace are locked by their own sk_mutex instead of uevent_sock_mutex";
     UeventAtomicSeqnum = "uevent-atomic-seqnum", merged_in: Some("v6.9"),
         "uevent_seqnum is an atomic taken before any lock; uevent_sock_mutex covers only the walk of uevent_sock_list; tagged events and injection take no lock";
+    SkbSmallHeadCache = "skb-small-head-cache", merged_in: Some("v6.3"),
+        "__alloc_skb takes heads of up to 576 bytes (data and skb_shared_info) from a cache of that size instead of kmalloc: a short uevent charges a listener 832 bytes of truesize (768 from kmalloc-512 before, 1280 from kmalloc-1024 for 193-256 bytes of data)";
+    NetlinkRmemAfterCharge = "netlink-rmem-after-charge", merged_in: Some("v6.16"),
+        "netlink_broadcast_deliver adds the skb's truesize to sk_rmem_alloc first and queues it only if the total is within sk_rcvbuf or the skb is alone; before, it queued whenever the bytes already queued were within sk_rcvbuf, one skb past the buffer";
 }
 
 pub const PROFILES: &[ProfileInfo] = &[
@@ -219,6 +223,10 @@ pub const PROFILES: &[ProfileInfo] = &[
         name: "v6.9",
         summary: "atomic uevent sequence number; uevent_sock_mutex only around the walk of the socket list",
     },
+    ProfileInfo {
+        name: "v6.16",
+        summary: "a netlink receive buffer is checked with the new skb charged: a full listener holds one uevent fewer",
+    },
 ];
 
 pub use crate::invariants::{Invariant, InvariantInfo, INVARIANTS};
@@ -275,9 +283,15 @@ pub fn profile_for_release(release: &str) -> Option<&'static ProfileInfo> {
 
 /// The profile that models the running kernel (the newest one when the
 /// release cannot be read).
+/// The running kernel's release (`6.18.0-...`), or `unknown`.
+pub fn host_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|r| r.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 pub fn host_profile() -> &'static str {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    profile_for_release(release.trim())
+    profile_for_release(&host_release())
         .or(PROFILES.last())
         .map(|p| p.name)
         .expect("at least one profile")

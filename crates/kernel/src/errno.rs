@@ -7,6 +7,7 @@ use std::fmt;
 pub enum Errno {
     EPERM = 1,
     ENOENT = 2,
+    EBADF = 9,
     ECHILD = 10,
     EAGAIN = 11,
     ENOMEM = 12,
@@ -23,6 +24,7 @@ impl Errno {
         match self {
             Errno::EPERM => "EPERM",
             Errno::ENOENT => "ENOENT",
+            Errno::EBADF => "EBADF",
             Errno::ECHILD => "ECHILD",
             Errno::EAGAIN => "EAGAIN",
             Errno::ENOMEM => "ENOMEM",
@@ -44,6 +46,7 @@ impl Errno {
     pub const ALL: &[Errno] = &[
         Errno::EPERM,
         Errno::ENOENT,
+        Errno::EBADF,
         Errno::ECHILD,
         Errno::EAGAIN,
         Errno::ENOMEM,

@@ -36,7 +36,7 @@ impl World {
     }
 
     /// `copy_process`: credentials, the RLIMIT_NPROC check, namespaces.
-    fn copy_process(
+    pub(super) fn copy_process(
         &self,
         parent: &Task,
         own: &mut Own,

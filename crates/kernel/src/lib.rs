@@ -21,9 +21,6 @@
 
 pub mod catalog;
 pub mod clone_flags;
-pub mod conformance_netns;
-pub mod conformance_nproc;
-pub mod conformance_nsproxy;
 pub mod costs;
 pub mod errno;
 pub mod invariants;

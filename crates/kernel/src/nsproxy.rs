@@ -18,6 +18,7 @@ use super::procfs::ProcFile;
 use super::World;
 use crate::costs::{SWITCH_NS, SYSCALL};
 use crate::errno::Errno;
+use crate::process::ForkError;
 use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
 use crate::task::{Nsproxy, Task};
 use ipcns::{IpcError, IpcNamespace};
@@ -196,20 +197,15 @@ impl World {
     /// made is freed the way the kernel frees it, later.
     pub(super) fn unshare_and_exit(&self, task: &Task, flags: u64) -> Result<(), Errno> {
         sim::point("clone", ObjId::NONE, &SYSCALL);
-        let cred = self.procs.get_cred(&task.cred());
-        let limit = task.own.lock().rlimit_nproc.0;
-        let child = Task::new(
-            self.procs.next_pid(),
-            format!("{}/child", task.name),
-            cred,
-            task.nsproxy(),
-            limit,
-        );
+        // A child like any other: counted against RLIMIT_NPROC (EAGAIN at
+        // the limit), so that a new user namespace moves a count it has.
+        let forked = self.copy_process(task, &mut task.own.lock(), 0);
+        let child = forked.map_err(|e| match e {
+            ForkError::Nproc => Errno::EAGAIN,
+            ForkError::Other(e) => e,
+        })?;
         let result = self.unshare_in(&child, flags);
-        let nsproxy = child.replace_nsproxy(Arc::clone(&self.init_nsproxy));
-        self.put_nsproxy(nsproxy);
-        // Not counted against RLIMIT_NPROC: the child lives for one call.
-        self.procs.put_cred(child.cred());
+        self.do_exit(&child);
         result
     }
 

@@ -268,6 +268,13 @@ declare_ops! {
     /// `/proc/PID/setgroups` of task `target`, opened by this task.
     WriteSetgroupsOf = "write_setgroups_of" { target: String = Task [label], text: String = Str }
         "write /proc/PID/setgroups of the named task, opened by this task";
+    /// Open the uid_map of task `target`'s user namespace for writing and
+    /// keep the file: a later `write_opened` writes through it.
+    OpenUidMapOf = "open_uid_map_of" { target: String = Task [label] }
+        "open the uid_map of the named task's user namespace for writing and keep the file (the opener's credentials go with it)";
+    /// One write(2) through the file `open_uid_map_of` kept.
+    WriteOpened = "write_opened" { text: String = Str }
+        "one write(2) of the text to the file open_uid_map_of kept, with the task's credentials now: map_write checks the opener's and the writer's";
     /// Read the uid_map of task `target`'s user namespace.
     ReadUidMapOf = "read_uid_map_of" { target: String = Task [label] }
         "read the uid_map of the named task's user namespace, as this task sees it; reports first, lower and count of every line";

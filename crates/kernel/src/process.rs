@@ -945,6 +945,7 @@ pub fn models_processes(setup: &Setup) -> bool {
         matches!(
             op,
             Op::Fork {}
+                | Op::UnshareAndExit { .. }
                 | Op::Clone { .. }
                 | Op::Exit {}
                 | Op::Setuid { .. }

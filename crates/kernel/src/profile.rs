@@ -59,6 +59,8 @@ impl ActivePatches {
             restrict: self.has(Patch::UeventRestrict),
             netns_seqnum: self.has(Patch::UeventNetnsSeqnum),
             atomic_seqnum: self.has(Patch::UeventAtomicSeqnum),
+            small_head_cache: self.has(Patch::SkbSmallHeadCache),
+            rmem_after_charge: self.has(Patch::NetlinkRmemAfterCharge),
         }
     }
 
@@ -193,6 +195,8 @@ mod tests {
         assert!(u("v4.17").inject && !u("v4.17").restrict);
         assert!(u("v4.18").restrict && !u("v4.18").atomic_seqnum);
         assert!(!u("v6.8").atomic_seqnum && u("v6.9").atomic_seqnum);
+        assert!(!u("v6.2").small_head_cache && u("v6.3").small_head_cache);
+        assert!(!u("v6.9").rmem_after_charge && u("v6.16").rmem_after_charge);
         assert!(!u("v6.9").netns_seqnum);
     }
 

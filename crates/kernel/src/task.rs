@@ -34,6 +34,9 @@ pub struct Own {
     pub children: Vec<Arc<Task>>,
     /// Its NETLINK_KOBJECT_UEVENT socket, if it opened one.
     pub uevent_sock: Option<Arc<Listener>>,
+    /// The uid_map file `open_uid_map_of` keeps: the namespace it belongs
+    /// to and the opener's credentials (`file->f_cred`).
+    pub opened_map: Option<(Arc<userns::UserNamespace>, userns::Cred)>,
     /// Exited and released: it holds nothing any more.
     pub released: bool,
     /// The values the op under way reports in the results, if any.
@@ -65,6 +68,7 @@ impl Task {
                 nproc_exceeded: false,
                 children: Vec::new(),
                 uevent_sock: None,
+                opened_map: None,
                 released: false,
                 reported: Vec::new(),
             }),

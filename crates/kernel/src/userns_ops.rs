@@ -87,4 +87,37 @@ impl World {
         sim::note(file.name(), ns.obj, code);
         result.map(|_| ()).map_err(from_userns)
     }
+
+    /// `open("/proc/PID/uid_map", O_WRONLY)` kept open: the file records
+    /// the namespace and its opener's credentials.
+    pub(super) fn open_uid_map(&self, task: &Task, target: &str) -> Result<(), Errno> {
+        sim::point("open", ObjId::NONE, &crate::costs::SYSCALL);
+        let ns = self
+            .open_proc_file(task, target, ProcFile::IdFile)?
+            .user_ns();
+        task.own.lock().opened_map = Some((ns, task.cred()));
+        Ok(())
+    }
+
+    /// One write(2) through the kept uid_map file: `map_write` with the
+    /// opener's credentials from the file and the writer's from the task
+    /// now; EBADF when nothing was opened.
+    pub(super) fn write_opened_map(&self, task: &Task, text: &str) -> Result<(), Errno> {
+        sim::point("write", ObjId::NONE, &crate::costs::SYSCALL);
+        let (ns, opener) = task.own.lock().opened_map.clone().ok_or(Errno::EBADF)?;
+        let writer = task.cred();
+        let result = userns::map_write(
+            &self.userns,
+            &ns,
+            MapKind::Uid,
+            &opener,
+            &writer,
+            text.as_bytes(),
+            0,
+        )
+        .result;
+        let code = result.map_or_else(|e| from_userns(e).as_return(), |_| 0);
+        sim::note(UsernsFile::UidMap.name(), ns.obj, code);
+        result.map(|_| ()).map_err(from_userns)
+    }
 }

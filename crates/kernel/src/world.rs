@@ -480,6 +480,8 @@ impl World {
             Op::WriteSetgroupsOf { target, text } => {
                 self.write_userns_file(task, UsernsFile::Setgroups, Some(target), text)
             }
+            Op::OpenUidMapOf { target } => self.open_uid_map(task, target),
+            Op::WriteOpened { text } => self.write_opened_map(task, text),
             Op::ReadUidMapOf { target } => self.read_id_map(task, MapKind::Uid, target),
             Op::ReadGidMapOf { target } => self.read_id_map(task, MapKind::Gid, target),
             Op::SetnsUser { target } => self.setns_user(task, target),

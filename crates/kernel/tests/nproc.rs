@@ -201,7 +201,7 @@ fn clone_newuser_charges_user_namespaces_and_frees_them_later() {
     // The third is over the limit. The reaped child's namespace is freed
     // from a work item after its credentials' grace period, as the
     // kernel frees it, so the clone right after the reap is refused too
-    // (probe::host_cases::userns_create_exit_loop_enospc asks the kernel).
+    // (the conformance case userns.clone_reap_loop_enospc asks the kernel).
     assert_eq!(count(&r, "t", "clone(CLONE_NEWUSER)", "ok"), 2);
     assert_eq!(count(&r, "t", "clone(CLONE_NEWUSER)", "ENOSPC"), 2);
     assert_eq!(count(&r, "t", "exit", "ok"), 1);

@@ -2,7 +2,7 @@
 //! results a task sees, and the uevent invariants across the eras.
 
 use kernel::setup::{clone_flags::CLONE_NEWNET, Op, Setup, SysctlSpec, TaskSpec, UserNsSpec};
-use kernel::{resolve_patches, Results};
+use kernel::Results;
 use sim::{Outcome, StrategySpec};
 
 fn task(name: &str, userns: &str, uid: u32, ops: Vec<Op>) -> TaskSpec {
@@ -227,36 +227,6 @@ fn dropped_network_namespaces_hold_their_charge_until_cleanup_net() {
     let res = &r["looper"]["unshare(CLONE_NEWNET)"];
     assert_eq!(res.first_failure, Some(3));
     assert!(res.results["ENOSPC"] > 0);
-}
-
-#[test]
-fn the_conformance_patches_follow_the_catalogue() {
-    for (release, profile) in [
-        ((4, 16), "v4.16"),
-        ((4, 17), "v4.17"),
-        ((4, 18), "v4.18"),
-        ((6, 8), "v6.8"),
-        ((6, 9), "v6.9"),
-    ] {
-        let catalogue = resolve_patches(profile, &[]).unwrap().uevent();
-        assert_eq!(
-            uevent::conformance::patches_for_release(release),
-            catalogue,
-            "{profile}"
-        );
-    }
-}
-
-#[test]
-fn the_netns_loop_agrees_with_this_kernel() {
-    let cases = kernel::conformance_netns::conformance_cases();
-    for case in cases.iter().filter(|c| c.subsystem == "netns") {
-        let v = case.run();
-        if let Ok(k) = &v.kernel {
-            assert_eq!(*k, v.model, "{}", v.name);
-        }
-        assert_eq!(v.model, "ENOSPC");
-    }
 }
 
 #[test]

@@ -37,6 +37,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::WriteUidMapOf { .. }
         | Op::WriteGidMapOf { .. }
         | Op::WriteSetgroupsOf { .. }
+        | Op::OpenUidMapOf { .. }
+        | Op::WriteOpened { .. }
         | Op::ReadUidMapOf { .. }
         | Op::ReadGidMapOf { .. }
         | Op::SetnsUser { .. }
@@ -127,13 +129,13 @@ fn keep_child(state: &mut TaskState, flags: u64) -> SysResult<()> {
 }
 
 /// A child of the task lets go of what the task holds: the ends of its
-/// other children's pipes and the task's uevent socket.
+/// other children's pipes, the task's uevent socket and its kept file.
 fn in_child_of(state: &TaskState) {
     for c in &state.children {
         sys::close(c.life);
     }
-    if let Some(fd) = state.sock {
-        sys::close(fd);
+    for fd in state.sock.iter().chain(&state.opened) {
+        sys::close(*fd);
     }
 }
 
@@ -189,6 +191,19 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             &format!("{}/setgroups", proc_of(ctx, target)),
             text,
         )),
+        Op::OpenUidMapOf { target } => done(
+            sys::open_kept(&format!("{}/uid_map", proc_of(ctx, target)), libc::O_WRONLY).map(
+                |fd| {
+                    if let Some(old) = state.opened.replace(fd) {
+                        sys::close(old);
+                    }
+                },
+            ),
+        ),
+        Op::WriteOpened { text } => done(match state.opened {
+            Some(fd) => sys::write(fd, text.as_bytes()).map(drop),
+            None => Err(libc::EBADF),
+        }),
         Op::ReadUidMapOf { target } => {
             match read_map(&format!("{}/uid_map", proc_of(ctx, target))) {
                 Ok(values) => (Ok(()), values),

@@ -248,6 +248,13 @@ pub fn open(path: &str, flags: libc::c_int) -> SysResult<i32> {
     check_int(unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC) })
 }
 
+/// `open` of a file the task keeps across `execve`, as the model's task
+/// keeps its files.
+pub fn open_kept(path: &str, flags: libc::c_int) -> SysResult<i32> {
+    let p = cstring(path);
+    check_int(unsafe { libc::open(p.as_ptr(), flags) })
+}
+
 pub fn close(fd: i32) {
     unsafe {
         libc::close(fd);

@@ -37,6 +37,8 @@ pub struct TaskState {
     /// Live children, oldest first.
     pub children: Vec<Child>,
     pub sock: Option<i32>,
+    /// The uid_map file `open_uid_map_of` keeps open.
+    pub opened: Option<i32>,
 }
 
 /// Set up the instance's credentials, wait at the barrier, run its ops.
@@ -167,11 +169,11 @@ pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, v
 
 /// The task exits: its children exit first and are reaped.
 fn finish(state: TaskState) -> ! {
-    let sock = state.sock;
+    let kept: Vec<i32> = state.sock.iter().chain(&state.opened).copied().collect();
     for child in state.children.into_iter().rev() {
         let _ = crate::ops::end_child(child);
     }
-    if let Some(fd) = sock {
+    for fd in kept {
         sys::close(fd);
     }
     sys::exit_now(0)
@@ -192,11 +194,12 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         .collect();
     let pids: Vec<i64> = ctx.pids.iter().map(|p| *p as i64).collect();
     format!(
-        "plan={};results={};instance={};pos={pos};sock={};children={};pids={}",
+        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};pids={}",
         ctx.plan,
         ctx.results,
         ctx.instance,
         state.sock.map_or(-1, |s| s as i64),
+        state.opened.map_or(-1, |s| s as i64),
         children.join(","),
         list(&pids),
     )
@@ -241,6 +244,7 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
         v.split(',').map(|x| x.parse().ok()).collect()
     };
     let sock: i32 = fields.get("sock")?.parse().ok()?;
+    let opened: i32 = fields.get("opened")?.parse().ok()?;
     Some(Resume {
         plan: fields.get("plan")?.parse().ok()?,
         results: fields.get("results")?.parse().ok()?,
@@ -249,6 +253,7 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
         state: TaskState {
             children: children(fields.get("children")?)?,
             sock: (sock >= 0).then_some(sock),
+            opened: (opened >= 0).then_some(opened),
         },
         pids: list("pids")?.into_iter().map(|p| p as u32).collect(),
     })
@@ -292,6 +297,7 @@ mod tests {
         let state = TaskState {
             children: vec![Child { pid: 100, life: 8 }, Child { pid: 101, life: 9 }],
             sock: Some(7),
+            opened: Some(11),
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
         assert_eq!(

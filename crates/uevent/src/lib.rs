@@ -23,6 +23,12 @@
 //! * `uevent-atomic-seqnum` (v6.9): the global sequence number is an
 //!   atomic; the mutex covers only the walk of the list; the tagged path
 //!   and injection take no lock.
+//! * `skb-small-head-cache` (v6.3, net/core/skbuff.c): small skb heads
+//!   come from a cache of their own, which changes the truesize a short
+//!   uevent charges a listener's receive buffer.
+//! * `netlink-rmem-after-charge` (v6.16, net/netlink/af_netlink.c):
+//!   `netlink_broadcast_deliver` charges an skb before deciding whether
+//!   the receive buffer takes it, so a full buffer holds one uevent fewer.
 //!
 //! A network namespace is owned by a user namespace of the `userns` crate
 //! (`net->user_ns`, a reference taken by `copy_net_ns` and dropped by
@@ -33,7 +39,6 @@
 //! The invariants' bookkeeping is in [`oracle`]; the fast cost model of
 //! the 2018 measurements in [`measure`].
 
-pub mod conformance;
 pub mod measure;
 pub mod oracle;
 
@@ -60,9 +65,39 @@ pub const UEVENT_BUFFER_SIZE: usize = 2048;
 /// when its size is checked.
 pub const NLMSG_HDRLEN: usize = 16;
 
-/// What a queued skb costs a receiver beyond its data (`sk_buff` and
-/// `skb_shared_info`): receive buffers are charged by truesize.
-pub const SKB_OVERHEAD: usize = 576;
+/// What a queued skb costs a receiver beyond its data area (`sk_buff` and
+/// `skb_shared_info`, each cache-aligned): receive buffers are charged by
+/// truesize.
+pub const SKB_OVERHEAD: usize = SKB_SIZE + SKB_SHINFO_SIZE;
+
+/// `SOCK_MIN_RCVBUF`: the smallest receive buffer `SO_RCVBUF` sets
+/// (2048 bytes and an aligned `sk_buff`).
+pub const SOCK_MIN_RCVBUF: usize = 2048 + SKB_SIZE;
+
+/// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86-64.
+const SKB_SIZE: usize = 256;
+
+/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86-64: the tail of
+/// every skb head allocation.
+const SKB_SHINFO_SIZE: usize = 320;
+
+/// `SKB_SMALL_HEAD_CACHE_SIZE`: the object size of the dedicated cache
+/// small skb heads come from (`skb-small-head-cache`).
+const SKB_SMALL_HEAD_CACHE_SIZE: usize = 576;
+
+/// `skb->truesize` of an skb allocated for `data` bytes (`__alloc_skb`):
+/// the head holds the cache-aligned data and `skb_shared_info`; its size is
+/// what the allocator hands out (a kmalloc bucket, a power of two at these
+/// sizes, or the small-head cache's object), and truesize adds `sk_buff`.
+pub fn skb_truesize(data: usize, small_head_cache: bool) -> usize {
+    let head = data.next_multiple_of(64) + SKB_SHINFO_SIZE;
+    let allocated = if small_head_cache && head <= SKB_SMALL_HEAD_CACHE_SIZE {
+        SKB_SMALL_HEAD_CACHE_SIZE
+    } else {
+        head.next_power_of_two()
+    };
+    allocated - SKB_SHINFO_SIZE + SKB_OVERHEAD
+}
 
 pub mod costs {
     use sim::CostKey;
@@ -122,6 +157,10 @@ pub struct UeventPatches {
     pub restrict: bool,
     pub netns_seqnum: bool,
     pub atomic_seqnum: bool,
+    /// `skb-small-head-cache` (v6.3): what a short uevent costs a listener.
+    pub small_head_cache: bool,
+    /// `netlink-rmem-after-charge` (v6.16): when a receive buffer is full.
+    pub rmem_after_charge: bool,
 }
 
 /// How sequence numbers are handed out and which lock covers what.
@@ -222,6 +261,8 @@ impl Net {
 pub struct Received {
     pub message: Arc<Message>,
     pub seqnum: u64,
+    /// What it was charged to the receive buffer.
+    truesize: usize,
 }
 
 /// A broadcast message (one skb shared by every receiver).
@@ -238,10 +279,17 @@ impl Message {
         self.text.len() + seqnum_var_len(seqnum)
     }
 
-    /// What the message costs a receive buffer (`skb->truesize`): the data
-    /// rounded up to its kmalloc size, plus [`SKB_OVERHEAD`].
-    pub fn truesize(&self, seqnum: u64) -> usize {
-        self.len_with(seqnum).next_power_of_two() + SKB_OVERHEAD
+    /// What the message costs a receive buffer (`skb->truesize`): a
+    /// kernel uevent's skb is allocated for the message
+    /// (`alloc_uevent_skb`), an injected one is the sender's copied with
+    /// room for SEQNUM, its netlink header still in the allocation
+    /// (`skb_copy_expand` in `uevent_net_broadcast`).
+    pub fn truesize(&self, seqnum: u64, small_head_cache: bool) -> usize {
+        let header = match self.origin {
+            Origin::Injected { .. } => NLMSG_HDRLEN,
+            Origin::Kernel { .. } => 0,
+        };
+        skb_truesize(header + self.len_with(seqnum), small_head_cache)
     }
 }
 
@@ -499,9 +547,11 @@ impl Uevent {
     // ------------------------------------------------------------ listeners
 
     /// `socket(AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT)` and
-    /// `bind(groups = 1)` in `net`, with `rcvbuf` bytes of receive buffer.
-    /// The socket holds a reference to `net`.
+    /// `bind(groups = 1)` in `net`, with `rcvbuf` bytes of receive buffer
+    /// (`SO_RCVBUF` of half of it: the kernel doubles the value and keeps
+    /// at least [`SOCK_MIN_RCVBUF`]). The socket holds a reference to `net`.
     pub fn uevent_listen(&self, net: &Arc<Net>, name: &str, rcvbuf: usize) -> Arc<Listener> {
+        let rcvbuf = (rcvbuf / 2 * 2).max(SOCK_MIN_RCVBUF);
         net.get();
         let id = self
             .next_listener
@@ -543,7 +593,7 @@ impl Uevent {
         let Some(r) = st.queue.pop_front() else {
             return Err(UeventError::Again);
         };
-        st.rmem -= r.message.truesize(r.seqnum);
+        st.rmem -= r.truesize;
         // netlink_rcv_wake: a drained queue is no longer congested.
         if st.queue.is_empty() {
             st.congested = false;
@@ -563,19 +613,34 @@ impl Uevent {
         }
     }
 
+    /// Whether a receive buffer holding `rmem` bytes takes an skb of
+    /// `truesize`: with `netlink-rmem-after-charge` the skb is charged
+    /// first and kept if the total fits or it is alone; before, it was
+    /// queued whenever the bytes already held fitted, one skb past the
+    /// buffer.
+    fn fits(&self, rmem: usize, truesize: usize, rcvbuf: usize) -> bool {
+        if self.patches.rmem_after_charge {
+            rmem == 0 || rmem + truesize <= rcvbuf
+        } else {
+            rmem <= rcvbuf
+        }
+    }
+
     /// `netlink_broadcast_deliver` or `netlink_overrun`.
     fn deliver(&self, l: &Listener, msg: &Arc<Message>, seqnum: u64) {
         let mut st = l.state.lock();
         if st.closed {
             return;
         }
-        let queued = st.rmem <= l.rcvbuf && !st.congested;
+        let truesize = msg.truesize(seqnum, self.patches.small_head_cache);
+        let queued = self.fits(st.rmem, truesize, l.rcvbuf) && !st.congested;
         let mut set_err = false;
         if queued {
-            st.rmem += msg.truesize(seqnum);
+            st.rmem += truesize;
             st.queue.push_back(Received {
                 message: Arc::clone(msg),
                 seqnum,
+                truesize,
             });
         } else {
             if !st.congested {

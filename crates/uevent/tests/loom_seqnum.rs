@@ -71,7 +71,7 @@ fn per_netns() -> UeventPatches {
         inject: true,
         restrict: true,
         netns_seqnum: true,
-        atomic_seqnum: false,
+        ..UeventPatches::default()
     }
 }
 

@@ -153,24 +153,69 @@ fn before_4_17_the_kernel_socket_refuses_input() {
     assert_eq!(r, Err(UeventError::ConnRefused));
 }
 
+/// Five injected uevents of 34 bytes (50 with the netlink header the
+/// copy keeps) into a listener asking for 1500 bytes, which gets the
+/// smallest buffer, 2304 bytes. What it holds depends on the truesize a
+/// short skb charges and on when netlink looks at the buffer.
 #[test]
 fn an_overrun_drops_counts_and_reports_enobufs_once() {
-    let w = world(v(true, true));
+    let v6_3 = UeventPatches {
+        small_head_cache: true,
+        ..v(true, true)
+    };
+    let v6_16 = UeventPatches {
+        rmem_after_charge: true,
+        ..v6_3
+    };
+    // kmalloc-512 heads (768 bytes of truesize), checked before charging:
+    // queued at 0, 768, 1536 and 2304 bytes.
+    overrun(v(true, true), 4);
+    // Heads from the small-head cache (832): the fourth finds 2496.
+    overrun(v6_3, 3);
+    // Charged first: the third would make 2496, over 2304.
+    overrun(v6_16, 2);
+}
+
+fn overrun(patches: UeventPatches, queued: u64) {
+    let w = world(patches);
     let u = &w.uevent;
     let l = u.uevent_listen(&u.init_net, "slow", 1500);
+    assert_eq!(l.rcvbuf, uevent::SOCK_MIN_RCVBUF);
     for _ in 0..5 {
         u.uevent_net_rcv_skb(&u.init_net, &w.host_root, "add@/devices/x\0ACTION=add")
             .unwrap();
     }
-    // 34 bytes each, charged 64 + 576 = 640: the fourth finds rmem (1920)
-    // above rcvbuf (1500).
-    assert_eq!(l.drops(), 2);
+    assert_eq!(l.drops(), 5 - queued, "{patches:?}");
     assert_eq!(u.uevent_recv(&l), Err(UeventError::NoBufs));
-    let seqnums: Vec<u64> = (0..3).map(|_| u.uevent_recv(&l).unwrap().seqnum).collect();
-    assert_eq!(seqnums, [1, 2, 3]);
+    let seqnums: Vec<u64> = (0..queued)
+        .map(|_| u.uevent_recv(&l).unwrap().seqnum)
+        .collect();
+    assert_eq!(seqnums, (1..=queued).collect::<Vec<_>>());
     assert_eq!(u.uevent_recv(&l), Err(UeventError::Again));
     assert_eq!(u.oracle.silent_loss(), None);
-    assert_eq!(u.stats().drops, 2);
+    assert_eq!(u.stats().drops, 5 - queued);
+}
+
+#[test]
+fn truesize_follows_the_allocator() {
+    use uevent::skb_truesize;
+    // Measured on 6.18 (/proc/net/netlink Rmem per queued uevent): data
+    // of 36 to 230 bytes 832, 260 to 530 bytes 1280, 730 to 1530 bytes
+    // 2304, 2030 bytes 4352.
+    for (data, truesize) in [
+        (36, 832),
+        (230, 832),
+        (260, 1280),
+        (530, 1280),
+        (730, 2304),
+        (1530, 2304),
+        (2030, 4352),
+    ] {
+        assert_eq!(skb_truesize(data, true), truesize, "{data} bytes");
+    }
+    // Before the small-head cache, kmalloc-512 held up to 192 bytes.
+    assert_eq!(skb_truesize(50, false), 768);
+    assert_eq!(skb_truesize(230, false), 1280);
 }
 
 #[test]

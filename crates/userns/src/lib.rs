@@ -22,7 +22,6 @@
 //!   published without barriers.
 
 pub mod bench_maps;
-pub mod conformance;
 pub mod idmap;
 pub mod invariants;
 pub mod map_write;
