@@ -9,6 +9,8 @@ pub struct Case {
     pub scenario: String,
     pub kernel: String,
     pub passed: bool,
+    /// Why the run was skipped (another shard makes it), if it was.
+    pub skipped: Option<String>,
     /// What happened and how to replay it (the failure's text).
     pub message: String,
     pub details: String,
@@ -61,7 +63,13 @@ pub fn render(cases: &[Case]) -> String {
                 escape(&c.scenario),
                 escape(&c.kernel)
             );
-            if c.passed {
+            if let Some(why) = &c.skipped {
+                let _ = writeln!(
+                    out,
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                    escape(why)
+                );
+            } else if c.passed {
                 out.push_str("/>\n");
             } else {
                 let _ = writeln!(
@@ -89,6 +97,7 @@ mod tests {
                 scenario: "a<b".into(),
                 kernel: "v6.2".into(),
                 passed: false,
+                skipped: None,
                 message: "violation & more".into(),
                 details: "token nss1_x\nreplay: nssim replay f nss1_x".into(),
             },
@@ -96,11 +105,21 @@ mod tests {
                 scenario: "a<b".into(),
                 kernel: "v6.3".into(),
                 passed: true,
+                skipped: None,
+                message: String::new(),
+                details: String::new(),
+            },
+            Case {
+                scenario: "a<b".into(),
+                kernel: "v6.9".into(),
+                passed: true,
+                skipped: Some("not in this shard".into()),
                 message: String::new(),
                 details: String::new(),
             },
         ]);
-        assert!(xml.contains("<testsuite name=\"a&lt;b\" tests=\"2\" failures=\"1\">"));
+        assert!(xml.contains("<testsuite name=\"a&lt;b\" tests=\"3\" failures=\"1\">"));
+        assert!(xml.contains("<testcase classname=\"a&lt;b\" name=\"v6.9\">\n      <skipped message=\"not in this shard\"/>"));
         assert!(xml.contains("<failure message=\"violation &amp; more\">"));
         assert!(xml.contains("<testcase classname=\"a&lt;b\" name=\"v6.3\"/>"));
     }

@@ -5,6 +5,7 @@ mod bench;
 mod conformance;
 mod idmap;
 mod junit;
+mod merge;
 mod onkernel;
 mod output;
 mod progress;
@@ -115,8 +116,9 @@ pub struct Overrides {
     /// depend on it.
     #[arg(long, value_name = "N", value_parser = |s: &str| limits::JOBS.parse_u32(s))]
     pub jobs: Option<u32>,
-    /// Run only shard K of N of every run's executions (K from 1); the union of the
-    /// N shards is the unsharded run. dfs and fair runs belong to shard 1.
+    /// Run only shard K of N of every run's executions (K from 1); `nssim merge`
+    /// makes the N shards' JSON outputs into the unsharded run's. dfs and fair
+    /// runs belong to shard 1 (the others list them as skipped).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
 }
@@ -244,6 +246,24 @@ enum Command {
         #[command(flatten)]
         views: views::ViewArgs,
     },
+    /// Combine the JSON outputs of the N shards of one run (`run --shard K/N
+    /// --format json`) into exactly what the unsharded run prints.
+    ///
+    /// The failure reported is the one of lowest iteration, as the unsharded
+    /// run finds it; executions add up; expectations are judged once. Exit
+    /// status 1 when a merged run is not as expected, 2 when the files are
+    /// not the outputs of all N shards of one run.
+    Merge {
+        /// The shards' JSON-lines outputs, one file per shard, in any order.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Also write the merged results as JUnit XML.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels,
     /// Measure nssim's scheduler on the benchmark workloads and print tables:
@@ -362,6 +382,11 @@ fn main() -> ExitCode {
             trace.as_deref(),
             &views,
         ),
+        Command::Merge {
+            files,
+            format,
+            junit,
+        } => merge::merge(&files, format, junit.as_deref()),
         Command::Replay {
             scenario,
             token,

@@ -4,46 +4,119 @@ use crate::junit;
 use crate::Format;
 use kernel::{catalog, ActivePatches, Errno, Results};
 use scenario::{Expect, Scenario};
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sim::{Event, ExecReport, ShrinkReport};
 use std::collections::BTreeMap;
+
+/// One (scenario, kernel) run as `--format json` prints it, field for
+/// field: the text record and the JUnit case are made from it, so that
+/// `nssim merge` prints a run from its JSON exactly as the run did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub scenario: String,
+    pub file: String,
+    pub kernel: String,
+    pub profile: String,
+    pub patches: Vec<String>,
+    pub strategy: String,
+    pub seed: u64,
+    pub outcome: String,
+    pub invariant: Option<String>,
+    /// The outcome in words, for a failure.
+    pub detail: Option<String>,
+    pub expected: Option<String>,
+    pub expected_invariant: Option<String>,
+    pub as_expected: bool,
+    pub executions: u64,
+    pub exhausted: bool,
+    pub shrink: Option<ShrinkRecord>,
+    pub steps: u64,
+    pub virtual_ns: u64,
+    pub token: String,
+    pub trace_hash: String,
+    pub results: BTreeMap<String, BTreeMap<String, OpRecord>>,
+    pub result_mismatches: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// `K/N`: the shard that ran it (`1/1` unsharded).
+    pub shard: String,
+    /// The reported execution's index in the whole run's order: the
+    /// iteration of a random or PCT run, the execution of a dfs run.
+    pub iteration: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShrinkRecord {
+    pub steps_before: u64,
+    pub steps_after: u64,
+    pub preemptions_before: u64,
+    pub preemptions_after: u64,
+    pub attempts: usize,
+    pub stopped_at_deadline: bool,
+}
+
+/// One op's results in a run record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpRecord {
+    pub calls: u64,
+    pub results: BTreeMap<String, u64>,
+    pub first_failure: Option<u64>,
+    pub values: Vec<u64>,
+}
+
+/// A run another shard makes, as a shard's JSON lists it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkippedRecord {
+    pub scenario: String,
+    pub file: String,
+    pub kernel: String,
+    pub shard: String,
+    pub skipped: bool,
+    pub reason: String,
+}
+
+/// Why a shard skips a run.
+pub const NOT_IN_THIS_SHARD: &str = "not in this shard";
+
+/// `(k, n)` as records write it.
+pub fn shard_text(shard: Option<(u64, u64)>) -> String {
+    let (k, n) = shard.unwrap_or((1, 1));
+    format!("{k}/{n}")
+}
 
 /// The outcome of one (scenario, kernel) run, ready to print.
 pub struct RunRecord {
     pub as_expected: bool,
-    json: Value,
-    text: String,
-    case: junit::Case,
+    pub record: Record,
 }
 
-impl RunRecord {
-    /// The record as the text output prints it.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
+fn results_record(results: &Results) -> BTreeMap<String, BTreeMap<String, OpRecord>> {
+    results
+        .iter()
+        .map(|(task, ops)| {
+            let ops = ops
+                .iter()
+                .map(|(op, stats)| {
+                    let r = OpRecord {
+                        calls: stats.calls,
+                        results: stats.results.clone(),
+                        first_failure: stats.first_failure,
+                        values: stats.values.clone(),
+                    };
+                    (op.clone(), r)
+                })
+                .collect();
+            (task.clone(), ops)
+        })
+        .collect()
 }
 
-fn results_json(results: &Results) -> Value {
-    let mut tasks = Map::new();
-    for (task, ops) in results {
-        let mut per_op = Map::new();
-        for (op, stats) in ops {
-            per_op.insert(
-                op.clone(),
-                json!({
-                    "calls": stats.calls,
-                    "results": stats.results,
-                    "first_failure": stats.first_failure,
-                    "values": stats.values,
-                }),
-            );
-        }
-        tasks.insert(task.clone(), Value::Object(per_op));
-    }
-    Value::Object(tasks)
-}
-
-fn results_text(results: &Results) -> String {
+fn results_text(results: &BTreeMap<String, BTreeMap<String, OpRecord>>) -> String {
     let mut lines = Vec::new();
     for (task, ops) in results {
         for (op, stats) in ops {
@@ -71,6 +144,13 @@ fn results_text(results: &Results) -> String {
     lines.join("\n")
 }
 
+/// Where a record's run sits in the whole run.
+#[derive(Debug, Clone, Copy)]
+pub struct Place {
+    pub shard: Option<(u64, u64)>,
+    pub iteration: u64,
+}
+
 impl RunRecord {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -86,6 +166,7 @@ impl RunRecord {
         report: &ExecReport,
         token: String,
         results: &Results,
+        place: Place,
     ) -> RunRecord {
         let outcome = &report.outcome;
         let mismatches = expect.map_or_else(Vec::new, |e| result_mismatches(&e.results, results));
@@ -96,61 +177,99 @@ impl RunRecord {
                         .as_deref()
                         .is_none_or(|i| Some(i) == outcome.invariant())
             });
-        let expected = expect.map(|e| e.outcome.as_str());
-        let json = json!({
-            "scenario": sc.name,
-            "file": sc.path.display().to_string(),
-            "kernel": label,
-            "profile": patches.profile,
-            "patches": patches.names(),
-            "strategy": strategy,
-            "seed": seed,
-            "outcome": outcome.kind(),
-            "invariant": outcome.invariant(),
-            "detail": if outcome.is_failure() { Value::String(outcome.to_string()) } else { Value::Null },
-            "expected": expected,
-            "expected_invariant": expect.and_then(|e| e.invariant.clone()),
-            "as_expected": as_expected,
-            "executions": executions,
-            "exhausted": exhausted,
-            "shrink": shrink.map(|s| json!({
-                "steps_before": s.steps_before,
-                "steps_after": s.steps_after,
-                "preemptions_before": s.preemptions_before,
-                "preemptions_after": s.preemptions_after,
-                "attempts": s.attempts,
-                "stopped_at_deadline": s.stopped_at_deadline,
-            })),
-            "steps": report.steps,
-            "virtual_ns": report.virtual_ns,
-            "token": token,
-            "trace_hash": format!("{:016x}", report.trace_hash),
-            "results": results_json(results),
-            "result_mismatches": mismatches,
-        });
-        let mark = if as_expected { "ok  " } else { "FAIL" };
-        let expectation = match expect {
-            Some(e) => match &e.invariant {
-                Some(i) => format!("expected {} of {i}", e.outcome.as_str()),
-                None => format!("expected {}", e.outcome.as_str()),
-            },
-            None => "no expectation".into(),
+        let record = Record {
+            scenario: sc.name.clone(),
+            file: sc.path.display().to_string(),
+            kernel: label.to_string(),
+            profile: patches.profile.to_string(),
+            patches: patches.names().iter().map(|p| p.to_string()).collect(),
+            strategy: strategy.to_string(),
+            seed,
+            outcome: outcome.kind().to_string(),
+            invariant: outcome.invariant().map(str::to_string),
+            detail: outcome.is_failure().then(|| outcome.to_string()),
+            expected: expect.map(|e| e.outcome.as_str().to_string()),
+            expected_invariant: expect.and_then(|e| e.invariant.clone()),
+            as_expected,
+            executions,
+            exhausted,
+            shrink: shrink.map(|s| ShrinkRecord {
+                steps_before: s.steps_before,
+                steps_after: s.steps_after,
+                preemptions_before: s.preemptions_before,
+                preemptions_after: s.preemptions_after,
+                attempts: s.attempts,
+                stopped_at_deadline: s.stopped_at_deadline,
+            }),
+            steps: report.steps,
+            virtual_ns: report.virtual_ns,
+            token,
+            trace_hash: format!("{:016x}", report.trace_hash),
+            results: results_record(results),
+            result_mismatches: mismatches,
+            notes: Vec::new(),
+            shard: shard_text(place.shard),
+            iteration: place.iteration,
         };
-        let exhausted_note = if exhausted { ", search exhausted" } else { "" };
-        let mut text = format!(
-            "{mark} {} [{label}] {} ({expectation}) after {executions} execution(s) of {strategy} seed {seed}{exhausted_note}; {} steps, {} virtual",
-            sc.name,
-            outcome.kind(),
-            report.steps,
-            scenario::format_duration(report.virtual_ns),
-        );
-        if outcome.is_failure() {
-            text.push_str(&format!("\n    {outcome}"));
+        RunRecord {
+            as_expected,
+            record,
         }
-        for m in &mismatches {
+    }
+
+    /// Add notes on what the run could not do in time.
+    pub fn with_notes(mut self, notes: Vec<String>) -> RunRecord {
+        self.record.notes = notes;
+        self
+    }
+
+    /// The record as the text output prints it.
+    pub fn text(&self) -> String {
+        self.record.text()
+    }
+
+    /// This run as a JUnit test case.
+    pub fn junit_case(&self) -> junit::Case {
+        self.record.junit_case()
+    }
+}
+
+impl Record {
+    fn expectation(&self) -> String {
+        match (&self.expected, &self.expected_invariant) {
+            (Some(e), Some(i)) => format!("expected {e} of {i}"),
+            (Some(e), None) => format!("expected {e}"),
+            (None, _) => "no expectation".into(),
+        }
+    }
+
+    /// The record as the text output prints it.
+    pub fn text(&self) -> String {
+        let mark = if self.as_expected { "ok  " } else { "FAIL" };
+        let exhausted_note = if self.exhausted {
+            ", search exhausted"
+        } else {
+            ""
+        };
+        let mut text = format!(
+            "{mark} {} [{}] {} ({}) after {} execution(s) of {} seed {}{exhausted_note}; {} steps, {} virtual",
+            self.scenario,
+            self.kernel,
+            self.outcome,
+            self.expectation(),
+            self.executions,
+            self.strategy,
+            self.seed,
+            self.steps,
+            scenario::format_duration(self.virtual_ns),
+        );
+        if let Some(detail) = &self.detail {
+            text.push_str(&format!("\n    {detail}"));
+        }
+        for m in &self.result_mismatches {
             text.push_str(&format!("\n    not as expected: {m}"));
         }
-        if let Some(s) = shrink {
+        if let Some(s) = &self.shrink {
             text.push_str(&format!(
                 "\n    shrunk from {} steps ({} preemptions) to {} steps ({} preemptions) in {} executions",
                 s.steps_before, s.preemptions_before, s.steps_after, s.preemptions_after, s.attempts
@@ -161,48 +280,70 @@ impl RunRecord {
                 );
             }
         }
-        let res = results_text(results);
+        let res = results_text(&self.results);
         if !res.is_empty() {
             text.push('\n');
             text.push_str(&res);
         }
+        for n in &self.notes {
+            text.push_str(&format!("\n    note: {n}"));
+        }
         text.push_str(&format!(
-            "\n    token {token}\n    replay: nssim replay {} {token}",
-            crate::run::shown(&sc.path)
+            "\n    token {}\n    replay: nssim replay {} {}",
+            self.token,
+            crate::run::shown(std::path::Path::new(&self.file)),
+            self.token
         ));
-        let case = junit::Case {
-            scenario: sc.name.clone(),
-            kernel: label.to_string(),
-            passed: as_expected,
-            message: format!("{} ({expectation})", outcome),
-            details: format!(
-                "token {token}\nreplay: nssim replay {} {token}",
-                sc.path.display()
-            ),
-        };
-        RunRecord {
-            as_expected,
-            json,
-            text,
-            case,
-        }
-    }
-
-    /// Add notes on what the run could not do in time.
-    pub fn with_notes(mut self, notes: Vec<String>) -> RunRecord {
-        if notes.is_empty() {
-            return self;
-        }
-        let replay_at = self.text.find("\n    token ").unwrap_or(self.text.len());
-        let lines: String = notes.iter().map(|n| format!("\n    note: {n}")).collect();
-        self.text.insert_str(replay_at, &lines);
-        self.json["notes"] = notes.into();
-        self
+        text
     }
 
     /// This run as a JUnit test case.
-    pub fn junit_case(self) -> junit::Case {
-        self.case
+    pub fn junit_case(&self) -> junit::Case {
+        junit::Case {
+            scenario: self.scenario.clone(),
+            kernel: self.kernel.clone(),
+            passed: self.as_expected,
+            skipped: None,
+            message: format!(
+                "{} ({})",
+                self.detail.as_deref().unwrap_or(&self.outcome),
+                self.expectation()
+            ),
+            details: format!(
+                "token {}\nreplay: nssim replay {} {}",
+                self.token, self.file, self.token
+            ),
+        }
+    }
+
+    /// The record as `--format json` prints it.
+    pub fn json(&self) -> Value {
+        serde_json::to_value(self).expect("a record is plain data")
+    }
+}
+
+impl SkippedRecord {
+    pub fn new(sc: &Scenario, label: &str, shard: Option<(u64, u64)>) -> SkippedRecord {
+        SkippedRecord {
+            scenario: sc.name.clone(),
+            file: sc.path.display().to_string(),
+            kernel: label.to_string(),
+            shard: shard_text(shard),
+            skipped: true,
+            reason: NOT_IN_THIS_SHARD.into(),
+        }
+    }
+
+    /// This run as JUnit lists it: skipped.
+    pub fn junit_case(&self) -> junit::Case {
+        junit::Case {
+            scenario: self.scenario.clone(),
+            kernel: self.kernel.clone(),
+            passed: true,
+            skipped: Some(self.reason.clone()),
+            message: String::new(),
+            details: String::new(),
+        }
     }
 }
 
@@ -263,10 +404,15 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
     out
 }
 
-/// A run this shard leaves to another (dfs and fair runs belong to shard 1).
-pub fn print_skipped(sc: &Scenario, label: &str, format: Format) {
-    if format == Format::Text {
-        println!("skip {} [{label}]: not in this shard", sc.name);
+/// A run this shard leaves to another (dfs and fair runs belong to shard
+/// 1): a line of text, a JSON record.
+pub fn print_skipped(r: &SkippedRecord, format: Format) {
+    match format {
+        Format::Text => println!("skip {} [{}]: {}", r.scenario, r.kernel, r.reason),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_value(r).expect("a record is plain data")
+        ),
     }
 }
 
@@ -280,10 +426,10 @@ pub fn print_summary(passed: usize, failed: usize, format: Format) {
     }
 }
 
-pub fn print_record(r: &RunRecord, format: Format) {
+pub fn print_record(r: &Record, format: Format) {
     match format {
-        Format::Json => println!("{}", r.json),
-        Format::Text => println!("{}", r.text),
+        Format::Json => println!("{}", r.json()),
+        Format::Text => println!("{}", r.text()),
     }
 }
 

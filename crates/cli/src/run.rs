@@ -320,7 +320,9 @@ pub fn run(
     for (sc, plan) in all {
         let patches = plan_patches(sc, &plan)?;
         if !run_spec(sc, &plan, &patches).explore.runs_in_shard() {
-            output::print_skipped(sc, &plan.label, format);
+            let skipped = output::SkippedRecord::new(sc, &plan.label, plan.shard);
+            output::print_skipped(&skipped, format);
+            cases.push(skipped.junit_case());
             continue;
         }
         let outputs = Outputs {
@@ -329,11 +331,12 @@ pub fn run(
             json: format == Format::Json,
         };
         let record = execute(sc, &plan, &outputs)?;
-        output::print_record(&record, format);
+        output::print_record(&record.record, format);
         cases.push(record.junit_case());
     }
     let failed = cases.iter().filter(|c| !c.passed).count();
-    output::print_summary(cases.len() - failed, failed, format);
+    let ran = cases.iter().filter(|c| c.skipped.is_none()).count();
+    output::print_summary(ran - failed, failed, format);
     if let Some(file) = junit_file {
         std::fs::write(file, junit::render(&cases)).map_err(|e| {
             CliError(format!(
@@ -512,6 +515,10 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
         &out.explore.report,
         token.encode(),
         &out.results,
+        output::Place {
+            shard: plan.shard,
+            iteration: out.explore.iteration,
+        },
     )
     .with_notes(notes))
 }
@@ -651,12 +658,14 @@ pub fn replay(
     if outputs.wanted() {
         outputs.emit(&sc, &plan.label, &patches, &token, &report)?;
     }
-    let (strategy, seed) = match &token.schedule {
-        Schedule::Random { seed, .. } => ("random", *seed),
-        Schedule::Pct { seed, .. } => ("pct", *seed),
-        Schedule::Fair => ("fair", plan.explore.seed),
+    let (strategy, seed, iteration) = match &token.schedule {
+        Schedule::Random { seed, iteration } => ("random", *seed, *iteration),
+        Schedule::Pct {
+            seed, iteration, ..
+        } => ("pct", *seed, *iteration),
+        Schedule::Fair => ("fair", plan.explore.seed, 0),
         Schedule::Choices(_) | Schedule::Segments(_) => {
-            (plan.explore.strategy.as_str(), plan.explore.seed)
+            (plan.explore.strategy.as_str(), plan.explore.seed, 0)
         }
     };
     let record = RunRecord::new(
@@ -672,6 +681,10 @@ pub fn replay(
         &report,
         token.encode(),
         &results,
+        output::Place {
+            shard: None,
+            iteration,
+        },
     );
     if format == Format::Text && !outputs.views.timeline {
         output::print_steps(&report);
@@ -681,7 +694,7 @@ pub fn replay(
             "warning: the execution diverged from the token at step {at} and was finished in non-preemptive order: the scenario or nssim changed since the token was made"
         );
     }
-    output::print_record(&record, format);
+    output::print_record(&record.record, format);
     Ok(record.as_expected)
 }
 

@@ -130,6 +130,9 @@ pub struct ExploreReport {
     /// could be run again to be named and shrunk: `schedule` is the one
     /// the search found.
     pub unnamed_at_deadline: bool,
+    /// Where `report` is in the whole run's order, whatever the shard: the
+    /// iteration of a seeded run, the execution's index in a search.
+    pub iteration: u64,
 }
 
 /// Explore the executions that `build` sets up (it is called once per
@@ -228,6 +231,7 @@ fn search(
                 exhausted: false,
                 shrink: None,
                 unnamed_at_deadline: false,
+                iteration: 0,
             }
         }
         StrategySpec::Random => seeded(cfg, run, &|i| Schedule::Random {
@@ -334,6 +338,7 @@ fn seeded(
         exhausted: false,
         shrink: None,
         unnamed_at_deadline: false,
+        iteration: indices.at(position),
     }
 }
 
@@ -487,6 +492,7 @@ impl ExploreReport {
             exhausted,
             shrink: None,
             unnamed_at_deadline: false,
+            iteration: executions.saturating_sub(1),
         }
     }
 }

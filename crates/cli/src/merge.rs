@@ -1,0 +1,255 @@
+//! `nssim merge`: the JSON-lines outputs of the N shards of one run
+//! (`nssim run --shard K/N --format json`), made into what the unsharded
+//! run prints, in text, JSON and JUnit.
+//!
+//! Each shard lists every (scenario, kernel) run in the same order: the
+//! ones it made as records, the others as skipped. A dfs or fair run is
+//! shard 1's alone and is taken as it is. A random or PCT run's shards each
+//! stop at their own first failure, or report their last iteration: the
+//! unsharded run reports the failure of lowest iteration, or else its last
+//! iteration, after that iteration plus one executions.
+
+use crate::junit;
+use crate::output::{self, Record, SkippedRecord};
+use crate::run::{shown, CliError};
+use crate::Format;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// One line of a shard's output.
+enum Entry {
+    Ran(Box<Record>),
+    Skipped(SkippedRecord),
+}
+
+impl Entry {
+    fn shard(&self) -> &str {
+        match self {
+            Entry::Ran(r) => &r.shard,
+            Entry::Skipped(s) => &s.shard,
+        }
+    }
+
+    /// The run it is: (scenario file, kernel label).
+    fn key(&self) -> (&str, &str) {
+        match self {
+            Entry::Ran(r) => (&r.file, &r.kernel),
+            Entry::Skipped(s) => (&s.file, &s.kernel),
+        }
+    }
+}
+
+/// One shard's output.
+struct Shard {
+    path: PathBuf,
+    k: u64,
+    n: u64,
+    /// Entries and their line numbers.
+    entries: Vec<(usize, Entry)>,
+}
+
+fn error(path: &Path, line: usize, what: impl std::fmt::Display) -> CliError {
+    CliError(format!("error: {}:{line}: {what}", shown(path)))
+}
+
+fn parse_entry(path: &Path, line: usize, text: &str) -> Result<Entry, CliError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        CliError(format!(
+            "error: {}:{line}:{}: not JSON: {e}",
+            shown(path),
+            e.column()
+        ))
+    })?;
+    let not_a_record = |e: serde_json::Error| {
+        error(
+            path,
+            line,
+            format!("not a record of `nssim run --format json`: {e}"),
+        )
+    };
+    if value.get("skipped") == Some(&Value::Bool(true)) {
+        Ok(Entry::Skipped(
+            serde_json::from_value(value).map_err(not_a_record)?,
+        ))
+    } else {
+        Ok(Entry::Ran(Box::new(
+            serde_json::from_value(value).map_err(not_a_record)?,
+        )))
+    }
+}
+
+/// `K/N` as a record writes it.
+fn parse_shard(text: &str) -> Option<(u64, u64)> {
+    let (k, n) = text.split_once('/')?;
+    let (k, n) = (k.parse().ok()?, n.parse().ok()?);
+    (1 <= k && k <= n).then_some((k, n))
+}
+
+fn read_shard(path: &Path) -> Result<Shard, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError(format!("error: cannot read {}: {e}", shown(path))))?;
+    let mut entries = Vec::new();
+    let mut shard: Option<(u64, u64, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry = parse_entry(path, i + 1, line)?;
+        let Some((k, n)) = parse_shard(entry.shard()) else {
+            return Err(error(
+                path,
+                i + 1,
+                format!("`shard` is `{}`, not K/N", sim::echo::echo(entry.shard())),
+            ));
+        };
+        match &shard {
+            None => shard = Some((k, n, entry.shard().to_string())),
+            Some((_, _, first)) if first != entry.shard() => {
+                return Err(error(
+                    path,
+                    i + 1,
+                    format!(
+                        "a record of shard {} in the output of shard {first}",
+                        entry.shard()
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+        entries.push((i + 1, entry));
+    }
+    let Some((k, n, _)) = shard else {
+        return Err(CliError(format!(
+            "error: {} has no records of `nssim run --format json`",
+            shown(path)
+        )));
+    };
+    Ok(Shard {
+        path: path.to_path_buf(),
+        k,
+        n,
+        entries,
+    })
+}
+
+/// The shards of one run, in shard order: every K of 1..=N once.
+fn read_shards(paths: &[PathBuf]) -> Result<Vec<Shard>, CliError> {
+    let mut shards = paths
+        .iter()
+        .map(|p| read_shard(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    shards.sort_by_key(|s| s.k);
+    let n = shards[0].n;
+    if let Some(other) = shards.iter().find(|s| s.n != n) {
+        return Err(CliError(format!(
+            "error: {} is a shard of {} and {} a shard of {n}: not the shards of one run",
+            shown(&other.path),
+            other.n,
+            shown(&shards[0].path)
+        )));
+    }
+    for pair in shards.windows(2) {
+        if pair[0].k == pair[1].k {
+            return Err(CliError(format!(
+                "error: {} and {} are both shard {}/{n}",
+                shown(&pair[0].path),
+                shown(&pair[1].path),
+                pair[0].k
+            )));
+        }
+    }
+    if let Some(k) = (1..=n).find(|k| shards.iter().all(|s| s.k != *k)) {
+        return Err(CliError(format!(
+            "error: shard {k}/{n} is missing: give the outputs of all {n} shards"
+        )));
+    }
+    let first = &shards[0];
+    for s in &shards[1..] {
+        if s.entries.len() != first.entries.len() {
+            return Err(CliError(format!(
+                "error: {} lists {} runs and {} lists {}: not the shards of one run",
+                shown(&s.path),
+                s.entries.len(),
+                shown(&first.path),
+                first.entries.len()
+            )));
+        }
+        for ((line, e), (_, f)) in s.entries.iter().zip(&first.entries) {
+            if e.key() != f.key() {
+                let (file, kernel) = e.key();
+                let (want_file, want_kernel) = f.key();
+                return Err(error(
+                    &s.path,
+                    *line,
+                    format!(
+                        "run {file} [{kernel}] where {} has {want_file} [{want_kernel}]: not the shards of one run",
+                        shown(&first.path)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(shards)
+}
+
+/// The unsharded run's record of one run, from its shards' entries.
+fn combine(entries: &[&Entry]) -> Result<Record, CliError> {
+    let ran: Vec<&Record> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Ran(r) => Some(r.as_ref()),
+            Entry::Skipped(_) => None,
+        })
+        .collect();
+    let mut merged = match ran.as_slice() {
+        [] => {
+            let (file, kernel) = entries[0].key();
+            return Err(CliError(format!(
+                "error: no shard ran {file} [{kernel}]: every output lists it as skipped"
+            )));
+        }
+        [only] => (*only).clone(),
+        several => {
+            let failed = |r: &&&Record| r.outcome != sim::Outcome::Pass.kind();
+            let reported = several
+                .iter()
+                .filter(failed)
+                .min_by_key(|r| r.iteration)
+                .or_else(|| several.iter().max_by_key(|r| r.iteration))
+                .expect("several records");
+            let mut r = (*reported).clone();
+            r.executions = r.iteration + 1;
+            r
+        }
+    };
+    merged.shard = output::shard_text(None);
+    Ok(merged)
+}
+
+pub fn merge(
+    paths: &[PathBuf],
+    format: Format,
+    junit_file: Option<&Path>,
+) -> Result<bool, CliError> {
+    let shards = read_shards(paths)?;
+    let mut records = Vec::new();
+    for i in 0..shards[0].entries.len() {
+        let entries: Vec<&Entry> = shards.iter().map(|s| &s.entries[i].1).collect();
+        records.push(combine(&entries)?);
+    }
+    for r in &records {
+        output::print_record(r, format);
+    }
+    let cases: Vec<junit::Case> = records.iter().map(Record::junit_case).collect();
+    let failed = cases.iter().filter(|c| !c.passed).count();
+    output::print_summary(cases.len() - failed, failed, format);
+    if let Some(file) = junit_file {
+        std::fs::write(file, junit::render(&cases)).map_err(|e| {
+            CliError(format!(
+                "error: cannot write JUnit XML to {}: {e}",
+                shown(file)
+            ))
+        })?;
+    }
+    Ok(failed == 0)
+}

@@ -1,0 +1,156 @@
+//! Three shards of one run and `nssim merge` print exactly what the
+//! unsharded run prints, in JSON, text and JUnit, for random, PCT, dfs and
+//! fair runs; every shard record carries its shard and global iteration,
+//! and a set of files that is not the shards of one run is refused.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use support::{nssim, root, stderr, stdout};
+
+/// Runs of every strategy: PCT and random runs that fail in different
+/// shards at different iterations, random runs that pass, a dfs and fair
+/// runs.
+const SCENARIOS: [&str; 3] = [
+    "sim-scenarios/ipc-v6.3-window.toml",
+    "sim-scenarios/ipc-alloc-vs-free.toml",
+    "sim-scenarios/uevent-enobufs.toml",
+];
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nssim-merge-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run"];
+    args.extend(SCENARIOS);
+    args.extend(extra);
+    nssim(&args)
+}
+
+/// The shards' JSON outputs, written to files in `dir`.
+fn shard_files(dir: &Path) -> Vec<String> {
+    (1..=3)
+        .map(|k| {
+            let out = run(&["--shard", &format!("{k}/3"), "--format", "json"]);
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            let file = dir.join(format!("shard-{k}.json"));
+            std::fs::write(&file, &out.stdout).unwrap();
+            file.display().to_string()
+        })
+        .collect()
+}
+
+fn merge(files: &[String], extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["merge"];
+    // In another order than 1, 2, 3: the shard is in the records.
+    args.extend([&files[2], &files[0], &files[1]].map(String::as_str));
+    args.extend(extra);
+    nssim(&args)
+}
+
+#[test]
+fn three_shards_merge_into_the_unsharded_run() {
+    let dir = scratch("same");
+    let files = shard_files(&dir);
+    let whole = run(&["--format", "json"]);
+    let merged = merge(&files, &["--format", "json"]);
+    assert_eq!(merged.status.code(), whole.status.code());
+    assert_eq!(stdout(&merged), stdout(&whole), "JSON, byte for byte");
+    assert_eq!(stderr(&merged), stderr(&whole), "the summary line");
+    assert_eq!(stdout(&merge(&files, &[])), stdout(&run(&[])), "text");
+    let (whole_xml, merged_xml) = (dir.join("whole.xml"), dir.join("merged.xml"));
+    run(&["--junit", whole_xml.to_str().unwrap()]);
+    merge(&files, &["--junit", merged_xml.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(&merged_xml).unwrap(),
+        std::fs::read_to_string(&whole_xml).unwrap(),
+        "JUnit"
+    );
+    // The merge is not trivial: the failures came from different shards,
+    // and runs that belong to shard 1 are skipped elsewhere.
+    let records: Vec<Value> = files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<Value>>()
+        })
+        .collect();
+    let reporting = |kernel: &str| -> Vec<(String, u64)> {
+        records
+            .iter()
+            .filter(|r| r["kernel"] == kernel && r["outcome"] == "violation")
+            .map(|r| {
+                (
+                    r["shard"].as_str().unwrap().to_string(),
+                    r["iteration"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        reporting("v6.3-pct").len(),
+        3,
+        "every shard found the PCT window"
+    );
+    let skipped: Vec<&Value> = records.iter().filter(|r| r["skipped"] == true).collect();
+    assert!(skipped
+        .iter()
+        .any(|r| r["kernel"] == "v6.3-dfs" && r["shard"] == "2/3"));
+    assert!(skipped.iter().all(|r| r["reason"] == "not in this shard"));
+    let shard_xml = dir.join("shard.xml");
+    run(&["--shard", "2/3", "--junit", shard_xml.to_str().unwrap()]);
+    let xml = std::fs::read_to_string(&shard_xml).unwrap();
+    assert!(
+        xml.contains("name=\"v6.3-dfs\">\n      <skipped message=\"not in this shard\"/>"),
+        "{xml}"
+    );
+    let whole: Vec<Value> = stdout(&run(&["--format", "json"]))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let pct = whole.iter().find(|r| r["kernel"] == "v6.3-pct").unwrap();
+    let first = reporting("v6.3-pct").iter().map(|r| r.1).min().unwrap();
+    assert_eq!(pct["iteration"], first, "the failure of lowest iteration");
+    assert_eq!(pct["executions"], first + 1);
+    assert_eq!(pct["shard"], "1/1");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn files_that_are_not_the_shards_of_one_run_are_refused() {
+    let dir = scratch("refused");
+    let files = shard_files(&dir);
+    let refused = |args: &[&str], want: &str| {
+        let mut all = vec!["merge"];
+        all.extend(args);
+        let out = nssim(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty());
+    };
+    refused(&[&files[0], &files[1]], "shard 3/3 is missing");
+    refused(&[&files[0], &files[0], &files[2]], "are both shard 1/3");
+    let cut = dir.join("cut.json");
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
+    let cut = cut.display().to_string();
+    refused(&[&files[0], &cut, &files[2]], "cut.json:");
+    let other = dir.join("other.json");
+    let one = nssim(&["run", SCENARIOS[0], "--shard", "2/3", "--format", "json"]);
+    std::fs::write(&other, &one.stdout).unwrap();
+    let other = other.display().to_string();
+    refused(&[&files[0], &other, &files[2]], "not the shards of one run");
+    refused(
+        &[&root().join("README.md").display().to_string()],
+        "README.md:1:",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
