@@ -270,13 +270,15 @@ impl Search {
                 .rev()
                 .find(|&k| log.steps[k].runnable.binary_search(&t).is_err());
             let mut clock = previous.map_or_else(Vec::new, |p| self.events[p].clock.clone());
-            for (i, e) in self.events.iter().enumerate() {
-                if e.task != t && e.fp.conflicts(&fp) {
-                    join(&mut clock, &self.events[i].clock);
-                }
-            }
             if let Some(k) = enabler {
                 join(&mut clock, &self.events[k].clock);
+            }
+            // Latest first: a step the clock already covers happens before
+            // one joined already, so its own clock adds nothing.
+            for e in self.events.iter().rev() {
+                if e.task != t && !covers(&clock, e) && e.fp.conflicts(&fp) {
+                    join(&mut clock, &e.clock);
+                }
             }
             grow(&mut clock, t + 1, 0);
             clock[t] = locals[t] + 1;
@@ -337,33 +339,41 @@ impl Search {
     fn races(&mut self, from: usize, bounded: bool) {
         let n = self.events.len();
         for j in from..n {
-            let t = self.events[j].task;
-            let enabler = self.events[j].enabler;
-            let previous = (0..j).rev().find(|&p| self.events[p].task == t);
-            let candidates: Vec<usize> = (0..j)
-                .filter(|&i| {
-                    let e = &self.events[i];
-                    e.task != t && e.fp.conflicts(&self.events[j].fp)
-                })
-                .collect();
-            for &i in &candidates {
-                if Some(i) == enabler {
-                    continue;
-                }
-                let direct = candidates
-                    .iter()
-                    .copied()
-                    .chain(enabler)
-                    .chain(previous)
-                    .all(|d| d == i || !self.happens_before(i, d));
-                if direct {
-                    self.reverse(i, j, bounded);
-                    if bounded {
-                        self.switch_earlier(i, j);
-                    }
+            for i in self.direct_races(j) {
+                self.reverse(i, j, bounded);
+                if bounded {
+                    self.switch_earlier(i, j);
                 }
             }
         }
+    }
+
+    /// The steps in a race with step `j`, ascending: dependent steps of
+    /// other tasks that happen before no other step `j` depends on (nor
+    /// before the step of its task before it, nor before the step that
+    /// enabled it). Walked latest first: a step the steps found so far
+    /// cover happens before one of them, so it is not in a direct race.
+    fn direct_races(&self, j: usize) -> Vec<usize> {
+        let ev = &self.events[j];
+        let t = ev.task;
+        let previous = (0..j).rev().find(|&p| self.events[p].task == t);
+        let mut covered: Vec<u32> = Vec::new();
+        for d in previous.into_iter().chain(ev.enabler) {
+            join(&mut covered, &self.events[d].clock);
+        }
+        let mut found = Vec::new();
+        for i in (0..j).rev() {
+            let e = &self.events[i];
+            if e.task == t || Some(i) == ev.enabler || covers(&covered, e) {
+                continue;
+            }
+            if e.fp.conflicts(&ev.fp) {
+                found.push(i);
+                join(&mut covered, &e.clock);
+            }
+        }
+        found.reverse();
+        found
     }
 
     /// Plan `notdep(i).j` from the state before step `i`, unless a task
@@ -513,6 +523,11 @@ fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
     if v.len() < len {
         v.resize(len, fill);
     }
+}
+
+/// Whether the step `e` happens before (or is) one whose clock is `clock`.
+fn covers(clock: &[u32], e: &Event) -> bool {
+    clock.get(e.task).copied().unwrap_or(0) > e.local
 }
 
 fn join(into: &mut Vec<u32>, other: &[u32]) {
