@@ -241,15 +241,5 @@ pub fn merge(
         output::print_record(r, format);
     }
     let cases: Vec<junit::Case> = records.iter().map(Record::junit_case).collect();
-    let failed = cases.iter().filter(|c| !c.passed).count();
-    output::print_summary(cases.len() - failed, failed, format);
-    if let Some(file) = junit_file {
-        std::fs::write(file, junit::render(&cases)).map_err(|e| {
-            CliError(format!(
-                "error: cannot write JUnit XML to {}: {e}",
-                shown(file)
-            ))
-        })?;
-    }
-    Ok(failed == 0)
+    output::finish(&cases, format, junit_file)
 }

@@ -416,6 +416,27 @@ pub fn print_skipped(r: &SkippedRecord, format: Format) {
     }
 }
 
+/// The end of a run's output: the closing line, and the JUnit XML when
+/// asked for; `Ok(true)` when every run was as expected.
+pub fn finish(
+    cases: &[junit::Case],
+    format: Format,
+    junit_file: Option<&std::path::Path>,
+) -> Result<bool, crate::run::CliError> {
+    let failed = cases.iter().filter(|c| !c.passed).count();
+    let ran = cases.iter().filter(|c| c.skipped.is_none()).count();
+    print_summary(ran - failed, failed, format);
+    if let Some(file) = junit_file {
+        std::fs::write(file, junit::render(cases)).map_err(|e| {
+            crate::run::CliError(format!(
+                "error: cannot write JUnit XML to {}: {e}",
+                crate::run::shown(file)
+            ))
+        })?;
+    }
+    Ok(failed == 0)
+}
+
 /// The closing line, `N passed, N failed`: on standard output for text, on
 /// standard error for JSON (whose output stays one object per line).
 pub fn print_summary(passed: usize, failed: usize, format: Format) {

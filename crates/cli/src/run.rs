@@ -1,6 +1,5 @@
 //! `nssim run` and `nssim replay`.
 
-use crate::junit;
 use crate::output::{self, RunRecord};
 use crate::progress;
 use crate::tracefile;
@@ -334,18 +333,7 @@ pub fn run(
         output::print_record(&record.record, format);
         cases.push(record.junit_case());
     }
-    let failed = cases.iter().filter(|c| !c.passed).count();
-    let ran = cases.iter().filter(|c| c.skipped.is_none()).count();
-    output::print_summary(ran - failed, failed, format);
-    if let Some(file) = junit_file {
-        std::fs::write(file, junit::render(&cases)).map_err(|e| {
-            CliError(format!(
-                "error: cannot write JUnit XML to {}: {e}",
-                shown(file)
-            ))
-        })?;
-    }
-    Ok(failed == 0)
+    output::finish(&cases, format, junit_file)
 }
 
 fn plan_patches(sc: &Scenario, plan: &Plan) -> Result<ActivePatches, CliError> {
