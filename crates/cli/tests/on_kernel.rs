@@ -209,3 +209,50 @@ fn a_run_cut_off_by_its_wall_clock_bound_leaves_nothing_behind() {
     assert_nothing_left(&before);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Eight processes execve at once: each reads the run's plan back from
+/// the memfd they share (and whose file offset they share), and every
+/// one goes on with its ops. Reading it by offset once lost a task's
+/// results in about one run in ten.
+#[test]
+fn tasks_that_execve_at_once_all_resume() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !skip_unless_runnable("tasks_that_execve_at_once_all_resume") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("nssim-execve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("execve-together.toml");
+    std::fs::write(
+        &file,
+        r#"name = "execve-together"
+summary = "eight processes execve at once, then fork and reap"
+[explore]
+strategy = "fair"
+[[task]]
+name = "t"
+instances = 8
+ops = ["execve()", "fork()", "exit()"]
+[[kernel]]
+profile = "v6.16"
+expect = "pass"
+"#,
+    )
+    .unwrap();
+    let out = nssim(&[
+        "run",
+        "--on-kernel",
+        "--repeat",
+        "60",
+        "--format",
+        "json",
+        file.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let text = stdout(&out);
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    let k = &v["on_kernel"];
+    assert_eq!(k["verdict"], "agree", "{text}");
+    assert_eq!(k["kernel_outcomes"].as_array().unwrap().len(), 1, "{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+}

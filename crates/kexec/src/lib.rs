@@ -378,6 +378,15 @@ fn plan_memfd(text: &str) -> sys::SysResult<i32> {
     Ok(fd)
 }
 
+/// The whole file, read from offset 0 without moving the shared offset.
+fn read_whole_at(file: &std::fs::File) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, 0).ok()?;
+    String::from_utf8(buf).ok()
+}
+
 /// `nssim __kernel-resume STATE`: a task after its execve records the
 /// execve's success and runs on from the next op.
 pub fn resume_main(arg: &str) -> i32 {
@@ -388,14 +397,17 @@ pub fn resume_main(arg: &str) -> i32 {
     if !open(resume.plan) || !open(resume.results) {
         return 2;
     }
-    let mut text = String::new();
-    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(resume.plan) };
-    use std::io::Seek;
-    if file.seek(std::io::SeekFrom::Start(0)).is_err() || file.read_to_string(&mut text).is_err() {
-        return 2;
-    }
+    // Every task's memfd shares one file offset: read it by position, or
+    // two tasks resuming at once would each read part of it.
+    let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(resume.plan) };
+    let text = read_whole_at(&file);
     std::mem::forget(file);
-    let Ok(request) = serde_json::from_str::<Value>(&text) else {
+    let Some(request) = text.and_then(|t| serde_json::from_str::<Value>(&t).ok()) else {
+        world::report_error(
+            resume.results,
+            Some(resume.instance),
+            "the task could not read its plan back after execve",
+        );
         return 2;
     };
     let Ok(setup) = setup_of(&request) else {
