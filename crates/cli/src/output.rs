@@ -31,7 +31,7 @@ pub struct Record {
     pub as_expected: bool,
     pub executions: u64,
     pub exhausted: bool,
-    pub shrink: Option<ShrinkRecord>,
+    pub shrink: Option<ShrinkReport>,
     pub steps: u64,
     pub virtual_ns: u64,
     pub token: String,
@@ -45,17 +45,6 @@ pub struct Record {
     /// The reported execution's index in the whole run's order: the
     /// iteration of a random or PCT run, the execution of a dfs run.
     pub iteration: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShrinkRecord {
-    pub steps_before: u64,
-    pub steps_after: u64,
-    pub preemptions_before: u64,
-    pub preemptions_after: u64,
-    pub attempts: usize,
-    pub stopped_at_deadline: bool,
 }
 
 /// One op's results in a run record.
@@ -193,14 +182,7 @@ impl RunRecord {
             as_expected,
             executions,
             exhausted,
-            shrink: shrink.map(|s| ShrinkRecord {
-                steps_before: s.steps_before,
-                steps_after: s.steps_after,
-                preemptions_before: s.preemptions_before,
-                preemptions_after: s.preemptions_after,
-                attempts: s.attempts,
-                stopped_at_deadline: s.stopped_at_deadline,
-            }),
+            shrink,
             steps: report.steps,
             virtual_ns: report.virtual_ns,
             token,

@@ -5,7 +5,8 @@
 //! same target that ran meanwhile (even one that had started before) may
 //! have changed it, so the comparison is made only when none did.
 //!
-//! Targets: a uid/gid map write, the map of the namespace written; a
+//! Targets: a uid/gid map write (also through a file another task's
+//! credentials opened), the map of the namespace written; a
 //! setgroups write, the namespace's setgroups flag; a `max_*` sysctl write,
 //! the limit; a setns, the task's namespaces; set*uid, setrlimit, execve, fork and clone, the task's uids,
 //! RLIMIT_NPROC and children. (An injected uevent that is refused must not
@@ -17,6 +18,7 @@ use crate::invariants::Invariant;
 use crate::setup::{Op, UsernsFile};
 use crate::task::Task;
 use sim::Outcome;
+use std::sync::Arc;
 use ucounts::UcountType;
 use userns::MapKind;
 
@@ -57,21 +59,16 @@ impl World {
                     None => p.user_ns(),
                     Some(t) => self.task_named(t)?.user_ns(),
                 };
-                let key = format!("{} of {}", file.name(), ns.name);
-                Some((
-                    key,
-                    match file {
-                        UsernsFile::UidMap => {
-                            format!("uid_map {:?}", ns.map(MapKind::Uid).peek_committed())
-                        }
-                        UsernsFile::GidMap => {
-                            format!("gid_map {:?}", ns.map(MapKind::Gid).peek_committed())
-                        }
-                        UsernsFile::Setgroups => {
-                            format!("setgroups allowed: {}", ns.setgroups_allowed())
-                        }
-                    },
-                ))
+                Some(userns_file_state(file, &ns))
+            }
+            Op::WriteOpened { .. } => {
+                let ns = p
+                    .own
+                    .lock()
+                    .opened_map
+                    .as_ref()
+                    .map(|(ns, _)| Arc::clone(ns))?;
+                Some(userns_file_state(UsernsFile::UidMap, &ns))
             }
             Op::SetnsUser { .. } | Op::SetnsNet { .. } | Op::SetnsIpc { .. } => {
                 let ns = p.nsproxy();
@@ -149,6 +146,16 @@ pub(super) struct DenialWatch {
     state: String,
     epoch: u64,
     alone: bool,
+}
+
+/// The key of a uid_map, gid_map or setgroups file and its state now.
+fn userns_file_state(file: UsernsFile, ns: &userns::UserNamespace) -> (String, String) {
+    let state = match file {
+        UsernsFile::UidMap => format!("uid_map {:?}", ns.map(MapKind::Uid).peek_committed()),
+        UsernsFile::GidMap => format!("gid_map {:?}", ns.map(MapKind::Gid).peek_committed()),
+        UsernsFile::Setgroups => format!("setgroups allowed: {}", ns.setgroups_allowed()),
+    };
+    (format!("{} of {}", file.name(), ns.name), state)
 }
 
 /// The `/proc/PID` file a write op names, and the task whose file it is

@@ -2,9 +2,30 @@
 
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[allow(clippy::upper_case_acronyms)]
-pub enum Errno {
+/// Declares the error numbers once: the enum, the names the kernel gives
+/// them, and the list of every one.
+macro_rules! declare_errnos {
+    ($($name:ident = $number:literal,)*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[allow(clippy::upper_case_acronyms)]
+        pub enum Errno {
+            $($name = $number,)*
+        }
+
+        impl Errno {
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Errno::$name => stringify!($name),)*
+                }
+            }
+
+            /// Every error number the model returns.
+            pub const ALL: &[Errno] = &[$(Errno::$name,)*];
+        }
+    };
+}
+
+declare_errnos! {
     EPERM = 1,
     ENOENT = 2,
     EBADF = 9,
@@ -20,43 +41,10 @@ pub enum Errno {
 }
 
 impl Errno {
-    pub fn name(self) -> &'static str {
-        match self {
-            Errno::EPERM => "EPERM",
-            Errno::ENOENT => "ENOENT",
-            Errno::EBADF => "EBADF",
-            Errno::ECHILD => "ECHILD",
-            Errno::EAGAIN => "EAGAIN",
-            Errno::ENOMEM => "ENOMEM",
-            Errno::EACCES => "EACCES",
-            Errno::EINVAL => "EINVAL",
-            Errno::ENOSPC => "ENOSPC",
-            Errno::EUSERS => "EUSERS",
-            Errno::ENOBUFS => "ENOBUFS",
-            Errno::ECONNREFUSED => "ECONNREFUSED",
-        }
-    }
-
     /// The value a syscall returns: minus the error number.
     pub fn as_return(self) -> i64 {
         -(self as i64)
     }
-
-    /// Every error number the model returns.
-    pub const ALL: &[Errno] = &[
-        Errno::EPERM,
-        Errno::ENOENT,
-        Errno::EBADF,
-        Errno::ECHILD,
-        Errno::EAGAIN,
-        Errno::ENOMEM,
-        Errno::EACCES,
-        Errno::EINVAL,
-        Errno::ENOSPC,
-        Errno::EUSERS,
-        Errno::ENOBUFS,
-        Errno::ECONNREFUSED,
-    ];
 
     pub fn from_return(v: i64) -> Option<Errno> {
         Self::ALL.iter().copied().find(|e| e.as_return() == v)

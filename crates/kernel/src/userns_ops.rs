@@ -70,22 +70,33 @@ impl World {
             Some(t) => self.open_proc_file(task, t, ProcFile::IdFile)?.user_ns(),
         };
         let cred = task.cred();
-        let result = match file {
-            UsernsFile::UidMap | UsernsFile::GidMap => {
-                let kind = if file == UsernsFile::UidMap {
-                    MapKind::Uid
-                } else {
-                    MapKind::Gid
-                };
-                userns::map_write(&self.userns, &ns, kind, &cred, &cred, text.as_bytes(), 0).result
-            }
+        match file {
+            UsernsFile::UidMap => self.map_write_as(&ns, MapKind::Uid, &cred, &cred, text),
+            UsernsFile::GidMap => self.map_write_as(&ns, MapKind::Gid, &cred, &cred, text),
             UsernsFile::Setgroups => {
-                userns::proc_setgroups_write(&self.userns, &ns, &cred, text.as_bytes(), 0).0
+                let result =
+                    userns::proc_setgroups_write(&self.userns, &ns, &cred, text.as_bytes(), 0).0;
+                noted(file, &ns, result.map(|_| ()))
             }
+        }
+    }
+
+    /// `map_write` of `ns`'s map with the credentials of the file's opener
+    /// and of the writer, noted in the trace.
+    fn map_write_as(
+        &self,
+        ns: &Arc<userns::UserNamespace>,
+        kind: MapKind,
+        opener: &userns::Cred,
+        writer: &userns::Cred,
+        text: &str,
+    ) -> Result<(), Errno> {
+        let result = userns::map_write(&self.userns, ns, kind, opener, writer, text.as_bytes(), 0);
+        let file = match kind {
+            MapKind::Uid => UsernsFile::UidMap,
+            MapKind::Gid => UsernsFile::GidMap,
         };
-        let code = result.map_or_else(|e| from_userns(e).as_return(), |_| 0);
-        sim::note(file.name(), ns.obj, code);
-        result.map(|_| ()).map_err(from_userns)
+        noted(file, ns, result.result.map(|_| ()))
     }
 
     /// `open("/proc/PID/uid_map", O_WRONLY)` kept open: the file records
@@ -105,19 +116,17 @@ impl World {
     pub(super) fn write_opened_map(&self, task: &Task, text: &str) -> Result<(), Errno> {
         sim::point("write", ObjId::NONE, &crate::costs::SYSCALL);
         let (ns, opener) = task.own.lock().opened_map.clone().ok_or(Errno::EBADF)?;
-        let writer = task.cred();
-        let result = userns::map_write(
-            &self.userns,
-            &ns,
-            MapKind::Uid,
-            &opener,
-            &writer,
-            text.as_bytes(),
-            0,
-        )
-        .result;
-        let code = result.map_or_else(|e| from_userns(e).as_return(), |_| 0);
-        sim::note(UsernsFile::UidMap.name(), ns.obj, code);
-        result.map(|_| ()).map_err(from_userns)
+        self.map_write_as(&ns, MapKind::Uid, &opener, &task.cred(), text)
     }
+}
+
+/// A write's result in the trace, as the kernel's errno.
+fn noted(
+    file: UsernsFile,
+    ns: &userns::UserNamespace,
+    result: Result<(), userns::Error>,
+) -> Result<(), Errno> {
+    let code = result.map_or_else(|e| from_userns(e).as_return(), |_| 0);
+    sim::note(file.name(), ns.obj, code);
+    result.map_err(from_userns)
 }

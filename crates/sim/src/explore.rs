@@ -101,7 +101,8 @@ impl ExploreConfig {
 pub const SHRINK_BUDGET: usize = 2000;
 
 /// What shrinking achieved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ShrinkReport {
     pub steps_before: u64,
     pub steps_after: u64,
