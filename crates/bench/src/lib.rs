@@ -432,6 +432,35 @@ pub mod nssim {
         e.run()
     }
 
+    /// Scale: `total` tasks in one execution, at most `alive` of them at
+    /// once. The set-up starts `alive` tasks; each takes `steps` steps and,
+    /// while fewer than `total` have been started, starts its successor
+    /// before it exits, so the runnable set stays `alive` tasks wide the
+    /// whole run.
+    pub fn scale_build(total: usize, alive: usize, steps: usize) -> impl Fn(&mut Execution) + Sync {
+        move |e: &mut Execution| {
+            e.setup(move || {
+                let started = Rc::new(std::cell::Cell::new(0));
+                for _ in 0..alive.min(total) {
+                    scale_task(Rc::clone(&started), total, steps);
+                }
+            });
+        }
+    }
+
+    fn scale_task(started: Rc<std::cell::Cell<usize>>, total: usize, steps: usize) {
+        let n = started.get();
+        started.set(n + 1);
+        sim::spawn(format!("t{n}"), false, move || {
+            for _ in 0..steps {
+                sim::point("work", sim::ObjId::NONE, &sim::costs::STEP);
+            }
+            if started.get() < total {
+                scale_task(started, total, steps);
+            }
+        });
+    }
+
     /// Exhaust (c) with `dfs`; the report and every final state found.
     pub fn small(preemption_bound: u32) -> (ExploreReport, BTreeSet<FinalState>) {
         let states = Arc::new(StdMutex::new(BTreeSet::new()));
@@ -442,6 +471,32 @@ pub mod nssim {
         let states = states.lock().expect("not poisoned").clone();
         (r, states)
     }
+}
+
+/// The time of one bare coroutine round trip (a `resume` into a coroutine
+/// and its `suspend` back), the floor under any scheduling point of a
+/// scheduler built on stackful coroutines: the median over `rounds`
+/// batches of `n` round trips.
+pub fn coroutine_round_trip(n: u64, rounds: usize) -> Duration {
+    use corosensei::{Coroutine, CoroutineResult};
+    let mut per = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let mut co = Coroutine::new(|yielder, ()| {
+            for _ in 0..u64::MAX {
+                yielder.suspend(());
+            }
+        });
+        let start = Instant::now();
+        for _ in 0..n {
+            if let CoroutineResult::Return(()) = co.resume(()) {
+                break;
+            }
+        }
+        per.push(start.elapsed().as_secs_f64() / n as f64);
+        // A suspended coroutine is unwound when dropped.
+        drop(std::hint::black_box(co));
+    }
+    Duration::from_secs_f64(median(&per))
 }
 
 /// A markdown table.
@@ -512,8 +567,10 @@ pub fn secs(s: f64) -> String {
         format!("{s:.2} s")
     } else if s >= 1e-3 {
         format!("{:.2} ms", s * 1e3)
-    } else {
+    } else if s >= 1e-6 {
         format!("{:.1} µs", s * 1e6)
+    } else {
+        format!("{:.1} ns", s * 1e9)
     }
 }
 

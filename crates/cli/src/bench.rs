@@ -5,10 +5,10 @@
 
 use bench::nssim::{
     count_steps, executions_run, ipc, mutex_build, pct_depth_build, pct_depth_tasks, pct_found,
-    pct_probe, small,
+    pct_probe, scale_build, small,
 };
-use bench::{dur, median, ratio, secs, si, timed, Table};
-use sim::{ExecConfig, Execution, ExploreConfig, ObjId, Outcome, Schedule, StrategySpec};
+use bench::{coroutine_round_trip, dur, median, ratio, secs, si, timed, Table};
+use sim::{ExecConfig, Execution, ExploreConfig, Outcome, Schedule, StrategySpec};
 
 /// How much work each workload does.
 pub struct BenchPlan {
@@ -58,7 +58,7 @@ const OPS: usize = 1000;
 pub fn bench(plan: &BenchPlan) {
     println!("# nssim bench\n");
     println!(
-        "plan: (a) {TASKS}x{OPS} lock ops, {} executions per strategy; (b) seeds 1..={}; (c) exhausted once; parallel rows with --jobs 1 and --jobs {}, best of {} interleaved round(s); scale: {} tasks in one execution\n",
+        "plan: (a) {TASKS}x{OPS} lock ops, {} executions per strategy; (b) seeds 1..={}; (c) exhausted once; parallel rows with --jobs 1 and --jobs {}, best of {} interleaved round(s); scale: {} tasks alive at once, up to ten times as many in one execution\n",
         plan.executions, plan.seeds, plan.jobs, plan.rounds, plan.tasks
     );
     mutex_table(plan);
@@ -88,7 +88,10 @@ fn mutex_table(plan: &BenchPlan) {
         "sched. points/execution",
         "sched. points/s",
         "lock ops/s",
+        "time/sched. point",
+        "÷ coroutine round trip",
     ]);
+    let trip = coroutine_round_trip(ROUND_TRIPS, 5).as_secs_f64();
     for (name, strategy) in strategies() {
         let build = mutex_build(TASKS, OPS);
         // Steps are counted in an untimed pass: runs are deterministic, so
@@ -106,10 +109,19 @@ fn mutex_table(plan: &BenchPlan) {
             format!("{per_exec:.0}"),
             si(n * per_exec / s),
             si(n * (TASKS * OPS) as f64 / s),
+            secs(s / (n * per_exec)),
+            ratio(s / (n * per_exec), trip),
         ]);
     }
     println!("{}", t.render());
+    println!(
+        "A bare coroutine round trip (corosensei `resume` and `suspend`, the median of 5 batches of {ROUND_TRIPS}) takes {}: the floor under a scheduling point that switches tasks.\n",
+        secs(trip)
+    );
 }
+
+/// Round trips per batch of the coroutine reference.
+const ROUND_TRIPS: u64 = 2_000_000;
 
 fn strategies() -> [(&'static str, StrategySpec); 2] {
     [
@@ -246,45 +258,86 @@ fn jobs_table(plan: &BenchPlan) {
     println!("{}", t.render());
 }
 
+/// One execution of `plan.tasks`, three times and ten times as many
+/// tasks, at most `plan.tasks` alive at once: time per step must not grow
+/// with the tasks. Memory is the peak resident set the run added.
 fn scale_table(plan: &BenchPlan) {
+    let alive = plan.tasks;
     println!(
-        "## Scale: {} tasks of three steps each in one execution\n",
-        plan.tasks
+        "## Scale: tasks of three steps each in one execution, at most {alive} alive at once (each starts its successor)\n"
     );
-    let mut t = Table::new(&["tasks", "steps", "wall time", "outcome"]);
-    let tasks = plan.tasks;
-    let (r, d) = timed(|| {
-        let cfg = ExecConfig {
-            stack_size: 32 * 1024,
-            ..ExecConfig::default()
-        };
-        let mut e = Execution::new(
-            cfg,
-            &Schedule::Random {
+    let mut t = Table::new(&[
+        "tasks",
+        "steps",
+        "wall time",
+        "time/step",
+        "time ÷ first row's",
+        "peak memory added (first run)",
+        "per task alive",
+        "per task started",
+        "outcome",
+    ]);
+    let mut first = None;
+    for total in [alive, 3 * alive, 10 * alive] {
+        let run = || {
+            let build = scale_build(total, alive, 3);
+            let cfg = ExecConfig {
+                stack_size: 32 * 1024,
+                ..ExecConfig::default()
+            };
+            let schedule = Schedule::Random {
                 seed: 1,
                 iteration: 0,
+            };
+            let mut e = Execution::new(cfg, &schedule);
+            build(&mut e);
+            timed(|| e.run())
+        };
+        // The first run maps the stacks (they are kept for the next
+        // execution) and is the one whose memory is measured; the second
+        // is timed.
+        let before = peak_rss_reset();
+        run();
+        let added = peak_rss_kib().zip(before).map(|(p, b)| p.saturating_sub(b));
+        let (r, d) = run();
+        let kib =
+            |n: usize| added.map_or("n/a".into(), |a| format!("{:.2} KiB", a as f64 / n as f64));
+        let base = *first.get_or_insert(d.as_secs_f64());
+        t.row(vec![
+            total.to_string(),
+            r.steps.to_string(),
+            dur(d),
+            secs(d.as_secs_f64() / r.steps as f64),
+            ratio(d.as_secs_f64(), base),
+            added.map_or("n/a".into(), |a| format!("{:.1} MiB", a as f64 / 1024.0)),
+            kib(alive),
+            kib(total),
+            if r.outcome == Outcome::Pass {
+                "pass".into()
+            } else {
+                r.outcome.to_string()
             },
-        );
-        e.setup(|| {
-            for i in 0..tasks {
-                sim::spawn(format!("t{i}"), false, || {
-                    for _ in 0..3 {
-                        sim::point("work", ObjId::NONE, &sim::costs::STEP);
-                    }
-                });
-            }
-        });
-        e.run()
-    });
-    t.row(vec![
-        tasks.to_string(),
-        r.steps.to_string(),
-        dur(d),
-        if r.outcome == Outcome::Pass {
-            "pass".into()
-        } else {
-            r.outcome.to_string()
-        },
-    ]);
+        ]);
+    }
     println!("{}", t.render());
+    println!(
+        "Each row runs twice: the first run's peak resident memory is shown (in the first row it includes the stacks, {} KiB reserved per task and kept for later executions), the second run is timed.\n",
+        32
+    );
+}
+
+/// Reset the process's peak resident set to its current size (Linux:
+/// `/proc/self/clear_refs`) and return that size in KiB.
+fn peak_rss_reset() -> Option<u64> {
+    std::fs::write("/proc/self/clear_refs", "5").ok()?;
+    peak_rss_kib()
+}
+
+/// The peak resident set since the last reset, in KiB (`VmHWM`).
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }

@@ -734,6 +734,16 @@ fn nssim_bench_prints_every_table() {
             .map(String::from)
             .collect()
     };
+    // The scale rows: 1, 3 and 10 times the tasks alive at once, in one
+    // execution each, all pass.
+    for tasks in [1000, 3000, 10000] {
+        let rows = row(&format!("| {tasks} | {} |", 4 * tasks));
+        assert!(
+            rows.len() == 1 && rows[0].ends_with("| pass |"),
+            "scale row of {tasks} tasks:\n{text}"
+        );
+    }
+    assert!(text.contains("A bare coroutine round trip"), "{text}");
     let parallel = row("| 2 | ");
     assert!(parallel.iter().any(|l| l.ends_with("| yes |")), "{text}");
     assert!(!text.contains("| NO |"), "{text}");
