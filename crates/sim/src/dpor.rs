@@ -31,7 +31,7 @@
 use crate::exec::ExecReport;
 use crate::explore::{trimmed_choices, ExploreReport};
 use crate::footprint::Footprint;
-use crate::strategy::{default_choice, ChoicePoint, PickCtx};
+use crate::strategy::{default_choice, ChoicePoint, PickCtx, Strategy, StrategyLog};
 use crate::token::Schedule;
 use crate::TaskId;
 
@@ -149,12 +149,28 @@ impl DporRun {
         self.pos += 1;
         chosen
     }
+}
 
-    pub(crate) fn take_log(&mut self) -> (Vec<ChoicePoint>, RunLog) {
-        (
-            std::mem::take(&mut self.choices),
-            std::mem::take(&mut self.log),
-        )
+impl Strategy for DporRun {
+    /// A search's execution is set up from its plan
+    /// ([`Execution::set_plan`](crate::Execution)), never from a schedule.
+    fn new_execution(_schedule: &Schedule, _lenient: bool) -> Option<Self> {
+        None
+    }
+
+    /// Sees every step: the plan and the log count them all.
+    const SEES_FORCED_STEPS: bool = true;
+
+    fn next_task<'a>(&mut self, _runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+        self.pick(&ctx())
+    }
+
+    fn take_log(&mut self) -> StrategyLog {
+        StrategyLog {
+            choices: std::mem::take(&mut self.choices),
+            diverged_choice: None,
+            search: Some(std::mem::take(&mut self.log)),
+        }
     }
 }
 

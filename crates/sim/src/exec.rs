@@ -507,7 +507,11 @@ impl Execution {
         drop(installed);
         let mut s = self.core.shared.borrow_mut();
         let sched = &mut s.sched;
-        let (choices, mut diverged_at, dpor) = sched.chooser.take_log();
+        let crate::strategy::StrategyLog {
+            choices,
+            diverged_choice: mut diverged_at,
+            search: dpor,
+        } = sched.chooser.take_log();
         if let Some(step) = sched.chooser.diverged_step() {
             diverged_at = Some(step as usize);
         }

@@ -3,7 +3,7 @@
 
 use crate::exec::{ExecConfig, ExecReport, Execution};
 use crate::outcome::Outcome;
-use crate::strategy::ChoicePoint;
+use crate::strategy::{self, ChoicePoint};
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
 
@@ -180,22 +180,7 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
     found
 }
 
-/// The execution PCT measures a model with before its search: a random
-/// one that depends on the seed alone.
-pub fn pct_probe(seed: u64) -> Schedule {
-    Schedule::Random {
-        seed,
-        iteration: u64::MAX,
-    }
-}
-
-/// How many choice points PCT spreads its change points over, from its
-/// probe: those are the only steps it counts.
-pub fn pct_hint(probe: &ExecReport) -> u64 {
-    probe.choice_points.max(1)
-}
-
-type Run<'a> = dyn Fn(&Schedule) -> ExecReport + Sync + 'a;
+pub(crate) type Run<'a> = dyn Fn(&Schedule) -> ExecReport + Sync + 'a;
 
 /// Replace a failing execution's schedule by named segments, shrunk first
 /// when asked.
@@ -222,35 +207,9 @@ fn search(
 ) -> ExploreReport {
     let iterations = cfg.iterations.max(1);
     match cfg.strategy {
-        StrategySpec::Fair => {
-            let schedule = Schedule::Fair;
-            let report = run(&schedule);
-            ExploreReport {
-                executions: 1,
-                report,
-                schedule,
-                exhausted: false,
-                shrink: None,
-                unnamed_at_deadline: false,
-                iteration: 0,
-            }
-        }
-        StrategySpec::Random => seeded(cfg, run, &|i| Schedule::Random {
-            seed: cfg.seed,
-            iteration: i,
-        }),
-        StrategySpec::Pct { depth } => {
-            // The change points are spread over the choice points of a
-            // typical execution (PCT counts only those), measured once by a
-            // probe that depends only on the seed.
-            let steps_hint = pct_hint(&run(&pct_probe(cfg.seed)));
-            seeded(cfg, run, &|i| Schedule::Pct {
-                seed: cfg.seed,
-                iteration: i,
-                depth,
-                steps_hint,
-            })
-        }
+        StrategySpec::Fair => strategy::fair::explore(run),
+        StrategySpec::Random => strategy::random::explore(cfg, run),
+        StrategySpec::Pct { depth } => strategy::pct::explore(cfg, run, depth),
         StrategySpec::Dfs { preemption_bound } => {
             let mut done = 0;
             let mut exec = cfg.exec.clone();
@@ -310,7 +269,7 @@ impl ShardIterations {
 /// Seeded strategies: iteration i is a pure function of (seed, i), so any
 /// number of threads can run them; the reported failure is the one with the
 /// lowest index, exactly as a sequential run finds it.
-fn seeded(
+pub(crate) fn seeded(
     cfg: &ExploreConfig,
     run: &Run<'_>,
     schedule_of: &(dyn Fn(u64) -> Schedule + Sync),

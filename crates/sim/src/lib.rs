@@ -48,8 +48,8 @@ mod trace;
 pub use cost::{CostKey, CostTable};
 pub use exec::{ExecConfig, ExecReport, Execution, StepRec};
 pub use explore::{
-    explore, pct_hint, pct_probe, segments_of, shrink_failure, shrink_failure_until, ExploreConfig,
-    ExploreReport, Progress, ShrinkReport, StrategySpec, SHRINK_BUDGET,
+    explore, segments_of, shrink_failure, shrink_failure_until, ExploreConfig, ExploreReport,
+    Progress, ShrinkReport, StrategySpec, SHRINK_BUDGET,
 };
 pub use footprint::Footprint;
 pub use keys::{Singleton, TaskSlot, MAX_SINGLETONS, MAX_TASK_SLOTS};
@@ -60,7 +60,7 @@ pub use rt::{
     point, read_point, set_owner, sleep, spawn, task_name, touch, wait_until, wake_all, ObjId,
     ObjState,
 };
-pub use strategy::ChoicePoint;
+pub use strategy::{pct_hint, pct_probe, ChoicePoint};
 pub use token::{Schedule, Segment, Token, TokenError};
 pub use trace::{Event, EventKind};
 

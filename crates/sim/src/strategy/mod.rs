@@ -1,0 +1,225 @@
+//! Strategies: at every scheduling point, which runnable task goes next.
+//! Each is a pure function of its seed and iteration (and, for explicit
+//! choices, of the recorded prefix), so shards and replays agree.
+//!
+//! A strategy is one file: a type that implements [`Strategy`], made
+//! anew for every execution from the [`Schedule`] it runs, and one line in
+//! the [`strategies!`] list below, which makes the scheduler's dispatch
+//! (an enum, so the common step is a direct call, not a virtual one).
+
+mod choices;
+pub(crate) mod fair;
+pub(crate) mod pct;
+pub(crate) mod random;
+mod segments;
+
+pub use pct::{pct_hint, pct_probe};
+
+use crate::dpor::{DporRun, RunLog};
+use crate::footprint::Footprint;
+use crate::rt::TaskState;
+use crate::token::Schedule;
+use crate::TaskId;
+
+/// What a strategy sees at one scheduling point.
+pub(crate) struct PickCtx<'a> {
+    /// Runnable tasks, ascending by id; never empty.
+    pub runnable: &'a [TaskId],
+    /// The task that ran the previous step, if it is still runnable.
+    pub last: Option<TaskId>,
+    /// Every task, indexed by id (names, clocks, pending operations).
+    pub tasks: &'a [TaskState],
+    /// Steps taken so far.
+    pub step: u64,
+    /// The footprint of the step before, when footprints are kept.
+    pub previous: Option<&'a Footprint>,
+}
+
+/// One recorded decision among two or more runnable tasks.
+#[derive(Debug, Clone)]
+pub struct ChoicePoint {
+    pub runnable: Vec<TaskId>,
+    pub last: Option<TaskId>,
+    pub chosen: TaskId,
+}
+
+impl ChoicePoint {
+    /// The task a non-preemptive scheduler would pick here.
+    pub fn default_choice(&self) -> TaskId {
+        default_choice(&self.runnable, self.last)
+    }
+
+    pub fn is_preemption(&self, t: TaskId) -> bool {
+        matches!(self.last, Some(l) if l != t)
+    }
+}
+
+pub(crate) fn default_choice(runnable: &[TaskId], last: Option<TaskId>) -> TaskId {
+    last.unwrap_or(runnable[0])
+}
+
+/// A scheduling strategy, as the scheduler of one execution sees it.
+pub(crate) trait Strategy: Sized {
+    /// This strategy for one execution of `schedule`, if the schedule is
+    /// of its kind. `lenient`: a replayed schedule that stops fitting is
+    /// followed as far as it goes instead of diverging (shrinking).
+    fn new_execution(schedule: &Schedule, lenient: bool) -> Option<Self>;
+
+    /// Whether the strategy is asked at steps with one runnable task too;
+    /// if not, those steps draw and count nothing.
+    const SEES_FORCED_STEPS: bool = false;
+
+    /// The task to run next, among `runnable` (ascending, never empty).
+    /// `ctx` builds the whole context, for a strategy that needs more than
+    /// the runnable list; the common step then builds none.
+    fn next_task<'a>(&mut self, runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId;
+
+    /// The step where a replayed schedule stopped fitting, if it did.
+    fn diverged_step(&self) -> Option<u64> {
+        None
+    }
+
+    /// What the execution recorded of its choices, taken at its end.
+    fn take_log(&mut self) -> StrategyLog {
+        StrategyLog::default()
+    }
+}
+
+/// What a strategy recorded of one execution.
+#[derive(Default)]
+pub(crate) struct StrategyLog {
+    /// Every choice point, with the task chosen.
+    pub choices: Vec<ChoicePoint>,
+    /// The choice point where explicit choices stopped fitting.
+    pub diverged_choice: Option<usize>,
+    /// What an exhaustive search's execution saw of its steps.
+    pub search: Option<RunLog>,
+}
+
+impl<S: Strategy> Strategy for Box<S> {
+    const SEES_FORCED_STEPS: bool = S::SEES_FORCED_STEPS;
+
+    fn new_execution(schedule: &Schedule, lenient: bool) -> Option<Self> {
+        S::new_execution(schedule, lenient).map(Box::new)
+    }
+
+    #[inline]
+    fn next_task<'a>(&mut self, runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+        (**self).next_task(runnable, ctx)
+    }
+
+    fn diverged_step(&self) -> Option<u64> {
+        (**self).diverged_step()
+    }
+
+    fn take_log(&mut self) -> StrategyLog {
+        (**self).take_log()
+    }
+}
+
+/// Declares the strategies: the scheduler's [`Chooser`] has a variant per
+/// line, and a new execution takes the first strategy whose
+/// `new_execution` accepts its schedule.
+macro_rules! strategies {
+    ($($(#[$doc:meta])* $variant:ident: $ty:ty,)*) => {
+        pub(crate) enum Chooser {
+            $($(#[$doc])* $variant($ty),)*
+        }
+
+        impl Chooser {
+            pub(crate) fn new(schedule: &Schedule, lenient: bool) -> Chooser {
+                $(if let Some(s) = <$ty as Strategy>::new_execution(schedule, lenient) {
+                    return Chooser::$variant(s);
+                })*
+                unreachable!("every kind of schedule has a strategy (every_schedule_kind_has_a_strategy)")
+            }
+
+            /// The task to run next.
+            #[inline]
+            pub(crate) fn pick<'a>(
+                &mut self,
+                ctx: impl FnOnce() -> PickCtx<'a>,
+                runnable: &[TaskId],
+            ) -> TaskId {
+                match self {
+                    $(Chooser::$variant(s) => {
+                        if !<$ty as Strategy>::SEES_FORCED_STEPS && runnable.len() == 1 {
+                            return runnable[0];
+                        }
+                        s.next_task(runnable, ctx)
+                    })*
+                }
+            }
+
+            pub(crate) fn diverged_step(&self) -> Option<u64> {
+                match self {
+                    $(Chooser::$variant(s) => s.diverged_step(),)*
+                }
+            }
+
+            pub(crate) fn take_log(&mut self) -> StrategyLog {
+                match self {
+                    $(Chooser::$variant(s) => s.take_log(),)*
+                }
+            }
+
+            /// The strategy's name in the list.
+            #[cfg(test)]
+            fn name(&self) -> &'static str {
+                match self {
+                    $(Chooser::$variant(_) => stringify!($variant),)*
+                }
+            }
+        }
+    };
+}
+
+strategies! {
+    Random: random::Random,
+    Pct: pct::Pct,
+    Fair: fair::Fair,
+    Choices: choices::Explicit,
+    Segments: segments::Segments,
+    /// Exhaustive search with partial-order reduction (see `dpor`); set
+    /// up from a plan, not from a schedule.
+    Dpor: Box<DporRun>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The strategy each kind of schedule is run by; a new kind of
+    /// schedule does not compile until it is named here.
+    fn runs(schedule: &Schedule) -> &'static str {
+        match schedule {
+            Schedule::Random { .. } => "Random",
+            Schedule::Pct { .. } => "Pct",
+            Schedule::Fair => "Fair",
+            Schedule::Choices(_) => "Choices",
+            Schedule::Segments(_) => "Segments",
+        }
+    }
+
+    #[test]
+    fn every_schedule_kind_has_a_strategy() {
+        let kinds = [
+            Schedule::Random {
+                seed: 1,
+                iteration: 2,
+            },
+            Schedule::Pct {
+                seed: 1,
+                iteration: 2,
+                depth: 3,
+                steps_hint: 4,
+            },
+            Schedule::Fair,
+            Schedule::Choices(vec![1, 0]),
+            Schedule::Segments(Vec::new()),
+        ];
+        for schedule in &kinds {
+            assert_eq!(Chooser::new(schedule, false).name(), runs(schedule));
+        }
+    }
+}

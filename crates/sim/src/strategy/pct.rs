@@ -1,0 +1,175 @@
+//! `pct`: probabilistic concurrency testing (Burckhardt, Kothari,
+//! Musuvathi, Nagarakatte, "A randomized scheduler with probabilistic
+//! guarantees of finding bugs", ASPLOS 2010). Every task gets a random
+//! priority and the highest runnable one runs; at d - 1 change points,
+//! drawn over the choice points of a typical execution, the task about to
+//! run drops below every other.
+
+use super::random::rng_for;
+use super::{PickCtx, Strategy};
+use crate::exec::ExecReport;
+use crate::explore::{seeded, ExploreConfig, ExploreReport, Run};
+use crate::token::Schedule;
+use crate::TaskId;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+pub(crate) struct Pct {
+    rng: ChaCha8Rng,
+    /// Priority per task id; higher runs first.
+    priority: Vec<u64>,
+    /// Choice points (scheduling points with two or more runnable tasks)
+    /// where the task about to run drops, with the low priority it gets.
+    change_points: Vec<(u64, u64)>,
+    choice_step: u64,
+    depth: u32,
+    /// Change points reached so far.
+    fired: u32,
+}
+
+/// The exploration: the change points are spread over the choice points of
+/// a typical execution (PCT counts only those), measured once by a probe
+/// that depends only on the seed; iteration i then runs stream i.
+pub(crate) fn explore(cfg: &ExploreConfig, run: &Run<'_>, depth: u32) -> ExploreReport {
+    let steps_hint = pct_hint(&run(&pct_probe(cfg.seed)));
+    seeded(cfg, run, &|i| Schedule::Pct {
+        seed: cfg.seed,
+        iteration: i,
+        depth,
+        steps_hint,
+    })
+}
+
+/// The execution PCT measures a model with before its search: a random
+/// one that depends on the seed alone.
+pub fn pct_probe(seed: u64) -> Schedule {
+    Schedule::Random {
+        seed,
+        iteration: u64::MAX,
+    }
+}
+
+/// How many choice points PCT spreads its change points over, from its
+/// probe: those are the only steps it counts.
+pub fn pct_hint(probe: &ExecReport) -> u64 {
+    probe.choice_points.max(1)
+}
+
+impl Strategy for Pct {
+    fn new_execution(schedule: &Schedule, _lenient: bool) -> Option<Self> {
+        let Schedule::Pct {
+            seed,
+            iteration,
+            depth,
+            steps_hint,
+        } = schedule
+        else {
+            return None;
+        };
+        let mut rng = rng_for(*seed, *iteration);
+        let depth = (*depth).max(1);
+        let k = (*steps_hint).max(1);
+        let change_points = (1..depth as u64)
+            .map(|j| (rng.random_range(1..=k), j))
+            .collect();
+        Some(Pct {
+            rng,
+            priority: Vec::new(),
+            change_points,
+            choice_step: 0,
+            depth,
+            fired: 0,
+        })
+    }
+
+    /// Sees the runnable list alone, and only at choice points.
+    #[inline]
+    fn next_task<'a>(&mut self, runnable: &[TaskId], _ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+        self.pick(runnable)
+    }
+}
+
+impl Pct {
+    fn priority_of(&mut self, t: TaskId) -> u64 {
+        while self.priority.len() <= t {
+            // New tasks get a random priority above every change-point level.
+            let p = self.depth as u64 + 1 + self.rng.random_range(0..1u64 << 40);
+            self.priority.push(p);
+        }
+        self.priority[t]
+    }
+
+    /// PCT's step: the runnable task of highest priority runs. At the
+    /// i-th change point (counted in choice points, the only steps PCT
+    /// sees) the task that would run drops to priority i first, so every
+    /// change point an execution reaches takes effect, as the algorithm
+    /// requires for its bound; change points drawn at the same step apply
+    /// one after another.
+    fn pick(&mut self, runnable: &[TaskId]) -> TaskId {
+        self.choice_step += 1;
+        let mut best = self.highest(runnable);
+        for i in 0..self.change_points.len() {
+            let (at, level) = self.change_points[i];
+            if at == self.choice_step {
+                self.priority[best] = level;
+                self.fired += 1;
+                best = self.highest(runnable);
+            }
+        }
+        best
+    }
+
+    fn highest(&mut self, runnable: &[TaskId]) -> TaskId {
+        let mut best = runnable[0];
+        let mut best_p = self.priority_of(best);
+        for &t in &runnable[1..] {
+            let p = self.priority_of(t);
+            if p > best_p {
+                best = t;
+                best_p = p;
+            }
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// PCT's bound needs every change point an execution reaches to take
+    /// effect: drawn over `hint` choice points, all `depth - 1` fire in an
+    /// execution of that many choice points, whoever ran the step before.
+    #[test]
+    fn every_pct_change_point_fires() {
+        for seed in 0..50u64 {
+            for depth in 1..=6u32 {
+                for hint in [1u64, 2, 7, 40] {
+                    let schedule = Schedule::Pct {
+                        seed,
+                        iteration: seed * 3 + hint,
+                        depth,
+                        steps_hint: hint,
+                    };
+                    let mut pct = Pct::new_execution(&schedule, false).expect("a PCT schedule");
+                    // Three tasks, the runnable set changing as tasks
+                    // block and come back.
+                    for step in 0..hint {
+                        let runnable: &[TaskId] = match step % 3 {
+                            0 => &[0, 1, 2],
+                            1 => &[1, 2],
+                            _ => &[0, 2],
+                        };
+                        let t = pct.pick(runnable);
+                        assert!(runnable.contains(&t));
+                    }
+                    assert_eq!(
+                        pct.fired,
+                        depth - 1,
+                        "seed {seed} depth {depth} hint {hint}"
+                    );
+                }
+            }
+        }
+    }
+}
