@@ -16,14 +16,9 @@ use std::path::{Path, PathBuf};
 pub const REPEAT: u32 = 5;
 
 /// The directory of the conformance scenarios: `sim-scenarios/conformance`
-/// under the working directory when there is one, else the source tree's.
-pub fn scenario_dir() -> PathBuf {
-    let here = PathBuf::from("sim-scenarios/conformance");
-    if here.is_dir() {
-        return here;
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sim-scenarios/conformance")
-}
+/// under the working directory when there is one, else the copy built
+/// into the binary.
+const SCENARIO_DIR: &str = "sim-scenarios/conformance";
 
 /// One conformance case: a scenario of
 /// `sim-scenarios/conformance/<subsystem>/`.
@@ -42,8 +37,29 @@ impl Case {
     }
 }
 
-/// Every case, by subsystem and file name.
-pub fn all_cases(dir: &Path) -> Result<Vec<Case>, CliError> {
+/// Every case, by subsystem and file name: from the working directory's
+/// `sim-scenarios/conformance` when there is one, else the built-in ones.
+fn all_cases() -> Result<Vec<Case>, CliError> {
+    let dir = Path::new(SCENARIO_DIR);
+    if dir.is_dir() {
+        return cases_in(dir);
+    }
+    let mut cases = Vec::new();
+    for (rel, text) in crate::library::under("conformance") {
+        let Some((subsystem, _file)) = rel.split_once('/') else {
+            continue;
+        };
+        let path = format!("{}/conformance/{rel}", crate::library::ROOT);
+        cases.push(Case {
+            subsystem: subsystem.to_string(),
+            scenario: Box::new(crate::library::parse(&path, text)?),
+        });
+    }
+    Ok(cases)
+}
+
+/// The cases of the subsystem directories of `dir`.
+fn cases_in(dir: &Path) -> Result<Vec<Case>, CliError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         CliError(format!(
             "error: cannot read the conformance scenarios in {}: {e}",
@@ -145,8 +161,7 @@ fn scenario_verdict(
 
 /// Run the cases `filter` keeps; `Ok(true)` when none disagrees.
 pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, CliError> {
-    let dir = scenario_dir();
-    let all = all_cases(&dir)?;
+    let all = all_cases()?;
     let known: std::collections::BTreeSet<String> =
         all.iter().map(|c| c.subsystem.clone()).collect();
     let cases: Vec<Case> = all.into_iter().filter(|c| filter.keeps(c)).collect();

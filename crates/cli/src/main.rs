@@ -5,6 +5,7 @@ mod bench;
 mod conformance;
 mod idmap;
 mod junit;
+mod library;
 mod merge;
 mod onkernel;
 mod output;
@@ -192,9 +193,14 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 enum Command {
     /// Explore scenario files (or directories of them) under their kernel profiles.
     Run {
-        /// Scenario files or directories (every *.toml inside).
-        #[arg(required = true, value_name = "PATH")]
+        /// Scenario files or directories (every *.toml inside). A path that is not on
+        /// the disk but names a built-in scenario (`sim-scenarios/NAME.toml`, `NAME`, or
+        /// `sim-scenarios/` for all) runs the one built in (`nssim scenarios`).
+        #[arg(required_unless_present = "library", value_name = "PATH")]
         paths: Vec<PathBuf>,
+        /// Run the built-in scenario library (before any PATH), from any directory.
+        #[arg(long)]
+        library: bool,
         #[command(flatten)]
         overrides: Overrides,
         /// Output format.
@@ -264,6 +270,21 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
     },
+    /// List the built-in scenario library, or print one scenario to copy and edit.
+    ///
+    /// The scenarios are those of the checkout's `sim-scenarios/`, built into the
+    /// binary: `nssim run --library` runs them all and `nssim run NAME` one, from any
+    /// directory.
+    Scenarios {
+        #[command(subcommand)]
+        command: Option<ScenariosCommand>,
+        /// Also list the conformance cases (`sim-scenarios/conformance/`).
+        #[arg(long)]
+        all: bool,
+        /// Output format: `json` prints one object per scenario (name, path, summary).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels,
     /// Measure nssim's scheduler on the benchmark workloads and print tables:
@@ -305,6 +326,16 @@ enum Command {
     /// uid/gid maps: check a map write against a kernel profile's rules.
     #[command(subcommand)]
     Idmap(idmap::IdmapCommand),
+}
+
+#[derive(Subcommand)]
+enum ScenariosCommand {
+    /// Print one built-in scenario file as it is.
+    Show {
+        /// Its name as `nssim scenarios` lists it (`ipc-alloc-vs-free`), with or
+        /// without `.toml`, or its path (`sim-scenarios/ipc-alloc-vs-free.toml`).
+        name: PathBuf,
+    },
 }
 
 /// The executor's own processes (`kexec`): started by `run --on-kernel`,
@@ -355,6 +386,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run {
             paths,
+            library,
             overrides,
             format,
             on_kernel: true,
@@ -362,12 +394,14 @@ fn main() -> ExitCode {
             ..
         } => onkernel::run(
             &paths,
+            library,
             format,
             repeat.unwrap_or(onkernel::DEFAULT_REPEAT),
             &overrides.patches,
         ),
         Command::Run {
             paths,
+            library,
             overrides,
             format,
             junit,
@@ -376,6 +410,7 @@ fn main() -> ExitCode {
             ..
         } => run::run(
             &paths,
+            library,
             &overrides,
             format,
             junit.as_deref(),
@@ -409,6 +444,15 @@ fn main() -> ExitCode {
                 json: format == Format::Json,
             },
         ),
+        Command::Scenarios {
+            command: Some(ScenariosCommand::Show { name }),
+            ..
+        } => library::show(&name),
+        Command::Scenarios {
+            command: None,
+            all,
+            format,
+        } => library::list(all, format),
         Command::Kernels => {
             output::print_kernels();
             Ok(true)

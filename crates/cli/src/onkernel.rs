@@ -387,12 +387,13 @@ fn print_json(sc: &Scenario, profile: &str, r: &OnKernel) {
 /// kernel showed an outcome its model does not reach.
 pub fn run(
     paths: &[PathBuf],
+    library: bool,
     format: Format,
     repeat: u32,
     toggles: &[String],
 ) -> Result<bool, CliError> {
     let toggles = crate::run::parse_toggles(toggles)?;
-    let scenarios = crate::run::load_scenarios(paths)?;
+    let scenarios = crate::run::load_scenarios(paths, library)?;
     let profile = kernel::catalog::host_profile();
     let patches = kernel::resolve_patches(profile, &toggles)
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;

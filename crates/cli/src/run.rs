@@ -282,22 +282,27 @@ fn check_kernels(scenarios: &[Scenario], ov: &Overrides) -> Result<(), CliError>
     Ok(())
 }
 
-/// The scenarios of `paths` (files, or directories of *.toml files).
-pub(crate) fn load_scenarios(paths: &[PathBuf]) -> Result<Vec<Scenario>, CliError> {
-    let files = scenario::discover(paths)?;
-    if files.is_empty() {
+/// The scenarios to run: the built-in library when asked (`--library`),
+/// then those of `paths` (files, directories of *.toml files, or the
+/// library's where a path is not on the disk).
+pub(crate) fn load_scenarios(paths: &[PathBuf], library: bool) -> Result<Vec<Scenario>, CliError> {
+    let mut scenarios = if library {
+        crate::library::load_library()?
+    } else {
+        Vec::new()
+    };
+    scenarios.extend(crate::library::load(paths)?);
+    if scenarios.is_empty() {
         return Err(CliError(
             "error: no scenario files (*.toml) found in the given paths".into(),
         ));
     }
-    Ok(files
-        .iter()
-        .map(|f| scenario::load(f))
-        .collect::<Result<Vec<_>, _>>()?)
+    Ok(scenarios)
 }
 
 pub fn run(
     paths: &[PathBuf],
+    library: bool,
     ov: &Overrides,
     format: Format,
     junit_file: Option<&Path>,
@@ -308,7 +313,7 @@ pub fn run(
     apply_overrides(Explore::default(), ov)?;
     timeout(ov)?;
     set_memory_limit(memory_limit(ov));
-    let scenarios = load_scenarios(paths)?;
+    let scenarios = load_scenarios(paths, library)?;
     check_kernels(&scenarios, ov)?;
     let mut all = Vec::new();
     for sc in &scenarios {
@@ -579,7 +584,7 @@ pub fn replay(
 ) -> Result<bool, CliError> {
     let continue_after_divergence = mode.continue_after_divergence;
     set_memory_limit(default_memory_limit());
-    let sc = scenario::load(path)?;
+    let sc = crate::library::load_one(path)?;
     let (token_text, from_file) = resolve_token(token_arg)?;
     let expected_hash = from_file.as_ref().and_then(|l| l.trace_hash.clone());
     let token_text = token_text.as_str();

@@ -1,0 +1,136 @@
+//! The scenario library built into the binary, used from a directory
+//! that is not the checkout: listed, shown, run by name and whole, and
+//! replayed, with the records a run in the checkout prints.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use support::{nssim, root, stderr, stdout};
+
+/// nssim run from an empty directory of its own.
+fn nssim_elsewhere(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("nssim runs")
+}
+
+fn empty_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("nssim-library-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+#[test]
+fn scenarios_lists_every_file_of_the_library_with_its_summary() {
+    let dir = empty_dir("list");
+    let o = nssim_elsewhere(&dir, &["scenarios", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let listed: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let mut on_disk: Vec<String> = std::fs::read_dir(root().join("sim-scenarios"))
+        .expect("the checkout's library")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().to_string_lossy().into_owned();
+            name.ends_with(".toml").then_some(name)
+        })
+        .collect();
+    // In file-name order, as a directory is run.
+    on_disk.sort();
+    let on_disk: Vec<&str> = on_disk
+        .iter()
+        .map(|n| n.trim_end_matches(".toml"))
+        .collect();
+    let names: Vec<&str> = listed
+        .iter()
+        .map(|l| l["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(names, on_disk);
+    assert!(listed
+        .iter()
+        .all(|l| !l["summary"].as_str().unwrap_or("").is_empty()));
+    // `show` prints the file as it is.
+    let o = nssim_elsewhere(&dir, &["scenarios", "show", "deadlock-abba"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let file =
+        std::fs::read_to_string(root().join("sim-scenarios/deadlock-abba.toml")).expect("readable");
+    assert_eq!(stdout(&o), file);
+    let o = nssim_elsewhere(&dir, &["scenarios", "show", "no-such-scenario"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`nssim scenarios` lists them"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_library_runs_from_any_directory_as_in_the_checkout() {
+    let dir = empty_dir("run");
+    let args = [
+        "--iterations",
+        "30",
+        "--no-shrink",
+        "--jobs",
+        "1",
+        "--format",
+        "json",
+    ];
+    fn with<'a>(first: &[&'a str], args: &[&'a str]) -> Vec<&'a str> {
+        [first, args].concat()
+    }
+    let checkout = nssim(&with(&["run", "sim-scenarios/"], &args));
+    for first in [&["run", "--library"][..], &["run", "sim-scenarios/"][..]] {
+        let elsewhere = nssim_elsewhere(&dir, &with(first, &args));
+        assert_eq!(
+            elsewhere.status.code(),
+            checkout.status.code(),
+            "{first:?}: {}",
+            stderr(&elsewhere)
+        );
+        assert_eq!(stdout(&elsewhere), stdout(&checkout), "{first:?}");
+    }
+    // One scenario by name, as expected, and the replay command it prints
+    // works there too.
+    let o = nssim_elsewhere(&dir, &["run", "ipc-alloc-vs-free", "--kernel", "v6.2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let replay = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replay: nssim "))
+        .unwrap_or_else(|| panic!("a replay command:\n{text}"));
+    let o = nssim_elsewhere(&dir, &replay.split(' ').collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(0), "{replay}: {}", stderr(&o));
+    // A path that is neither on the disk nor built in says both.
+    let o = nssim_elsewhere(&dir, &["run", "no-such-scenario.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no such file or directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("nor is it a built-in scenario"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn conformance_lists_its_cases_from_any_directory() {
+    let dir = empty_dir("conformance");
+    let o = nssim_elsewhere(&dir, &["conformance", "--list", "--format", "json"]);
+    let checkout = nssim(&["conformance", "--list", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), stdout(&checkout));
+    assert!(stdout(&o).lines().count() > 100);
+    let _ = std::fs::remove_dir_all(&dir);
+}
