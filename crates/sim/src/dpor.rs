@@ -31,6 +31,7 @@
 use crate::exec::ExecReport;
 use crate::explore::{trimmed_choices, ExploreReport};
 use crate::footprint::Footprint;
+use crate::runq::RunQueue;
 use crate::strategy::{default_choice, ChoicePoint, PickCtx, Strategy, StrategyLog};
 use crate::token::Schedule;
 use crate::TaskId;
@@ -161,7 +162,7 @@ impl Strategy for DporRun {
     /// Sees every step: the plan and the log count them all.
     const SEES_FORCED_STEPS: bool = true;
 
-    fn next_task<'a>(&mut self, _runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+    fn next_task<'a>(&mut self, _runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
         self.pick(&ctx())
     }
 

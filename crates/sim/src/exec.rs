@@ -6,6 +6,7 @@ use crate::dpor::{DporRun, Plan, RunLog};
 use crate::footprint::Footprint;
 use crate::outcome::{Outcome, WaitLink};
 use crate::rt::{self, ObjId, RunState, Shared, StateCell, StateMut, TaskFn};
+use crate::runq::RunQueue;
 use crate::strategy::{ChoicePoint, Chooser, PickCtx};
 use crate::token::Schedule;
 use crate::trace::{Event, EventKind, Trace};
@@ -306,8 +307,10 @@ impl Execution {
         let cpus = vec![0; config.cpus.max(1) as usize];
         let trace = Trace::new(config.record);
         let footprints = config.footprints.then(Vec::new);
+        let chooser = Chooser::new(schedule, config.lenient_segments);
+        let indexable = !chooser.reads_list();
         let sched = Sched {
-            chooser: Chooser::new(schedule, config.lenient_segments),
+            chooser,
             each_step: 0,
             next_check: 0,
             config,
@@ -335,7 +338,7 @@ impl Execution {
             teardown: false,
             setting_up: false,
             in_task: false,
-            runnable: Vec::new(),
+            runnable: RunQueue::new(indexable),
             live: 0,
             last_progress: 0,
             footprints,
@@ -390,6 +393,7 @@ impl Execution {
     pub(crate) fn set_plan(&mut self, plan: Plan) {
         let mut s = self.shared();
         s.sched.chooser = Chooser::Dpor(Box::new(DporRun::new(plan)));
+        s.runnable.set_indexable(false);
         s.footprints.get_or_insert_with(Vec::new);
     }
 
@@ -680,7 +684,7 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     let last = if from_task { Some(s.current) } else { last };
     let still_runnable = last.filter(|&l| s.tasks[l].run == RunState::Runnable);
     let ctx = || PickCtx {
-        runnable: &s.runnable,
+        runnable: s.runnable.as_slice(),
         last: still_runnable,
         tasks: &s.tasks,
         step: s.step,

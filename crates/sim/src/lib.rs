@@ -41,6 +41,7 @@ mod keys;
 pub mod limits;
 mod outcome;
 mod rt;
+mod runq;
 mod strategy;
 pub mod token;
 mod trace;

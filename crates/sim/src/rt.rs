@@ -7,6 +7,7 @@ use crate::exec::{decide_here, decide_in_task, Core, Sched};
 use crate::footprint::{Footprint, EXIT_WAKES, OBJECT_TABLE};
 use crate::keys::{Singleton, MAX_SINGLETONS, MAX_TASK_SLOTS};
 use crate::outcome::Outcome;
+use crate::runq::RunQueue;
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
 use corosensei::Yielder;
@@ -117,7 +118,7 @@ pub(crate) struct Shared {
     pub in_task: bool,
     /// The runnable tasks, ascending: kept up to date on every change of
     /// state so that no step scans all tasks.
-    pub runnable: Vec<TaskId>,
+    pub runnable: RunQueue,
     /// Exhaustive search and its tests: each step's task and footprint,
     /// the last one the step running now (`None`: not kept).
     pub footprints: Option<Vec<(TaskId, Footprint)>>,
@@ -342,9 +343,9 @@ impl Shared {
         self.tasks[t].run = run;
         let is = run == RunState::Runnable;
         if was && !is {
-            remove_sorted(&mut self.runnable, t);
+            self.runnable.remove(t);
         } else if is && !was {
-            insert_sorted(&mut self.runnable, t);
+            self.runnable.insert(t);
         }
     }
 
@@ -366,7 +367,7 @@ impl Shared {
         let id = self.tasks.len();
         self.tasks.push(task);
         self.slots.push([0; MAX_TASK_SLOTS]);
-        self.runnable.push(id);
+        self.runnable.push_new(id);
         Some(id)
     }
 
@@ -563,49 +564,6 @@ impl Shared {
             self.wake(self.exit_wakes[i], 0);
         }
     }
-}
-
-/// Below this length a runnable list is updated without data-dependent
-/// branches: which task blocks or wakes is as random as the schedule, and a
-/// mispredicted branch costs more than touching a few ids.
-const SHORT_LIST: usize = 32;
-
-/// Insert `t` into the ascending list `v` (absent from it).
-#[inline]
-fn insert_sorted(v: &mut Vec<TaskId>, t: TaskId) {
-    if v.len() >= SHORT_LIST {
-        let i = v.binary_search(&t).unwrap_or_else(|i| i);
-        v.insert(i, t);
-        return;
-    }
-    // One compare-exchange pass from the end carries `t` to its place.
-    v.push(t);
-    let ids = v.as_mut_slice();
-    for i in (1..ids.len()).rev() {
-        let (a, b) = (ids[i - 1], ids[i]);
-        ids[i - 1] = a.min(b);
-        ids[i] = a.max(b);
-    }
-}
-
-/// Remove `t` from the ascending list `v`, if it is there.
-#[inline]
-fn remove_sorted(v: &mut Vec<TaskId>, t: TaskId) {
-    if v.len() >= SHORT_LIST {
-        if let Ok(i) = v.binary_search(&t) {
-            v.remove(i);
-        }
-        return;
-    }
-    // Keep every id but `t`, in order.
-    let ids = v.as_mut_slice();
-    let mut kept = 0;
-    for i in 0..ids.len() {
-        let x = ids[i];
-        ids[kept.min(i)] = x;
-        kept += usize::from(x != t);
-    }
-    v.truncate(kept);
 }
 
 /// A scheduling point: the current task is about to perform `label` on

@@ -3,6 +3,7 @@
 //! and a schedule a test can write by hand.
 
 use super::{default_choice, ChoicePoint, PickCtx, Strategy, StrategyLog};
+use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;
 
@@ -30,7 +31,7 @@ impl Strategy for Explicit {
     /// Sees every step, those without a choice too.
     const SEES_FORCED_STEPS: bool = true;
 
-    fn next_task<'a>(&mut self, _runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+    fn next_task<'a>(&mut self, _runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
         self.pick(&ctx())
     }
 

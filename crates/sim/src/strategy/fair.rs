@@ -3,6 +3,7 @@
 
 use super::{PickCtx, Strategy};
 use crate::explore::{ExploreReport, Run};
+use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;
 
@@ -28,7 +29,7 @@ impl Strategy for Fair {
         matches!(schedule, Schedule::Fair).then_some(Fair)
     }
 
-    fn next_task<'a>(&mut self, _runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+    fn next_task<'a>(&mut self, _runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
         fair_pick(&ctx())
     }
 }

@@ -18,6 +18,7 @@ pub use pct::{pct_hint, pct_probe};
 use crate::dpor::{DporRun, RunLog};
 use crate::footprint::Footprint;
 use crate::rt::TaskState;
+use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;
 
@@ -69,10 +70,15 @@ pub(crate) trait Strategy: Sized {
     /// if not, those steps draw and count nothing.
     const SEES_FORCED_STEPS: bool = false;
 
+    /// Whether the strategy reads the whole runnable list (its slice, or
+    /// the context); if not, it reads only the queue's length and its
+    /// k-th task, and the queue may keep many tasks in a tree.
+    const READS_LIST: bool = true;
+
     /// The task to run next, among `runnable` (ascending, never empty).
     /// `ctx` builds the whole context, for a strategy that needs more than
     /// the runnable list; the common step then builds none.
-    fn next_task<'a>(&mut self, runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId;
+    fn next_task<'a>(&mut self, runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId;
 
     /// The step where a replayed schedule stopped fitting, if it did.
     fn diverged_step(&self) -> Option<u64> {
@@ -98,13 +104,14 @@ pub(crate) struct StrategyLog {
 
 impl<S: Strategy> Strategy for Box<S> {
     const SEES_FORCED_STEPS: bool = S::SEES_FORCED_STEPS;
+    const READS_LIST: bool = S::READS_LIST;
 
     fn new_execution(schedule: &Schedule, lenient: bool) -> Option<Self> {
         S::new_execution(schedule, lenient).map(Box::new)
     }
 
     #[inline]
-    fn next_task<'a>(&mut self, runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+    fn next_task<'a>(&mut self, runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
         (**self).next_task(runnable, ctx)
     }
 
@@ -139,15 +146,22 @@ macro_rules! strategies {
             pub(crate) fn pick<'a>(
                 &mut self,
                 ctx: impl FnOnce() -> PickCtx<'a>,
-                runnable: &[TaskId],
+                runnable: &RunQueue,
             ) -> TaskId {
                 match self {
                     $(Chooser::$variant(s) => {
                         if !<$ty as Strategy>::SEES_FORCED_STEPS && runnable.len() == 1 {
-                            return runnable[0];
+                            return runnable.select(0);
                         }
                         s.next_task(runnable, ctx)
                     })*
+                }
+            }
+
+            /// Whether the strategy reads the whole runnable list.
+            pub(crate) fn reads_list(&self) -> bool {
+                match self {
+                    $(Chooser::$variant(_) => <$ty as Strategy>::READS_LIST,)*
                 }
             }
 

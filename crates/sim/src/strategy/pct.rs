@@ -9,6 +9,7 @@ use super::random::rng_for;
 use super::{PickCtx, Strategy};
 use crate::exec::ExecReport;
 use crate::explore::{seeded, ExploreConfig, ExploreReport, Run};
+use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;
 use rand::Rng;
@@ -84,8 +85,8 @@ impl Strategy for Pct {
 
     /// Sees the runnable list alone, and only at choice points.
     #[inline]
-    fn next_task<'a>(&mut self, runnable: &[TaskId], _ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
-        self.pick(runnable)
+    fn next_task<'a>(&mut self, runnable: &RunQueue, _ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+        self.pick(runnable.as_slice())
     }
 }
 

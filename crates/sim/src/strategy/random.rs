@@ -4,6 +4,7 @@
 
 use super::{PickCtx, Strategy};
 use crate::explore::{seeded, ExploreConfig, ExploreReport, Run};
+use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;
 use rand::{RngCore, SeedableRng};
@@ -20,6 +21,8 @@ pub(crate) fn explore(cfg: &ExploreConfig, run: &Run<'_>) -> ExploreReport {
 }
 
 impl Strategy for Random {
+    const READS_LIST: bool = false;
+
     fn new_execution(schedule: &Schedule, _lenient: bool) -> Option<Self> {
         match schedule {
             Schedule::Random { seed, iteration } => Some(Random(rng_for(*seed, *iteration))),
@@ -29,8 +32,8 @@ impl Strategy for Random {
 
     /// Reads the runnable list alone: the context is never built.
     #[inline]
-    fn next_task<'a>(&mut self, runnable: &[TaskId], _ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
-        runnable[index_below(&mut self.0, runnable.len())]
+    fn next_task<'a>(&mut self, runnable: &RunQueue, _ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+        runnable.select(index_below(&mut self.0, runnable.len()))
     }
 }
 

@@ -4,6 +4,7 @@
 //! and a segment that no longer fits is reported as a divergence.
 
 use super::{default_choice, PickCtx, Strategy};
+use crate::runq::RunQueue;
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
 
@@ -44,7 +45,7 @@ impl Strategy for Segments {
     /// Sees every step, those without a choice too.
     const SEES_FORCED_STEPS: bool = true;
 
-    fn next_task<'a>(&mut self, _runnable: &[TaskId], ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
+    fn next_task<'a>(&mut self, _runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
         self.pick(&ctx())
     }
 
