@@ -2,8 +2,8 @@
 //! other in this process, printed as markdown tables with the ratios.
 //!
 //! ```text
-//! cargo bench -p nssim-bench --bench compare              # the full run
-//! cargo bench -p nssim-bench --bench compare -- --quick   # a smoke run
+//! cargo bench -p nssim-bench --features compare --bench compare              # the full run
+//! cargo bench -p nssim-bench --features compare --bench compare -- --quick   # a smoke run
 //! ```
 
 #[cfg(not(loom))]

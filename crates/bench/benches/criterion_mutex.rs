@@ -3,7 +3,7 @@
 //! and PCT schedulers, and loom exhausting the tiny size.
 //!
 //! ```text
-//! cargo bench -p nssim-bench --bench criterion_mutex
+//! cargo bench -p nssim-bench --features compare --bench criterion_mutex
 //! ```
 
 #[cfg(not(loom))]

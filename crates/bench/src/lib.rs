@@ -1,6 +1,6 @@
 //! Benchmarks of nssim's scheduler against `shuttle` and `loom` on the same
 //! workloads, written three ways and run one after the other in one
-//! process (`cargo bench -p nssim-bench --bench compare`).
+//! process (`cargo bench -p nssim-bench --features compare --bench compare`).
 //!
 //! This library holds the nssim side of every workload, the workload sizes,
 //! the final-state type of the exhaustive model and the table helpers. The

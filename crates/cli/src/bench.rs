@@ -1,7 +1,7 @@
 //! `nssim bench`: nssim's own side of the benchmark workloads, printed as
 //! markdown tables. The side-by-side comparison with shuttle and loom
 //! (which are dev-dependencies of `crates/bench` only) is
-//! `cargo bench -p nssim-bench --bench compare`.
+//! `cargo bench -p nssim-bench --features compare --bench compare`.
 
 use bench::nssim::{
     count_steps, executions_run, ipc, mutex_build, pct_depth_build, pct_depth_tasks, pct_found,
@@ -68,7 +68,7 @@ pub fn bench(plan: &BenchPlan) {
     jobs_table(plan);
     scale_table(plan);
     println!(
-        "The same workloads against shuttle and loom, side by side: `cargo bench -p nssim-bench --bench compare`."
+        "The same workloads against shuttle and loom, side by side: `cargo bench -p nssim-bench --features compare --bench compare`."
     );
 }
 

@@ -292,7 +292,7 @@ enum Command {
     /// exhaust a small model, the speed-up of --jobs, and many tasks at once.
     ///
     /// The same workloads against shuttle and loom, side by side, are
-    /// `cargo bench -p nssim-bench --bench compare`. Run on a quiet machine
+    /// `cargo bench -p nssim-bench --features compare --bench compare`. Run on a quiet machine
     /// and read the ratios, not the absolute figures.
     Bench {
         /// A small run (seconds) instead of the full one (about a minute).

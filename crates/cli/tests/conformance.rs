@@ -2,6 +2,8 @@
 //! The kernel is probed inside a child user namespace (`unshare -U -r`), so
 //! its limits are lowered only there; every child process is reaped.
 
+mod support;
+
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -69,13 +71,21 @@ fn kernel_is_at_least(major: u32, minor: u32) -> bool {
 #[test]
 fn the_ipc_limit_answers_like_the_running_kernel() {
     if !kernel_is_at_least(6, 3) {
-        eprintln!("skipped: the running kernel is older than 6.3, the era the v6.3 profile models");
+        support::skip(
+            "the_ipc_limit_answers_like_the_running_kernel",
+            "the running kernel is older than 6.3, the era the v6.3 profile models",
+            None,
+        );
         return;
     }
     let (ok, fail, fourth) = match kernel_probe() {
         Ok(r) => r,
         Err(reason) => {
-            eprintln!("skipped: {reason}");
+            support::skip(
+                "the_ipc_limit_answers_like_the_running_kernel",
+                &reason,
+                None,
+            );
             return;
         }
     };

@@ -2,6 +2,8 @@
 //! the scripts run, the swimlanes are in the DOM on both axes, and the
 //! screenshot shows a drawn page.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -112,7 +114,11 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
     );
     assert!(page.contains("nssim replay sim-scenarios/ipc-alloc-vs-free.toml nss1_"));
     if !Path::new(CHROMIUM).exists() {
-        println!("skipped: chromium is not installed (apt-get install chromium)");
+        support::skip(
+            "the_report_of_the_v6_2_race_renders_in_chromium",
+            "chromium is not installed (apt-get install chromium)",
+            Some("NSSIM_REQUIRE_CHROMIUM"),
+        );
         return;
     }
     let url = format!("file://{}", file.display());

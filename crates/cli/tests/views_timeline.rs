@@ -1,6 +1,8 @@
 //! `--timeline` on the scenario library: the v6.2 ipc race, the ABBA
 //! deadlock and the use-after-free without a grace period.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -133,7 +135,11 @@ fn replay_with_timeline_draws_the_timeline_instead_of_the_listing() {
 #[test]
 fn colour_on_a_terminal_unless_no_color() {
     if Command::new("script").arg("--version").output().is_err() {
-        println!("skipped: `script` (util-linux) is not installed");
+        support::skip(
+            "colour_on_a_terminal_unless_no_color",
+            "`script` (util-linux) is not installed",
+            None,
+        );
         return;
     }
     let bin = env!("CARGO_BIN_EXE_nssim");

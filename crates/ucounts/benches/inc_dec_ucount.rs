@@ -5,7 +5,7 @@
 //! own uid (the levels above are shared), and all threads as one uid.
 //!
 //! ```text
-//! cargo bench -p nssim-ucounts --bench inc_dec_ucount
+//! cargo bench -p nssim-ucounts --features criterion --bench inc_dec_ucount
 //! ```
 
 #[cfg(loom)]

@@ -1,6 +1,6 @@
 //! Lookup cost against the number of extents, for the three layouts
 //! (std backend: outside a simulation the `sync` atomics are plain
-//! atomics). `cargo bench -p nssim-userns --bench lookup`; the table in
+//! atomics). `cargo bench -p nssim-userns --features criterion --bench lookup`; the table in
 //! docs/userns.md comes from `cargo run --release -p nssim-userns --example lookup_table`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};

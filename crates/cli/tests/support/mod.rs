@@ -26,3 +26,17 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// A test that cannot run here says so where its reader sees it: on the
+/// test run's own standard error, which the harness does not capture
+/// (it captures `print!` and `eprint!` only), as `skipped: <test>: <why>`.
+///
+/// `required` names an environment variable that makes the skip a
+/// failure: `.ci/run` sets it where it installed what the test needs.
+pub fn skip(test: &str, why: &str, required: Option<&str>) {
+    if let Some(var) = required.filter(|v| std::env::var_os(v).is_some()) {
+        panic!("{test} cannot run ({why}) but {var} says it must");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
+}
