@@ -173,7 +173,15 @@ pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, 
     }
     if list {
         for c in &cases {
-            println!("{:<8} {:<44} {}", c.subsystem, c.name(), c.question());
+            match format {
+                Format::Text => {
+                    println!("{:<8} {:<44} {}", c.subsystem, c.name(), c.question())
+                }
+                Format::Json => println!(
+                    "{}",
+                    json!({ "subsystem": c.subsystem, "case": c.name(), "question": c.question() })
+                ),
+            }
         }
         return Ok(true);
     }

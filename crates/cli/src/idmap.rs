@@ -85,7 +85,8 @@ pub struct CheckArgs {
     /// Write "deny" to the target's /proc/PID/setgroups first.
     #[arg(long)]
     pub setgroups_deny: bool,
-    /// Output format.
+    /// Output format: `json` prints one line: the verdict, its errno, the rule that
+    /// decided and the extents.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 }

@@ -43,7 +43,7 @@ struct Cli {
 pub enum Format {
     /// Human-readable lines.
     Text,
-    /// One JSON object per line per (scenario, kernel) run.
+    /// JSON objects, one per line: what a line is, the option's help says.
     Json,
 }
 
@@ -203,7 +203,8 @@ enum Command {
         library: bool,
         #[command(flatten)]
         overrides: Overrides,
-        /// Output format.
+        /// Output format: `json` prints a line per (scenario, kernel) run, its record
+        /// (a run of another shard as skipped), and the summary line on standard error.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Also write the results as JUnit XML (a test case per scenario and kernel).
@@ -234,7 +235,8 @@ enum Command {
         /// The schedule token printed by `nssim run`, or a trace file written by `--trace`.
         #[arg(value_name = "TOKEN|TRACE_FILE")]
         token: String,
-        /// Output format: `text` prints every step; `json` the same fields as `run`.
+        /// Output format: `text` prints every step; `json` one line, the run's record
+        /// with the same fields as `run`'s.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// When the scenario or nssim changed and the token no longer fits, finish
@@ -263,7 +265,7 @@ enum Command {
         /// The shards' JSON-lines outputs, one file per shard, in any order.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Output format.
+        /// Output format, as `run` prints it: `json` a line per (scenario, kernel) run.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Also write the merged results as JUnit XML.
@@ -281,12 +283,17 @@ enum Command {
         /// Also list the conformance cases (`sim-scenarios/conformance/`).
         #[arg(long)]
         all: bool,
-        /// Output format: `json` prints one object per scenario (name, path, summary).
+        /// Output format: `json` prints a line per scenario: its name, path and summary.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
     /// List kernel profiles, patches, invariants and cost-table entries.
-    Kernels,
+    Kernels {
+        /// Output format: `json` prints a line per profile, patch, invariant and
+        /// cost-table entry, its `kind` saying which.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// Measure nssim's scheduler on the benchmark workloads and print tables:
     /// lock operations per second, time to the first failure, executions to
     /// exhaust a small model, the speed-up of --jobs, and many tasks at once.
@@ -295,7 +302,7 @@ enum Command {
     /// `cargo bench -p nssim-bench --features compare --bench compare`. Run on a quiet machine
     /// and read the ratios, not the absolute figures.
     Bench {
-        /// A small run (seconds) instead of the full one (about a minute).
+        /// A small run (under a second) instead of the full one (about ten seconds).
         #[arg(long)]
         quick: bool,
         /// Threads for the parallel-exploration row (default: the number of cores).
@@ -310,7 +317,8 @@ enum Command {
     /// limits are lowered only there; cases this host cannot run are listed as
     /// skipped with the reason. Exit status 1 when any case disagrees.
     Conformance {
-        /// Only cases of this subsystem (repeatable): ipc, idmap, nproc, uevent...
+        /// Only cases of this subsystem (repeatable): idmap, ipc, netns, nproc, uevent
+        /// or userns.
         #[arg(long, value_name = "NAME")]
         subsystem: Vec<String>,
         /// Only cases whose name contains this text (repeatable).
@@ -319,7 +327,8 @@ enum Command {
         /// List the cases and their questions without running them.
         #[arg(long)]
         list: bool,
-        /// Output format.
+        /// Output format: `json` prints one line, the profile, the kernel's release and
+        /// every case; with --list a line per case (subsystem, case, question).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -453,8 +462,8 @@ fn main() -> ExitCode {
             all,
             format,
         } => library::list(all, format),
-        Command::Kernels => {
-            output::print_kernels();
+        Command::Kernels { format } => {
+            output::print_kernels(format);
             Ok(true)
         }
         Command::Bench { quick, jobs } => {

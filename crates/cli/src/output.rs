@@ -5,7 +5,7 @@ use crate::Format;
 use kernel::{catalog, ActivePatches, Errno, Results};
 use scenario::{Expect, Scenario};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 use sim::{Event, ExecReport, ShrinkReport};
 use std::collections::BTreeMap;
 
@@ -453,7 +453,16 @@ pub fn print_steps(report: &ExecReport) {
     print!("{}", report::steps::render(report, &describe));
 }
 
-pub fn print_kernels() {
+/// `nssim kernels`: the profiles, patches, invariants and cost-table
+/// entries; with `--format json` one object per line, its `kind` one of
+/// `profile`, `patch`, `invariant`, `cost`.
+pub fn print_kernels(format: Format) {
+    if format == Format::Json {
+        for line in kernels_json() {
+            println!("{line}");
+        }
+        return;
+    }
     println!("Kernel profiles (a release and the patches it has):");
     for p in catalog::PROFILES {
         let patches = if p.patches().is_empty() {
@@ -486,4 +495,25 @@ pub fn print_kernels() {
             c.summary
         );
     }
+}
+
+/// The lines of `nssim kernels --format json`, from the same catalog.
+fn kernels_json() -> Vec<serde_json::Value> {
+    let profiles = catalog::PROFILES.iter().map(|p| {
+        json!({ "kind": "profile", "name": p.name, "summary": p.summary, "patches": p.patches() })
+    });
+    let patches = catalog::PATCHES.iter().map(|p| {
+        json!({ "kind": "patch", "name": p.name, "merged_in": p.merged_in, "summary": p.summary })
+    });
+    let invariants = catalog::INVARIANTS
+        .iter()
+        .map(|i| json!({ "kind": "invariant", "name": i.name, "summary": i.summary }));
+    let costs = catalog::costs().into_iter().map(|c| {
+        json!({ "kind": "cost", "name": c.name, "default_ns": c.default_ns, "summary": c.summary })
+    });
+    profiles
+        .chain(patches)
+        .chain(invariants)
+        .chain(costs)
+        .collect()
 }
