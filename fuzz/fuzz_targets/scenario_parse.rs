@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = nssim::fuzz::scenario_parse(data);
+    let _ = nssim_cli::fuzz::scenario_parse(data);
 });

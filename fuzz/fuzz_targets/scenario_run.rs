@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    nssim::fuzz::scenario_run(data, nssim::fuzz::Budget::default());
+    nssim_cli::fuzz::scenario_run(data, nssim_cli::fuzz::Budget::default());
 });

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = nssim::fuzz::token_decode(data);
+    let _ = nssim_cli::fuzz::token_decode(data);
 });

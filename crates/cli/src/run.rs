@@ -353,7 +353,7 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
         patches,
         invariants: &sc.invariants,
         explore: ExploreConfig {
-            strategy: nssim::strategy_spec(&plan.explore),
+            strategy: nssim_cli::strategy_spec(&plan.explore),
             seed: plan.explore.seed,
             iterations: plan.explore.iterations,
             exec: exec_config(sc, &plan.explore),

@@ -3,7 +3,7 @@
 //! panic, abort, hang past its bound or resident set over 1 GiB.
 //!
 //! Scenario and token mutants run in-process through the fuzz targets'
-//! bodies (`nssim::fuzz`), where a panic is caught and the mutant named;
+//! bodies (`nssim_cli::fuzz`), where a panic is caught and the mutant named;
 //! a sample of them, and every trace-file mutant, runs through the real
 //! binary, where an abort or a signal would show.
 //!
@@ -11,7 +11,7 @@
 
 mod support;
 
-use nssim::fuzz::{self, Budget};
+use nssim_cli::fuzz::{self, Budget};
 use sim::limits::{self, Limit};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

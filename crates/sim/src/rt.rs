@@ -655,6 +655,12 @@ pub fn task_name(t: TaskId) -> String {
         .unwrap_or_else(|| format!("task{t}"))
 }
 
+/// The id the next [`spawn`] gives its task (tasks are numbered in spawn
+/// order), inside an execution: a name that must be unique may carry it.
+pub fn next_task_id() -> Option<TaskId> {
+    with(|s| s.tasks.len())
+}
+
 /// Start a new task; it becomes runnable at the current task's clock.
 /// `None` outside an execution, or when [`limits::TASKS`] tasks are alive
 /// (the execution then ends with outcome `limit`).

@@ -1,0 +1,316 @@
+//! nssim as a library: explore the interleavings of your own Rust code,
+//! deterministically, and replay any execution from its token.
+//!
+//! [`thread`] and [`sync`] mirror std's signatures, so code written for
+//! std (or shuttle) ports by changing its imports; the kernel primitives
+//! (spinlocks, RCU, work items, llist, ...) keep their kernel-shaped API in
+//! [`kernel`]. [`check_random`], [`check_pct`] and [`check_dfs`] run the
+//! closure as the first task of many executions and return the
+//! [`Report`] of the first failing one (a panic in any task, a deadlock,
+//! a use of a freed object, a limit), shrunk, with its token and its
+//! step-by-step trace; [`replay`] runs exactly that execution again.
+//!
+//! ```
+//! use nssim::sync::atomic::{AtomicU64, Ordering};
+//! use nssim::sync::Arc;
+//! use nssim::thread;
+//!
+//! // Two threads increment a counter with a load and a store: a lost update.
+//! fn model() {
+//!     let counter = Arc::new(AtomicU64::new(0));
+//!     let handles: Vec<_> = (0..2)
+//!         .map(|_| {
+//!             let c = Arc::clone(&counter);
+//!             thread::spawn(move || {
+//!                 let v = c.load(Ordering::SeqCst);
+//!                 c.store(v + 1, Ordering::SeqCst);
+//!             })
+//!         })
+//!         .collect();
+//!     for h in handles {
+//!         h.join().unwrap();
+//!     }
+//!     assert_eq!(counter.load(Ordering::SeqCst), 2, "lost update");
+//! }
+//!
+//! let report = nssim::check_random(model, 1000);
+//! assert!(report.is_failure());
+//! assert!(report.message().contains("lost update"));
+//! // The token replays the same execution, bit for bit.
+//! let again = nssim::replay(model, report.token()).expect("a token of this API");
+//! assert_eq!(again.trace_hash, report.trace_hash);
+//! ```
+//!
+//! [`check`] takes a [`Config`] for full control and panics with the
+//! report when an execution fails, which is what a `#[test]` wants.
+
+pub use sim::StrategySpec::{Dfs, Fair, Pct, Random};
+pub use sim::{Outcome, ShrinkReport, StrategySpec as Strategy};
+
+use sim::{ExecConfig, Execution, ExploreConfig, Schedule, Token};
+use std::fmt;
+use std::sync::Arc;
+
+/// How to search. Defaults: random strategy, seed 1, 1000 executions,
+/// two virtual CPUs, shrinking on, a thread per core (as the command line:
+/// the result does not depend on it).
+#[derive(Debug, Clone)]
+pub struct Config {
+    explore: ExploreConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            explore: ExploreConfig {
+                strategy: Strategy::Random,
+                seed: 1,
+                iterations: 1000,
+                exec: ExecConfig::default(),
+                shrink: true,
+                jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                shard: None,
+                progress: Default::default(),
+                reduction: true,
+            },
+        }
+    }
+}
+
+impl Config {
+    pub fn strategy(mut self, s: Strategy) -> Self {
+        self.explore.strategy = s;
+        self
+    }
+    pub fn iterations(mut self, n: u64) -> Self {
+        self.explore.iterations = n;
+        self
+    }
+    pub fn seed(mut self, s: u64) -> Self {
+        self.explore.seed = s;
+        self
+    }
+    pub fn cpus(mut self, n: u32) -> Self {
+        self.explore.exec.cpus = n.max(1);
+        self
+    }
+    pub fn max_steps(mut self, n: u64) -> Self {
+        self.explore.exec.max_steps = n;
+        self
+    }
+    /// Threads running executions at once; the result does not change.
+    pub fn jobs(mut self, n: usize) -> Self {
+        self.explore.jobs = n.clamp(1, sim::limits::JOBS.max as usize);
+        self
+    }
+    pub fn shrink(mut self, on: bool) -> Self {
+        self.explore.shrink = on;
+        self
+    }
+}
+
+/// The result of a search: the reported execution (the first failure, or
+/// the last execution run).
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub outcome: Outcome,
+    pub executions: u64,
+    pub steps: u64,
+    pub trace_hash: u64,
+    pub shrink: Option<ShrinkReport>,
+    /// Replays the execution with [`replay`].
+    pub token: String,
+    /// The reported (shrunk) schedule: each task's stretch of steps,
+    /// `task@point xN`, in order.
+    pub schedule: Vec<String>,
+    /// The execution step by step.
+    pub trace: String,
+}
+
+impl Report {
+    /// Whether the reported execution failed (a panic, a deadlock, a
+    /// violated invariant, a limit).
+    pub fn is_failure(&self) -> bool {
+        self.outcome.is_failure()
+    }
+
+    /// The token that [`replay`] runs again.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The execution step by step.
+    pub fn trace(&self) -> &str {
+        &self.trace
+    }
+
+    /// What went wrong, with the token and the trace.
+    pub fn message(&self) -> String {
+        format!(
+            "nssim: {} after {} execution(s)\ntoken: {}\n{}",
+            self.outcome, self.executions, self.token, self.trace
+        )
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+/// The token context that names the library API instead of a scenario
+/// file (whose tokens name a kernel run first).
+const API_KERNEL: &str = "api";
+
+fn spawn_main(e: &mut Execution, model: &Arc<dyn Fn() + Send + Sync>) {
+    let m = Arc::clone(model);
+    e.setup(|| sim::spawn("main", false, move || m()));
+}
+
+fn no_describe(_: &sim::Event) -> Option<String> {
+    None
+}
+
+fn run_once(
+    exec: &ExecConfig,
+    schedule: &Schedule,
+    model: &Arc<dyn Fn() + Send + Sync>,
+) -> sim::ExecReport {
+    let mut cfg = exec.clone();
+    cfg.record = true;
+    let mut e = Execution::new(cfg, schedule);
+    spawn_main(&mut e, model);
+    e.run()
+}
+
+/// Explore `model` and return the report, failing or not.
+pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) -> Report {
+    let model: Arc<dyn Fn() + Send + Sync> = Arc::new(model);
+    let found = sim::explore(&config.explore, &|e| spawn_main(e, &model));
+    let exec = &config.explore.exec;
+    let token = Token {
+        scenario: 0,
+        content: Some(0),
+        context: vec![API_KERNEL.into()],
+        cpus: exec.cpus,
+        max_steps: exec.max_steps,
+        max_virtual_ns: exec.max_virtual_ns,
+        schedule: found.schedule.clone(),
+    };
+    let recorded = run_once(exec, &found.schedule, &model);
+    Report {
+        outcome: found.report.outcome.clone(),
+        executions: found.executions,
+        steps: found.report.steps,
+        trace_hash: found.report.trace_hash,
+        shrink: found.shrink,
+        token: token.encode(),
+        schedule: schedule_text(&found.schedule),
+        trace: report::steps::render(&recorded, &no_describe),
+    }
+}
+
+/// A schedule as its named stretches (a seeded schedule names itself).
+fn schedule_text(schedule: &Schedule) -> Vec<String> {
+    match schedule {
+        Schedule::Segments(segments) => segments.iter().map(ToString::to_string).collect(),
+        other => vec![format!("{other:?}")],
+    }
+}
+
+/// Explore `f` under `iterations` random schedules: the report of the
+/// first failing execution, shrunk, or of the last one.
+pub fn check_random(f: impl Fn() + Send + Sync + 'static, iterations: u64) -> Report {
+    check_report(Config::default().strategy(Random).iterations(iterations), f)
+}
+
+/// Explore `f` under `iterations` PCT schedules of depth `depth` (the
+/// number of ordering constraints of the bugs it is sure to find with
+/// probability at least 1/(n k^(depth-1))).
+pub fn check_pct(f: impl Fn() + Send + Sync + 'static, iterations: u64, depth: u32) -> Report {
+    check_report(
+        Config::default()
+            .strategy(Pct { depth })
+            .iterations(iterations),
+        f,
+    )
+}
+
+/// Explore every schedule of `f` with at most `preemption_bound`
+/// preemptions, one per class of schedules that only reorder independent
+/// steps (`report.executions` says how many that took).
+pub fn check_dfs(f: impl Fn() + Send + Sync + 'static, preemption_bound: u32) -> Report {
+    let most = sim::limits::ITERATIONS.max;
+    check_report(
+        Config::default()
+            .strategy(Dfs { preemption_bound })
+            .iterations(most),
+        f,
+    )
+}
+
+/// Explore `model`; panic with the report when an execution fails.
+pub fn check(config: Config, model: impl Fn() + Send + Sync + 'static) {
+    let report = check_report(config, model);
+    if report.outcome.is_failure() {
+        panic!("{report}");
+    }
+}
+
+/// Why [`replay`] could not run a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// Not a token, or a corrupted one, or one with fields out of range.
+    #[error("nssim::replay: bad token `{}`: {error}", sim::echo::echo(.token))]
+    Token {
+        token: String,
+        error: sim::TokenError,
+    },
+    /// A token of `nssim run`, which names a scenario file's kernel run.
+    #[error(
+        "nssim::replay: this token names a scenario file's run; use `nssim replay SCENARIO TOKEN`"
+    )]
+    NotFromTheApi,
+}
+
+/// Run exactly the execution `token` names (as printed by [`check`]); an
+/// error when the token is malformed or was not made by this API.
+pub fn replay(
+    model: impl Fn() + Send + Sync + 'static,
+    token: &str,
+) -> Result<Report, ReplayError> {
+    let t = Token::decode(token).map_err(|error| ReplayError::Token {
+        token: token.to_string(),
+        error,
+    })?;
+    if t.context != [API_KERNEL] {
+        return Err(ReplayError::NotFromTheApi);
+    }
+    let exec = ExecConfig {
+        cpus: t.cpus,
+        max_steps: t.max_steps,
+        max_virtual_ns: t.max_virtual_ns,
+        ..ExecConfig::default()
+    };
+    let model: Arc<dyn Fn() + Send + Sync> = Arc::new(model);
+    let r = run_once(&exec, &t.schedule, &model);
+    Ok(Report {
+        outcome: r.outcome.clone(),
+        executions: 1,
+        steps: r.steps,
+        trace_hash: r.trace_hash,
+        shrink: None,
+        token: token.to_string(),
+        schedule: schedule_text(&t.schedule),
+        trace: report::steps::render(&r, &no_describe),
+    })
+}
+
+mod mirror;
+pub use mirror::{sync, thread};
+
+/// The kernel primitives with their kernel-shaped API (every object
+/// named): spinlocks, RCU, work items and `flush_work`, llist,
+/// refcounts, completions and the named mutex and atomics.
+pub use ::sync as kernel;

@@ -1,0 +1,216 @@
+//! The std mirror: `thread` and `sync` with std's signatures, so that code
+//! written for std (or shuttle) explores under nssim by changing its
+//! imports. Inside an execution every operation is a scheduling point of
+//! nssim's; outside one (a plain test, real threads) the same code runs on
+//! real threads.
+//!
+//! An object or task needs no name: one made without is named by where in
+//! the source it was made (`tests/race.rs:12`), which is what the trace
+//! and the token's schedule then show.
+
+use std::collections::BTreeMap;
+use std::panic::Location;
+
+/// The name of the objects made at `site`: its file and line, made once per
+/// site for the life of the process (objects take `&'static str` names).
+fn site_name(site: &'static Location<'static>) -> &'static str {
+    type Names = BTreeMap<(&'static str, u32, u32), &'static str>;
+    static NAMES: std::sync::Mutex<Names> = std::sync::Mutex::new(BTreeMap::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    names
+        .entry((site.file(), site.line(), site.column()))
+        .or_insert_with(|| Box::leak(format!("{}:{}", site.file(), site.line()).into_boxed_str()))
+}
+
+/// Tasks of the model, as `std::thread` has them.
+pub mod thread {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    /// Waits for a spawned task and takes what it returned.
+    pub struct JoinHandle<T> {
+        inner: Inner<T>,
+    }
+
+    enum Inner<T> {
+        Simulated {
+            done: Arc<AtomicBool>,
+            result: Arc<Mutex<Option<T>>>,
+            obj: sim::ObjId,
+        },
+        Real(std::thread::JoinHandle<T>),
+    }
+
+    /// Start a task running `f`, named by where it is spawned.
+    #[track_caller]
+    pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        start(site_task_name(std::panic::Location::caller()), f)
+    }
+
+    /// An unnamed task's name: where it was spawned and its task number,
+    /// so that tasks spawned in a loop have names of their own (a token's
+    /// schedule names its tasks).
+    fn site_task_name(site: &'static std::panic::Location<'static>) -> String {
+        let at = super::site_name(site);
+        match sim::next_task_id() {
+            Some(id) => format!("{at}#{id}"),
+            None => at.to_string(),
+        }
+    }
+
+    /// A task's settings before it starts: its name.
+    #[derive(Debug, Default)]
+    pub struct Builder {
+        name: Option<String>,
+    }
+
+    impl Builder {
+        pub fn new() -> Builder {
+            Builder::default()
+        }
+
+        /// The task's name in traces and tokens.
+        pub fn name(mut self, name: String) -> Builder {
+            self.name = Some(name);
+            self
+        }
+
+        /// Start the task; unnamed, it is named by where it is spawned.
+        #[track_caller]
+        pub fn spawn<F, T>(self, f: F) -> std::io::Result<JoinHandle<T>>
+        where
+            F: FnOnce() -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            let site = std::panic::Location::caller();
+            let name = self.name.unwrap_or_else(|| site_task_name(site));
+            Ok(start(name, f))
+        }
+    }
+
+    fn start<F, T>(name: String, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if !sim::active() {
+            let thread = std::thread::Builder::new()
+                .name(name)
+                .spawn(f)
+                .expect("the system starts a thread");
+            return JoinHandle {
+                inner: Inner::Real(thread),
+            };
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let result = Arc::new(Mutex::new(None));
+        let obj = sim::new_object("task");
+        let (d, r) = (Arc::clone(&done), Arc::clone(&result));
+        let mut body = Some(move || {
+            let value = f();
+            *r.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+            d.store(true, Ordering::SeqCst);
+            sim::wake_all(obj, 0);
+        });
+        // Past the tasks limit the execution ends at its next scheduling
+        // point with outcome `limit`; the handle is then never joined.
+        let _ = sim::spawn(name, false, move || (body.take().expect("runs once"))());
+        JoinHandle {
+            inner: Inner::Simulated { done, result, obj },
+        }
+    }
+
+    impl<T> JoinHandle<T> {
+        /// Block until the task has finished; what it returned. In an
+        /// execution a task that panics ends the execution (outcome
+        /// `panic`), so `Err` comes only from real threads.
+        pub fn join(self) -> std::thread::Result<T> {
+            match self.inner {
+                Inner::Real(thread) => thread.join(),
+                Inner::Simulated { done, result, obj } => {
+                    sim::wait_until("join", obj, || done.load(Ordering::SeqCst));
+                    let value = result.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    Ok(value.expect("a finished task left its result"))
+                }
+            }
+        }
+    }
+}
+
+/// `std::sync`'s shapes: `Arc`, `Mutex`, `atomic`. Beside them, the
+/// kernel primitives keep their kernel-shaped API (see [`crate::kernel`]).
+pub mod sync {
+    pub use ::sync::{
+        flush_work, rcu_read_lock, schedule_work, synchronize_rcu, LList, Refcount, SpinLock, Work,
+        Workqueue,
+    };
+    pub use ::sync::{MutexGuard, Ordering as AtomicOrdering};
+    pub use std::sync::{Arc, LockResult};
+
+    /// A mutual-exclusion lock as `std::sync::Mutex` has it (never
+    /// poisoned: a panic ends the execution), named by where it is made.
+    pub struct Mutex<T>(::sync::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        #[track_caller]
+        pub fn new(value: T) -> Mutex<T> {
+            let name = super::site_name(std::panic::Location::caller());
+            Mutex(::sync::Mutex::new(name, value))
+        }
+
+        /// A lock with a name of its own in traces.
+        pub fn named(name: &'static str, value: T) -> Mutex<T> {
+            Mutex(::sync::Mutex::new(name, value))
+        }
+
+        /// Wait for the lock: a scheduling point, and a wait while another
+        /// task holds it.
+        pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
+            Ok(self.0.lock())
+        }
+    }
+
+    /// Atomics as `std::sync::atomic` has them, named by where they are
+    /// made; every operation is a scheduling point.
+    pub mod atomic {
+        pub use std::sync::atomic::Ordering;
+
+        macro_rules! mirror_atomic {
+            ($name:ident, $int:ty) => {
+                #[doc = concat!("`std::sync::atomic::", stringify!($name), "`, explored.")]
+                pub struct $name(::sync::$name);
+
+                impl $name {
+                    #[track_caller]
+                    pub fn new(v: $int) -> $name {
+                        let name = crate::mirror::site_name(std::panic::Location::caller());
+                        $name(::sync::$name::new(name, v))
+                    }
+
+                    /// An atomic with a name of its own in traces.
+                    pub fn named(name: &'static str, v: $int) -> $name {
+                        $name(::sync::$name::new(name, v))
+                    }
+                }
+
+                /// `load`, `store` and the other operations, with std's
+                /// signatures.
+                impl std::ops::Deref for $name {
+                    type Target = ::sync::$name;
+                    fn deref(&self) -> &Self::Target {
+                        &self.0
+                    }
+                }
+            };
+        }
+
+        mirror_atomic!(AtomicBool, bool);
+        mirror_atomic!(AtomicU32, u32);
+        mirror_atomic!(AtomicU64, u64);
+        mirror_atomic!(AtomicI64, i64);
+    }
+}

@@ -1,0 +1,168 @@
+//! The library API from a Rust test: the std mirror, the entry points and
+//! replay.
+
+use nssim::sync::atomic::{AtomicU64, Ordering};
+use nssim::sync::{Arc, Mutex};
+use nssim::{check, check_report, replay, thread, Config, Dfs, Outcome, Random, ReplayError};
+
+fn locked_counter() {
+    let counter = Arc::new(Mutex::new(0));
+    let handles: Vec<_> = (0..3)
+        .map(|i| {
+            let c = Arc::clone(&counter);
+            thread::Builder::new()
+                .name(format!("t{i}"))
+                .spawn(move || *c.lock().unwrap() += 1)
+                .unwrap()
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(*counter.lock().unwrap(), 3);
+}
+
+#[test]
+fn a_correct_model_passes_every_explored_schedule() {
+    check(
+        Config::default().strategy(Random).iterations(300),
+        locked_counter,
+    );
+    let r = check_report(
+        Config::default()
+            .strategy(Dfs {
+                preemption_bound: 2,
+            })
+            .iterations(100_000),
+        locked_counter,
+    );
+    assert_eq!(r.outcome, Outcome::Pass);
+    assert!(!r.is_failure());
+}
+
+fn abba() {
+    let a = Arc::new(Mutex::named("A", ()));
+    let b = Arc::new(Mutex::named("B", ()));
+    let (a2, b2) = (Arc::clone(&a), Arc::clone(&b));
+    let t = thread::Builder::new()
+        .name("other".into())
+        .spawn(move || {
+            let _b = b2.lock();
+            let _a = a2.lock();
+        })
+        .unwrap();
+    {
+        let _a = a.lock();
+        let _b = b.lock();
+    }
+    t.join().unwrap();
+}
+
+#[test]
+fn a_deadlock_is_reported_with_a_token_that_replays_it() {
+    let r = check_report(Config::default().iterations(500), abba);
+    assert!(
+        matches!(r.outcome, Outcome::Deadlock { .. }),
+        "{}",
+        r.outcome
+    );
+    let again = replay(abba, r.token()).unwrap();
+    assert_eq!(again.outcome, r.outcome);
+    assert_eq!(again.trace_hash, r.trace_hash);
+    assert!(r.trace().contains("mutex_lock"));
+    assert!(
+        r.schedule.iter().any(|s| s.starts_with("other@")),
+        "{:?}",
+        r.schedule
+    );
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn check_panics_with_the_report() {
+    check(Config::default().iterations(500), abba);
+}
+
+#[test]
+fn a_bad_token_is_an_error_not_a_panic() {
+    for bad in [
+        "",
+        "hello",
+        "nss1_",
+        "nss1_AAAA",
+        "nss1_\u{1b}[31m",
+        "nss1_AQ!",
+    ] {
+        let e = replay(abba, bad).unwrap_err();
+        assert!(matches!(e, ReplayError::Token { .. }), "{bad:?}: {e}");
+        assert!(!e.to_string().contains('\u{1b}'), "{e}");
+    }
+    // A token of a scenario file's run (its context names a kernel run).
+    let file_token = "nss1_Aoic0twJAQR2Ni4yAoCt4gSAwOKF42gEAgZsb29wZXIFc3RhcnQBAAE76VoR8w";
+    assert!(sim::Token::decode(file_token).is_ok());
+    assert_eq!(
+        replay(abba, file_token).unwrap_err(),
+        ReplayError::NotFromTheApi
+    );
+}
+
+/// A lost update, written as for std: unnamed threads and an atomic.
+fn lost_update() {
+    let counter = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let c = Arc::clone(&counter);
+            thread::spawn(move || {
+                let v = c.load(Ordering::SeqCst);
+                c.store(v + 1, Ordering::SeqCst);
+                v
+            })
+        })
+        .collect();
+    let seen: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(seen.len() == 2);
+    assert_eq!(counter.load(Ordering::SeqCst), 2, "lost update");
+}
+
+#[test]
+fn every_entry_point_finds_the_lost_update_and_names_by_source_location() {
+    for (which, r) in [
+        ("random", nssim::check_random(lost_update, 1000)),
+        ("pct", nssim::check_pct(lost_update, 1000, 2)),
+        ("dfs", nssim::check_dfs(lost_update, 2)),
+    ] {
+        assert!(r.is_failure(), "{}", r.outcome);
+        assert!(r.message().contains("lost update"), "{}", r.message());
+        // Unnamed tasks and objects carry their source location.
+        assert!(r.trace().contains("tests/api.rs:"), "{}", r.trace());
+        let again = replay(lost_update, r.token()).unwrap();
+        assert_eq!(
+            again.trace_hash,
+            r.trace_hash,
+            "{which}: {:?}\n{}\n---\n{}",
+            r.schedule,
+            r.trace(),
+            again.trace()
+        );
+    }
+}
+
+#[test]
+fn outside_an_execution_the_mirror_runs_real_threads() {
+    // The same model, called directly: real threads, real atomics; the
+    // join returns each thread's value.
+    let counter = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..4u64)
+        .map(|i| {
+            let c = Arc::clone(&counter);
+            thread::spawn(move || {
+                c.fetch_add(1, Ordering::SeqCst);
+                i * 10
+            })
+        })
+        .collect();
+    let got: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(got, vec![0, 10, 20, 30]);
+    assert_eq!(counter.load(Ordering::SeqCst), 4);
+    locked_counter();
+}
