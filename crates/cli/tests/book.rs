@@ -19,7 +19,13 @@ struct Example {
 
 fn examples_in(file: &Path) -> Vec<Example> {
     let text = std::fs::read_to_string(file).unwrap();
-    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    // The path from the checkout's root: docs/uevent.md and
+    // docs/lessons/uevent.md are different pages.
+    let name = file
+        .strip_prefix(root())
+        .unwrap_or(file)
+        .to_string_lossy()
+        .into_owned();
     let mut out: Vec<Example> = Vec::new();
     let mut in_block = false;
     let mut current: Option<Example> = None;
@@ -59,12 +65,19 @@ fn shown_line_matches(shown: &str, actual: &[String]) -> bool {
     actual.iter().any(|a| a.trim() == shown)
 }
 
-fn book_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+/// The Markdown files directly in `dir`.
+fn markdown_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
+        .collect()
+}
+
+/// The book's chapters, its lessons (docs/lessons/) and the README.
+fn book_files() -> Vec<PathBuf> {
+    let mut files = markdown_in(&root().join("docs"));
+    files.extend(markdown_in(&root().join("docs/lessons")));
     files.push(root().join("README.md"));
     files.sort();
     files
@@ -111,4 +124,18 @@ fn every_command_in_the_book_runs_as_shown() {
         }
     }
     assert!(checked >= 5, "the book shows {checked} commands");
+}
+
+#[test]
+fn the_lessons_are_among_the_book_files() {
+    let lessons: Vec<PathBuf> = book_files()
+        .into_iter()
+        .filter(|p| p.parent().is_some_and(|d| d.ends_with("docs/lessons")))
+        .collect();
+    assert!(
+        lessons.len() >= 5,
+        "docs/lessons/ holds its README and a lesson per seed race: {lessons:?}"
+    );
+    let commands: usize = lessons.iter().map(|p| examples_in(p).len()).sum();
+    assert!(commands >= 8, "the lessons show {commands} commands");
 }
