@@ -146,7 +146,11 @@ fn scenario_verdict(
         KernelVerdict::ModelMisses => Some(false),
     };
     if r.verdict == KernelVerdict::ModelMisses {
-        onkernel::print_text(sc, kernel::catalog::host_profile(), &r);
+        // On standard error: standard output is the table or the JSON.
+        eprint!(
+            "{}",
+            onkernel::text(sc, kernel::catalog::host_profile(), &r)
+        );
     }
     Ok(Verdict {
         subsystem: subsystem.to_string(),

@@ -285,12 +285,19 @@ pub fn on_kernel(
 }
 
 pub fn print_text(sc: &Scenario, profile: &str, r: &OnKernel) {
+    print!("{}", text(sc, profile, r));
+}
+
+/// The verdict of one scenario as text: its head line, then the kernel's
+/// outcomes, the model's that the kernel did not show and the search.
+pub fn text(sc: &Scenario, profile: &str, r: &OnKernel) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     let mut head = format!("{:<40} {:<8} {}", sc.name, profile, r.verdict.name());
     match r.verdict {
         Verdict::Skipped => {
             head.push_str(&format!(": {}", r.reason.as_deref().unwrap_or("")));
-            println!("{head}");
-            return;
+            return head + "\n";
         }
         _ => head.push_str(&format!(
             " ({} repeats on the kernel in {:.1} s{})",
@@ -303,7 +310,8 @@ pub fn print_text(sc: &Scenario, profile: &str, r: &OnKernel) {
             }
         )),
     }
-    println!("{head}");
+    out.push_str(&head);
+    out.push('\n');
     let model = r.model.as_ref().expect("a model side for a run that ran");
     for (o, n) in &r.kernel {
         let mark = if model.outcomes.contains_key(o) {
@@ -311,7 +319,7 @@ pub fn print_text(sc: &Scenario, profile: &str, r: &OnKernel) {
         } else {
             "kernel, NOT REACHED BY THE MODEL"
         };
-        println!("    {mark} {n}x: {o}");
+        let _ = writeln!(out, "    {mark} {n}x: {o}");
     }
     let mut only: Vec<(&String, &u64)> = model
         .outcomes
@@ -320,15 +328,17 @@ pub fn print_text(sc: &Scenario, profile: &str, r: &OnKernel) {
         .collect();
     only.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     for (o, n) in only.iter().take(MODEL_ONLY_SHOWN) {
-        println!("    model only {n}x: {o}");
+        let _ = writeln!(out, "    model only {n}x: {o}");
     }
     if only.len() > MODEL_ONLY_SHOWN {
-        println!(
+        let _ = writeln!(
+            out,
             "    ... and {} more outcomes only the model reached (--format json lists them all)",
             only.len() - MODEL_ONLY_SHOWN
         );
     }
-    println!("    model search: {}", search_summary(&model.searches));
+    let _ = writeln!(out, "    model search: {}", search_summary(&model.searches));
+    out
 }
 
 /// The first searches, and how many more there were.

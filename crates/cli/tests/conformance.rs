@@ -70,6 +70,7 @@ fn kernel_is_at_least(major: u32, minor: u32) -> bool {
 
 #[test]
 fn the_ipc_limit_answers_like_the_running_kernel() {
+    let _turn = support::kernel_turn();
     if !kernel_is_at_least(6, 3) {
         support::skip(
             "the_ipc_limit_answers_like_the_running_kernel",
@@ -127,12 +128,19 @@ fn the_ipc_limit_answers_like_the_running_kernel() {
 /// with a printed reason.
 #[test]
 fn nssim_conformance_agrees_with_the_running_kernel() {
+    let _turn = support::kernel_turn();
     let out = Command::new(env!("CARGO_BIN_EXE_nssim"))
         .args(["conformance", "--format", "json"])
         .args(["--subsystem", "uevent", "--subsystem", "netns"])
         .output()
         .unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON document ({e}); exit {:?}, stderr:\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
     let cases = doc["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 20, "{} cases", cases.len());
     for c in cases {
@@ -180,6 +188,7 @@ fn nssim_conformance_lists_and_filters_cases() {
 /// and one the kernel agrees with is reported as such.
 #[test]
 fn a_conformance_scenario_whose_expectation_fails_fails_the_suite() {
+    let _turn = support::kernel_turn();
     let dir = std::env::temp_dir().join(format!("nssim-conformance-{}", std::process::id()));
     let sub = dir.join("sim-scenarios/conformance/demo");
     std::fs::create_dir_all(&sub).unwrap();

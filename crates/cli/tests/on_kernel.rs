@@ -6,10 +6,7 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
 use support::{nssim, stdout};
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Why this machine cannot run the executor, if it cannot.
 fn cannot_run() -> Option<String> {
@@ -62,7 +59,7 @@ fn assert_nothing_left(before: &BTreeSet<String>) {
 
 #[test]
 fn a_model_without_the_user_namespace_charge_misses_what_the_kernel_shows() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = support::kernel_turn();
     if !skip_unless_runnable("a_model_without_the_user_namespace_charge") {
         return;
     }
@@ -88,7 +85,7 @@ fn a_model_without_the_user_namespace_charge_misses_what_the_kernel_shows() {
 
 #[test]
 fn the_executor_leaves_no_process_and_no_namespace_behind() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = support::kernel_turn();
     if !skip_unless_runnable("the_executor_leaves_no_process_and_no_namespace_behind") {
         return;
     }
@@ -153,7 +150,7 @@ fn eventually(mut done: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn an_interrupted_run_leaves_nothing_behind() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = support::kernel_turn();
     if !skip_unless_runnable("an_interrupted_run_leaves_nothing_behind") {
         return;
     }
@@ -187,7 +184,7 @@ fn an_interrupted_run_leaves_nothing_behind() {
 
 #[test]
 fn a_run_cut_off_by_its_wall_clock_bound_leaves_nothing_behind() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = support::kernel_turn();
     if !skip_unless_runnable("a_run_cut_off_by_its_wall_clock_bound") {
         return;
     }
@@ -216,7 +213,7 @@ fn a_run_cut_off_by_its_wall_clock_bound_leaves_nothing_behind() {
 /// results in about one run in ten.
 #[test]
 fn tasks_that_execve_at_once_all_resume() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = support::kernel_turn();
     if !skip_unless_runnable("tasks_that_execve_at_once_all_resume") {
         return;
     }

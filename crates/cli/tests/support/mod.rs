@@ -40,3 +40,25 @@ pub fn skip(test: &str, why: &str, required: Option<&str>) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
 }
+
+/// Held while a test runs processes on the real kernel: such tests see
+/// each other (a uevent one test's namespaces raise reaches another's
+/// listener), so they take turns, within a test binary and across the
+/// binaries that run at once (an advisory lock on a file).
+pub struct KernelTurn(std::fs::File);
+
+pub fn kernel_turn() -> KernelTurn {
+    use std::os::fd::AsRawFd;
+    let path = std::env::temp_dir().join("nssim-tests-kernel.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .expect("the lock file");
+    // SAFETY: flock on a descriptor this function owns; the lock is
+    // released when the file is closed (the turn is dropped).
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    KernelTurn(file)
+}
