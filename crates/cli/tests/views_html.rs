@@ -55,7 +55,7 @@ fn chromium(dir: &Path, profile: &str, mode: &str, url: &str) -> Output {
             "--disable-component-update",
             "--disable-sync",
             "--no-first-run",
-            "--window-size=1400,900",
+            "--window-size=1400,1000",
             mode,
         ])
         .arg(format!("--user-data-dir={}", dir.join(profile).display()))
@@ -87,7 +87,7 @@ fn pixel_variety(png_file: &Path) -> (usize, f64, usize) {
     let mut reader = decoder.read_info().expect("a PNG");
     let mut buf = vec![0; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).expect("a frame");
-    assert_eq!((info.width, info.height), (1400, 900));
+    assert_eq!((info.width, info.height), (1400, 1000));
     let channels = info.color_type.samples();
     let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
     let distinct: std::collections::HashSet<&[u8]> = pixels.iter().copied().collect();
@@ -112,7 +112,9 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
     assert!(
         page.contains("ipc-alloc-vs-free") && page.contains("Violation of ipc.no_false_enospc")
     );
-    assert!(page.contains("nssim replay sim-scenarios/ipc-alloc-vs-free.toml nss1_"));
+    assert!(page.contains(
+        "<span class=\"word\">sim-scenarios/ipc-alloc-vs-free.toml</span> <span class=\"word\">nss1_"
+    ));
     if !Path::new(CHROMIUM).exists() {
         support::skip(
             "the_report_of_the_v6_2_race_renders_in_chromium",
@@ -137,6 +139,48 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
         "the time axis was drawn"
     );
     assert!(time.contains("class=\"axis step\" style=\"display: none;\""));
+
+    // The page measures its own layout at 1400x1000: no label over a box
+    // or another label, no word of the facts (a token, a path) broken
+    // over two lines; and its legend names only what the run drew.
+    let layout = dom(&dir, "profile-layout", &format!("{url}#layout"));
+    let body = layout
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .unwrap_or_else(|| panic!("a body element:\n{layout}"));
+    assert!(
+        body.contains("data-overlaps=\"0\""),
+        "labels overlap: {body}"
+    );
+    assert!(
+        body.contains("data-broken-words=\"0\""),
+        "a word is broken: {body}"
+    );
+    let legend = layout
+        .split("<span class=\"legend\">")
+        .nth(1)
+        .and_then(|l| l.split("</span>\n").next())
+        .expect("the legend");
+    for drawn in ["syscall", "lock held", "error", "the breaking step"] {
+        assert!(
+            legend.contains(drawn),
+            "{drawn} is drawn but not in the legend: {legend}"
+        );
+    }
+    // v6.2's worker never runs in this execution: no grace period, no
+    // work item, no RCU reader on the page, so none in the legend.
+    for absent in [
+        "grace period",
+        "work item running",
+        "rcu read-side section",
+        "work queued",
+    ] {
+        assert!(
+            !legend.contains(absent),
+            "{absent} is in the legend but not drawn: {legend}"
+        );
+    }
 
     let shot = dir.join("race.png");
     chromium(

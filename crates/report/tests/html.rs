@@ -65,7 +65,11 @@ fn text_from_the_scenario_and_the_trace_is_escaped() {
 fn the_page_has_the_outcome_lanes_boxes_counters_and_the_replay_command() {
     let p = page("caller", true);
     assert!(p.contains("Violation of widgets.bounded"));
-    assert!(p.contains("nssim replay sim-scenarios/x&amp;y.toml nss1_abc"));
+    // The command's words, each kept whole (a line breaks between them).
+    assert!(p.contains(
+        "<span class=\"word\">nssim</span> <span class=\"word\">replay</span> \
+         <span class=\"word\">sim-scenarios/x&amp;y.toml</span> <span class=\"word\">nss1_abc</span>"
+    ));
     assert!(p.contains("nss1_abc"));
     assert_eq!(
         p.matches("<rect class=\"lane").count(),

@@ -125,7 +125,7 @@ fn facts(out: &mut String, m: &Model, page: &Page) {
             "replay",
             format!(
                 "<code id=\"replay\">{}</code> <button type=\"button\" id=\"copy\" title=\"copy the command\">copy</button>",
-                escape(page.replay_command)
+                whole_words(page.replay_command)
             ),
         ),
     ];
@@ -214,7 +214,7 @@ fn timeline(out: &mut String, m: &Model) {
         "<span class=\"axis-choice\">x axis: <button type=\"button\" data-axis=\"step\" class=\"on\">step order</button>\
          <button type=\"button\" data-axis=\"time\">virtual time</button></span>\n",
     );
-    out.push_str(&legend());
+    out.push_str(&legend(&chart.plot));
     out.push_str("</div>\n");
     if let Some(note) = &chart.window_note {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
@@ -235,23 +235,79 @@ fn timeline(out: &mut String, m: &Model) {
     );
 }
 
-fn legend() -> String {
-    let items = [
+/// `text` with each space-separated word kept whole (`white-space:
+/// nowrap`): a line breaks between words, never inside a token or path.
+fn whole_words(text: &str) -> String {
+    text.split(' ')
+        .map(|w| format!("<span class=\"word\">{}</span>", escape(w)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The legend of what the chart shows: an entry for each kind of box and
+/// mark the run drew (`plot` is the chart's SVG).
+fn legend(plot: &str) -> String {
+    let boxes = [
         ("syscall", "syscall"),
         ("lock", "lock held"),
         ("grace-period", "grace period"),
         ("work", "work item running"),
         ("rcu-read", "rcu read-side section"),
     ];
+    let marks = [
+        ("class=\"mark ok\"", "<span class=\"sym ok\">●</span>result"),
+        (
+            "class=\"mark err\"",
+            "<span class=\"sym err big\">●</span>error",
+        ),
+        (
+            "class=\"mark queued\"",
+            "<span class=\"sym queued\">○</span>released, waiting to be freed",
+        ),
+        (
+            "class=\"mark free\"",
+            "<span class=\"sym free\">×</span>freed",
+        ),
+        (
+            "class=\"mark uaf\"",
+            "<span class=\"sym err\">✖</span>use after free",
+        ),
+        (
+            "class=\"mark panic\"",
+            "<span class=\"sym err\">●</span>panic",
+        ),
+        (
+            "class=\"mark exit\"",
+            "<span class=\"sym grey\">●</span>exit",
+        ),
+        (
+            "class=\"mark note\"",
+            "<span class=\"sym grey\">●</span>note",
+        ),
+        (
+            "class=\"flow\"",
+            "<span class=\"sym flow\">⤳</span>work queued → run",
+        ),
+        (
+            "class=\"breaking\"",
+            "<span class=\"sym break\">┃</span>the breaking step",
+        ),
+    ];
     let mut s = String::from("<span class=\"legend\">");
-    for (class, text) in items {
-        let _ = write!(s, "<span class=\"key {class}\"></span>{text} ");
+    for (class, text) in boxes {
+        let drawn = [" ", "\""]
+            .iter()
+            .any(|end| plot.contains(&format!("class=\"span {class}{end}")));
+        if drawn {
+            let _ = write!(s, "<span class=\"key {class}\"></span>{text} ");
+        }
     }
-    s.push_str(
-        "<span class=\"sym ok\">●</span>result <span class=\"sym err\">◆</span>error \
-         <span class=\"sym free\">×</span>freed <span class=\"sym flow\">⤳</span>work queued → run \
-         <span class=\"sym break\">┃</span>the breaking step</span>\n",
-    );
+    for (drawn, html) in marks {
+        if plot.contains(drawn) {
+            let _ = write!(s, "{html} ");
+        }
+    }
+    s.push_str("</span>\n");
     s
 }
 

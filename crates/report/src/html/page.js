@@ -71,5 +71,37 @@
     });
   }
 
+  // The page checks its own layout (the screenshot test asks with
+  // #layout): labels drawn over a box or a label they do not belong to,
+  // and words of the facts broken over two lines.
+  function layoutCheck() {
+    function box(el) { return el.getBoundingClientRect(); }
+    function meets(a, b) {
+      return a.left < b.right - 0.5 && b.left < a.right - 0.5 &&
+        a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+    }
+    var shown = function (el) { return el.style.display !== "none" && box(el).width > 0; };
+    var labels = Array.prototype.filter.call(
+      document.querySelectorAll("svg.plot text.mark-label, g.breaking text, g.span text"), shown);
+    var boxes = Array.prototype.slice.call(document.querySelectorAll("g.span rect"));
+    var overlaps = [];
+    labels.forEach(function (t, i) {
+      var own = t.parentNode.classList.contains("span") ? t.parentNode.querySelector("rect") : null;
+      boxes.forEach(function (r) {
+        if (r !== own && meets(box(t), box(r))) overlaps.push(t.textContent + " / box");
+      });
+      labels.slice(i + 1).forEach(function (u) {
+        if (meets(box(t), box(u))) overlaps.push(t.textContent + " / " + u.textContent);
+      });
+    });
+    var broken = Array.prototype.filter.call(
+      document.querySelectorAll(".facts code.token, .facts .word"),
+      function (w) { return w.getClientRects().length > 1; });
+    document.body.setAttribute("data-overlaps", overlaps.length);
+    document.body.setAttribute("data-overlap-list", overlaps.join("; "));
+    document.body.setAttribute("data-broken-words", broken.length);
+  }
+
   show(location.hash === "#axis=time" ? "time" : "step");
+  if (location.hash.indexOf("layout") >= 0) layoutCheck();
 })();
