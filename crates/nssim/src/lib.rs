@@ -311,6 +311,112 @@ mod mirror;
 pub use mirror::{sync, thread};
 
 /// The kernel primitives with their kernel-shaped API (every object
-/// named): spinlocks, RCU, work items and `flush_work`, llist,
-/// refcounts, completions and the named mutex and atomics.
+/// named): spinlocks, RCU, work items and `flush_work`, llist, refcounts,
+/// and the named mutex and atomics. Each example below runs as a doctest.
+///
+/// A spinlock (`spinlock_t`): a spinner waits in the scheduler.
+///
+/// ```
+/// use nssim::kernel::SpinLock;
+/// use nssim::sync::Arc;
+/// use nssim::thread;
+///
+/// let report = nssim::check_dfs(|| {
+///     let lock = Arc::new(SpinLock::new("counter_lock", 0));
+///     let l = Arc::clone(&lock);
+///     let t = thread::spawn(move || *l.lock() += 1);
+///     *lock.lock() += 1;
+///     t.join().unwrap();
+///     assert_eq!(*lock.lock(), 2);
+/// }, 2);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
+///
+/// RCU: `synchronize_rcu` waits for every read-side section that began
+/// before it.
+///
+/// ```
+/// use nssim::kernel::{rcu_read_lock, synchronize_rcu, AtomicU32};
+/// use nssim::sync::atomic::Ordering;
+/// use nssim::sync::Arc;
+/// use nssim::thread;
+///
+/// let report = nssim::check_dfs(|| {
+///     let freed = Arc::new(AtomicU32::new("freed", 0));
+///     let f = Arc::clone(&freed);
+///     let reader = thread::spawn(move || {
+///         let _section = rcu_read_lock();
+///         f.load(Ordering::SeqCst)
+///     });
+///     synchronize_rcu();
+///     freed.store(1, Ordering::SeqCst);
+///     // A reader that saw the object live had finished before the free.
+///     let _seen = reader.join().unwrap();
+/// }, 2);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
+///
+/// A work item on a kworker: `schedule_work` queues it, `flush_work` waits
+/// until the run that was queued has finished.
+///
+/// ```
+/// use nssim::kernel::{flush_work, schedule_work, AtomicU32, Work, Workqueue};
+/// use nssim::sync::atomic::Ordering;
+/// use nssim::sync::Arc;
+///
+/// let report = nssim::check_random(|| {
+///     let wq = Workqueue::new("events");
+///     wq.start_worker("kworker");
+///     let runs = Arc::new(AtomicU32::new("runs", 0));
+///     let r = Arc::clone(&runs);
+///     let work = Work::new("free_work", &wq, move || {
+///         r.fetch_add(1, Ordering::SeqCst);
+///     });
+///     schedule_work(&work);
+///     flush_work(&work);
+///     assert_eq!(runs.load(Ordering::SeqCst), 1, "flush_work waited for the run");
+/// }, 200);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
+///
+/// A lockless list (`llist`): `llist_add` says whether the list was
+/// empty, `llist_del_all` takes every node at once.
+///
+/// ```
+/// use nssim::kernel::LList;
+/// use nssim::sync::Arc;
+/// use nssim::thread;
+///
+/// let report = nssim::check_dfs(|| {
+///     let list = Arc::new(LList::new("free_list"));
+///     let l = Arc::clone(&list);
+///     let t = thread::spawn(move || l.llist_add(1));
+///     list.llist_add(2);
+///     t.join().unwrap();
+///     let mut all = list.llist_del_all();
+///     all.sort();
+///     assert_eq!(all, vec![1, 2]);
+/// }, 2);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
+///
+/// A refcount whose last put takes a lock (`refcount_dec_and_lock`): only
+/// the last of two puts gets the lock back.
+///
+/// ```
+/// use nssim::kernel::{Refcount, SpinLock};
+/// use nssim::sync::Arc;
+/// use nssim::thread;
+///
+/// let report = nssim::check_dfs(|| {
+///     let count = Arc::new(Refcount::new("count", 2));
+///     let lock = Arc::new(SpinLock::new("list_lock", ()));
+///     let (c, l) = (Arc::clone(&count), Arc::clone(&lock));
+///     let other = thread::spawn(move || c.dec_and_lock(&l).is_some());
+///     let mine = count.dec_and_lock(&lock).is_some();
+///     let theirs = other.join().unwrap();
+///     assert!(mine != theirs, "exactly one put is the last");
+/// }, 2);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
 pub use ::sync as kernel;

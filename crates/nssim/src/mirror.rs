@@ -41,7 +41,20 @@ pub mod thread {
         Real(std::thread::JoinHandle<T>),
     }
 
-    /// Start a task running `f`, named by where it is spawned.
+    /// Start a task running `f`, named by where it is spawned; `join`
+    /// gives what it returned.
+    ///
+    /// ```
+    /// use nssim::thread;
+    ///
+    /// let report = nssim::check_dfs(|| {
+    ///     let t = thread::spawn(|| 6 * 7);
+    ///     assert_eq!(t.join().unwrap(), 42);
+    /// }, 1);
+    /// assert!(!report.is_failure());
+    /// // Called outside a check, the same code runs on a real thread.
+    /// assert_eq!(thread::spawn(|| 6 * 7).join().unwrap(), 42);
+    /// ```
     #[track_caller]
     pub fn spawn<F, T>(f: F) -> JoinHandle<T>
     where
@@ -63,6 +76,16 @@ pub mod thread {
     }
 
     /// A task's settings before it starts: its name.
+    ///
+    /// ```
+    /// use nssim::thread;
+    ///
+    /// let report = nssim::check_random(|| {
+    ///     let t = thread::Builder::new().name("worker".into()).spawn(|| ()).unwrap();
+    ///     t.join().unwrap();
+    /// }, 10);
+    /// assert!(report.trace().contains("worker"));
+    /// ```
     #[derive(Debug, Default)]
     pub struct Builder {
         name: Option<String>,
@@ -153,6 +176,21 @@ pub mod sync {
 
     /// A mutual-exclusion lock as `std::sync::Mutex` has it (never
     /// poisoned: a panic ends the execution), named by where it is made.
+    ///
+    /// ```
+    /// use nssim::sync::{Arc, Mutex};
+    /// use nssim::thread;
+    ///
+    /// let report = nssim::check_dfs(|| {
+    ///     let m = Arc::new(Mutex::new(0));
+    ///     let m2 = Arc::clone(&m);
+    ///     let t = thread::spawn(move || *m2.lock().unwrap() += 1);
+    ///     *m.lock().unwrap() += 1;
+    ///     t.join().unwrap();
+    ///     assert_eq!(*m.lock().unwrap(), 2);
+    /// }, 2);
+    /// assert!(!report.is_failure(), "{report}");
+    /// ```
     pub struct Mutex<T>(::sync::Mutex<T>);
 
     impl<T> Mutex<T> {
@@ -176,6 +214,21 @@ pub mod sync {
 
     /// Atomics as `std::sync::atomic` has them, named by where they are
     /// made; every operation is a scheduling point.
+    ///
+    /// ```
+    /// use nssim::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+    ///
+    /// let report = nssim::check_dfs(|| {
+    ///     let (b, i, u, w) = (AtomicBool::new(false), AtomicI64::new(-1), AtomicU32::new(1), AtomicU64::new(2));
+    ///     b.store(true, Ordering::SeqCst);
+    ///     i.fetch_add(1, Ordering::SeqCst);
+    ///     assert_eq!(u.compare_exchange(1, 5, Ordering::SeqCst, Ordering::SeqCst), Ok(1));
+    ///     w.fetch_sub(2, Ordering::SeqCst);
+    ///     assert!(b.load(Ordering::SeqCst));
+    ///     assert_eq!((i.load(Ordering::SeqCst), u.load(Ordering::SeqCst), w.load(Ordering::SeqCst)), (0, 5, 0));
+    /// }, 0);
+    /// assert!(!report.is_failure(), "{report}");
+    /// ```
     pub mod atomic {
         pub use std::sync::atomic::Ordering;
 

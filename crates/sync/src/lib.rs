@@ -1,8 +1,8 @@
 //! Kernel primitives for nssim's models: mutex, spinlock, atomics with
 //! explicit orderings, RCU (`rcu_read_lock`, `synchronize_rcu`), work items
 //! run by kworkers (`schedule_work`, `flush_work`), lockless lists
-//! (`llist_add`, `llist_del_all`), refcounts with `refcount_dec_and_lock`,
-//! and completions.
+//! (`llist_add`, `llist_del_all`) and refcounts with
+//! `refcount_dec_and_lock`.
 //!
 //! Model code is written once against this API. What the primitives do
 //! depends on where it runs:
