@@ -20,6 +20,16 @@ pub static EXIT_AND_REAP: CostKey = CostKey::new(
     20_000,
     "a child's do_exit, the parent's wait4 and release_task, besides credentials",
 );
+pub static PROC_PID_WALK: CostKey = CostKey::new(
+    "proc_pid_walk",
+    3_000,
+    "the path walk to another task's /proc/PID file (its open and close together take 4 us on 6.18)",
+);
+pub static PROC_FILE_OPEN: CostKey = CostKey::new(
+    "proc_file_open",
+    500,
+    "a /proc/PID id file's own open, which finds the task again",
+);
 pub static CRED: CostKey = CostKey::new(
     "cred",
     150,
@@ -37,6 +47,8 @@ pub static ALL: &[&CostKey] = &[
     &SWITCH_NS,
     &COPY_PROCESS,
     &EXIT_AND_REAP,
+    &PROC_PID_WALK,
+    &PROC_FILE_OPEN,
     &CRED,
     &EXECVE,
 ];

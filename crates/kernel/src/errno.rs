@@ -28,6 +28,7 @@ macro_rules! declare_errnos {
 declare_errnos! {
     EPERM = 1,
     ENOENT = 2,
+    ESRCH = 3,
     EBADF = 9,
     ECHILD = 10,
     EAGAIN = 11,

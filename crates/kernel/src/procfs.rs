@@ -1,16 +1,31 @@
 //! Opening another task's files under `/proc/PID` (fs/proc/base.c,
-//! fs/proc/namespaces.c, kernel/ptrace.c): the file is gone once the task
-//! has exited and been reaped (ENOENT); its namespace links open only for
-//! a caller that may ptrace-read it (`ptrace_may_access` with
-//! PTRACE_MODE_READ_FSCREDS, else EACCES); its uid_map, gid_map and
-//! setgroups (mode 0644, owned by the task's euid, the task being
-//! dumpable) open for writing only for their owner or a caller with
-//! CAP_DAC_OVERRIDE over the owner (`generic_permission`, else EACCES);
-//! anyone may open them for reading.
+//! fs/proc/namespaces.c, kernel/ptrace.c). The open is the path walk and
+//! then the file's own `open`, and the task may be reaped at any point
+//! between them:
+//! - `proc_pid_lookup` finds no task once it has been reaped (ENOENT);
+//! - the walk then checks the permission of the `/proc/PID` directory,
+//!   and `proc_pid_permission` fails with ESRCH for a task reaped since
+//!   the lookup;
+//! - its namespace links open only for a caller that may ptrace-read it
+//!   (`ptrace_may_access` with PTRACE_MODE_READ_FSCREDS, else EACCES);
+//! - its uid_map, gid_map and setgroups (mode 0644, owned by the task's
+//!   euid, the task being dumpable) open for writing only for their owner
+//!   or a caller with CAP_DAC_OVERRIDE over the owner
+//!   (`generic_permission`, else EACCES); anyone may open them for
+//!   reading;
+//! - those id files' own open finds the task again with `get_proc_task`:
+//!   for a task reaped since the walk, `proc_id_map_open` fails with
+//!   EINVAL and `proc_setgroups_open` with ESRCH.
+//!
+//! A namespace link's `proc_ns_get_link` runs in the walk's step here:
+//! the window between the walk and it is not modelled.
 
 use super::World;
+use crate::costs::{PROC_FILE_OPEN, PROC_PID_WALK};
 use crate::errno::Errno;
+use crate::setup::UsernsFile;
 use crate::task::Task;
+use sim::ObjId;
 use std::sync::Arc;
 use userns::{caps, from_kgid, from_kuid, ns_capable, Cred, UNMAPPED};
 
@@ -38,10 +53,32 @@ fn may_write_owned_by(caller: &Cred, owner: &Cred) -> bool {
 pub enum ProcFile {
     /// `ns/user`, `ns/net`, `ns/ipc`, opened for reading.
     NsLink,
-    /// `uid_map`, `gid_map` or `setgroups`, opened for writing.
+    /// `uid_map` or `gid_map`, opened for writing.
     IdFile,
+    /// `setgroups`, opened for writing.
+    Setgroups,
     /// `uid_map` or `gid_map` (mode 0444 for reading), opened for reading.
     IdFileRead,
+}
+
+impl ProcFile {
+    /// The `/proc/PID` file a write to `file` opens.
+    pub fn written(file: UsernsFile) -> ProcFile {
+        match file {
+            UsernsFile::UidMap | UsernsFile::GidMap => ProcFile::IdFile,
+            UsernsFile::Setgroups => ProcFile::Setgroups,
+        }
+    }
+
+    /// What the file's own open returns when its task was reaped after
+    /// the walk; `None` where that window is not modelled.
+    fn open_without_task(self) -> Option<Errno> {
+        match self {
+            ProcFile::NsLink => None,
+            ProcFile::IdFile | ProcFile::IdFileRead => Some(Errno::EINVAL),
+            ProcFile::Setgroups => Some(Errno::ESRCH),
+        }
+    }
 }
 
 impl World {
@@ -56,19 +93,35 @@ impl World {
         if std::ptr::eq(Arc::as_ptr(&target), opener) {
             return Ok(target);
         }
-        if target.own.lock().released {
-            return Err(Errno::ENOENT);
-        }
+        Self::proc_pid_walk(&target)?;
         let (caller, theirs) = (opener.cred(), target.cred());
         let permitted = match file {
             ProcFile::NsLink => ptrace_may_read(&caller, &theirs),
-            ProcFile::IdFile => may_write_owned_by(&caller, &theirs),
+            ProcFile::IdFile | ProcFile::Setgroups => may_write_owned_by(&caller, &theirs),
             ProcFile::IdFileRead => true,
         };
-        if permitted {
-            Ok(target)
-        } else {
-            Err(Errno::EACCES)
+        if !permitted {
+            return Err(Errno::EACCES);
         }
+        if let Some(gone) = file.open_without_task() {
+            sim::point("proc_id_map_open", ObjId::NONE, &PROC_FILE_OPEN);
+            if target.own.lock().released {
+                return Err(gone);
+            }
+        }
+        Ok(target)
+    }
+
+    /// The walk to `/proc/PID`: the pid's lookup, then the directory's
+    /// permission, each of which finds the task only until it is reaped.
+    fn proc_pid_walk(target: &Task) -> Result<(), Errno> {
+        if target.own.lock().released {
+            return Err(Errno::ENOENT);
+        }
+        sim::point("proc_pid_permission", ObjId::NONE, &PROC_PID_WALK);
+        if target.own.lock().released {
+            return Err(Errno::ESRCH);
+        }
+        Ok(())
     }
 }

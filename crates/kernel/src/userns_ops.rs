@@ -67,7 +67,9 @@ impl World {
         sim::point("write", ObjId::NONE, &crate::costs::SYSCALL);
         let ns = match target {
             None => task.user_ns(),
-            Some(t) => self.open_proc_file(task, t, ProcFile::IdFile)?.user_ns(),
+            Some(t) => self
+                .open_proc_file(task, t, ProcFile::written(file))?
+                .user_ns(),
         };
         let cred = task.cred();
         match file {
