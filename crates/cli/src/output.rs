@@ -158,7 +158,13 @@ impl RunRecord {
         place: Place,
     ) -> RunRecord {
         let outcome = &report.outcome;
-        let mismatches = expect.map_or_else(Vec::new, |e| result_mismatches(&e.results, results));
+        let mut mismatches =
+            expect.map_or_else(Vec::new, |e| result_mismatches(&e.results, results));
+        if expect.is_some_and(|e| e.exhausted) && !exhausted {
+            mismatches.push(format!(
+                "the search was not exhausted: {executions} executions reached the iteration limit before every schedule within the bounds was explored (raise `iterations`)"
+            ));
+        }
         let as_expected = mismatches.is_empty()
             && expect.is_none_or(|e| {
                 e.outcome.as_str() == outcome.kind()

@@ -374,6 +374,27 @@ fn kernels_lists_profiles_patches_and_costs() {
     }
 }
 
+/// `exhausted = true` holds only when the search ran to its end: the same
+/// entry cut short by `--iterations` is not as expected.
+#[test]
+fn an_exhausted_expectation_fails_when_the_search_is_cut_short() {
+    let file = "sim-scenarios/ipc-v6.3-window.toml";
+    let full = nssim(&["run", file, "--kernel", "v6.3+fix"]);
+    assert_eq!(full.status.code(), Some(0), "{}", stdout(&full));
+    assert!(
+        stdout(&full).contains("search exhausted"),
+        "{}",
+        stdout(&full)
+    );
+    let cut = nssim(&["run", file, "--kernel", "v6.3+fix", "--iterations", "100"]);
+    assert_eq!(cut.status.code(), Some(1), "{}", stdout(&cut));
+    assert!(
+        stdout(&cut).contains("not as expected: the search was not exhausted"),
+        "{}",
+        stdout(&cut)
+    );
+}
+
 #[test]
 fn the_whole_library_runs_as_expected_and_deterministically() {
     let o = nssim(&["run", "sim-scenarios/", "--format", "json", "--jobs", "1"]);

@@ -15,6 +15,25 @@
 //! * `ipc-free-no-grace-period` (never merged, deliberately broken): no
 //!   grace period before the free, so RCU readers can touch freed memory.
 //!
+//! Two candidate fixes (never merged) for the windows v6.3 leaves open
+//! (docs/from-finding-to-fix.md walks through them):
+//! * `ipc-retry-after-free` closes window 1, where the free finishes between
+//!   the failed charge and `flush_work`, which then finds the work idle and
+//!   returns false. `free_ipc_ns` counts completed frees in
+//!   `free_ipc_state`; `create_ipc_ns` reads the count before charging, and
+//!   when the charge fails and `flush_work` had nothing to wait for, it
+//!   retries if the count moved, since a free that completed in between
+//!   gave a charge back.
+//! * `ipc-pending-at-release` closes window 2, where a released namespace
+//!   is on `free_ipc_list` (or about to be) but `put_ipc_ns` has not
+//!   scheduled the work yet, so `flush_work` again returns false.
+//!   `put_ipc_ns` raises a pending count at the last put, still under
+//!   `mq_lock`, before the namespace is queued; `free_ipc_ns` lowers it
+//!   in the same atomic add that counts the free done, once the charge is
+//!   given back, and wakes the waiters. A failed charge with frees pending
+//!   waits (`wait_var_event` on `free_ipc_state`) until one of them
+//!   completes, and retries.
+//!
 //! The oracle for `ipc.no_false_enospc` lives in [`oracle`].
 
 pub mod oracle;
@@ -23,8 +42,8 @@ use oracle::Oracle;
 use sim::{CostKey, ObjId};
 use std::sync::{Arc, Weak};
 use sync::{
-    flush_work, rcu_read_lock, schedule_work, synchronize_rcu, AtomicBool, LList, Ordering,
-    Refcount, SpinLock, Work, Workqueue,
+    flush_work, rcu_read_lock, schedule_work, synchronize_rcu, wait_var_event, wake_up_var,
+    AtomicBool, AtomicU64, LList, Ordering, Refcount, SpinLock, Work, Workqueue,
 };
 use ucounts::{UcountType, Ucounts, UcountsNs, UcountsTable};
 
@@ -58,6 +77,19 @@ pub struct IpcPatches {
     pub wait_pending_free: bool,
     pub batch_free: bool,
     pub free_no_grace_period: bool,
+    /// Candidate fix for window 1: retry when a free completed since the
+    /// charge was tried.
+    pub retry_after_free: bool,
+    /// Candidate fix for window 2: count pending frees from the last put
+    /// and wait for one when the charge fails while any is pending.
+    pub pending_at_release: bool,
+}
+
+impl IpcPatches {
+    /// Whether frees are counted in `free_ipc_state`.
+    fn counts_frees(&self) -> bool {
+        self.retry_after_free || self.pending_at_release
+    }
 }
 
 /// Errors of the ipc paths, as the kernel's errno values.
@@ -107,6 +139,10 @@ pub struct Ipc {
     free_ipc_list: LList<Arc<IpcNamespace>>,
     free_ipc_work: Arc<Work>,
     mq_lock: SpinLock<()>,
+    /// The candidate fixes' count of frees, one word read at once: frees
+    /// completed so far in the high half, namespaces released and not yet
+    /// freed (`ipc-pending-at-release` only) in the low half.
+    free_ipc_state: AtomicU64,
     pub init_ipc_ns: Arc<IpcNamespace>,
     pub oracle: Oracle,
 }
@@ -133,6 +169,7 @@ impl Ipc {
                 free_ipc_list: LList::new("free_ipc_list"),
                 free_ipc_work: work,
                 mq_lock: SpinLock::new("mq_lock", ()),
+                free_ipc_state: AtomicU64::new("free_ipc_state", 0),
                 init_ipc_ns: Arc::new(IpcNamespace {
                     obj: sim::new_object("init_ipc_ns"),
                     count: Refcount::new("ipc_ns.count", 1),
@@ -172,25 +209,62 @@ impl Ipc {
         }))
     }
 
-    /// The ucount charge, with the v6.3 wait for pending frees.
+    /// The ucount charge, with the v6.3 wait for pending frees and the
+    /// candidate fixes' retries.
     fn inc_ipc_namespaces(
         &self,
         user_ns: &Arc<UcountsNs>,
         euid: u32,
     ) -> Result<Arc<Ucounts>, IpcError> {
         loop {
+            let seen = self.free_state();
             if let Some(u) = self
                 .ucounts
                 .inc_ucount(user_ns, euid, UcountType::IpcNamespaces)
             {
                 return Ok(u);
             }
-            // Namespaces waiting in the free queue still hold their charge:
-            // wait for the free to run, then try again.
-            if !(self.patches.wait_pending_free && flush_work(&self.free_ipc_work)) {
+            if !self.may_retry_charge(seen) {
                 return Err(IpcError::NoSpace);
             }
             sim::note("create_ipc_ns: retry", ObjId::NONE, 0);
+        }
+    }
+
+    /// After a failed charge: whether a charge may have been given back
+    /// since the state was `seen`, having waited for it where the profile
+    /// waits.
+    fn may_retry_charge(&self, seen: FreeState) -> bool {
+        let now = self.free_state();
+        if self.patches.pending_at_release && now.pending != 0 {
+            // A released namespace still holds its charge, its work
+            // scheduled or not: wait until some free completes.
+            wait_var_event(&self.free_ipc_state, |s| {
+                FreeState::from(s).completed != seen.completed
+            });
+            return true;
+        }
+        if self.patches.retry_after_free && now.completed != seen.completed {
+            return true;
+        }
+        // Namespaces waiting in the free queue still hold their charge:
+        // wait for the free to run, then try again.
+        if self.patches.wait_pending_free && flush_work(&self.free_ipc_work) {
+            return true;
+        }
+        // Without the pending count, a free may also have completed while
+        // flush_work looked: it found the work idle, but the charge is back.
+        self.patches.retry_after_free
+            && !self.patches.pending_at_release
+            && self.free_state().completed != seen.completed
+    }
+
+    /// `free_ipc_state`, where a candidate fix keeps it (zero otherwise).
+    fn free_state(&self) -> FreeState {
+        if self.patches.counts_frees() {
+            FreeState::from(self.free_ipc_state.load(Ordering::Acquire))
+        } else {
+            FreeState::default()
         }
     }
 
@@ -211,6 +285,10 @@ impl Ipc {
             return;
         };
         mq_clear_sbinfo(&ns);
+        if self.patches.async_free && self.patches.pending_at_release {
+            self.free_ipc_state
+                .fetch_add(FreeState::PENDING, Ordering::AcqRel);
+        }
         drop(guard);
         if let Some(u) = &ns.ucounts {
             self.oracle
@@ -274,6 +352,25 @@ impl Ipc {
         }
         sim::free_object(ns.obj);
         self.oracle.freed();
+        // Gone before the fix's bookkeeping step: the namespace no longer
+        // holds its ucounts reference there.
+        drop(ns);
+        self.free_completed();
+    }
+
+    /// A free gave its charge back: count it and, in the same atomic
+    /// step, drop it from the pending ones, so that a creator that sees
+    /// no free pending also sees every completed one.
+    fn free_completed(&self) {
+        if !(self.patches.async_free && self.patches.counts_frees()) {
+            return;
+        }
+        let mut delta = FreeState::COMPLETED;
+        if self.patches.pending_at_release {
+            delta -= FreeState::PENDING;
+        }
+        self.free_ipc_state.fetch_add(delta, Ordering::AcqRel);
+        wake_up_var(&self.free_ipc_state);
     }
 
     /// Namespaces waiting in the free queue (for checkers and reports).
@@ -283,6 +380,29 @@ impl Ipc {
 
     pub fn free_work(&self) -> &Arc<Work> {
         &self.free_ipc_work
+    }
+}
+
+/// `free_ipc_state` split into its halves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct FreeState {
+    completed: u64,
+    pending: u64,
+}
+
+impl FreeState {
+    /// One namespace released and not yet freed.
+    const PENDING: u64 = 1;
+    /// One free completed.
+    const COMPLETED: u64 = 1 << 32;
+}
+
+impl From<u64> for FreeState {
+    fn from(word: u64) -> Self {
+        FreeState {
+            completed: word >> 32,
+            pending: word & 0xffff_ffff,
+        }
     }
 }
 

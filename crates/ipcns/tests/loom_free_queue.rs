@@ -1,7 +1,9 @@
-//! The ipc free queue under loom, every interleaving of a small model: a
-//! task drops its only ipc namespace (which goes to the free queue) and at
-//! once asks for a new one, with max_ipc_namespaces = 1, while the kworker
-//! frees the old one. Run with
+//! The ipc free queue under loom, every interleaving of two small models,
+//! with max_ipc_namespaces = 1 and the kworker freeing in the background:
+//! a task drops its only ipc namespace (which goes to the free queue) and
+//! at once asks for a new one (window 1 of docs/ipc-free-queue.md); and a
+//! task creates one while another drops the one it holds (window 2). Run
+//! with
 //! `RUSTFLAGS="--cfg loom" cargo test -p nssim-ipcns --profile loom --test loom_free_queue`.
 #![cfg(loom)]
 
@@ -51,7 +53,65 @@ fn patches(wait_pending_free: bool) -> IpcPatches {
         wait_pending_free,
         batch_free: true,
         free_no_grace_period: false,
+        ..IpcPatches::default()
     }
+}
+
+/// v6.3 with the candidate fixes: `ipc-retry-after-free` (window 1) and
+/// `ipc-pending-at-release` (window 2).
+fn fixed(retry_after_free: bool, pending_at_release: bool) -> IpcPatches {
+    IpcPatches {
+        retry_after_free,
+        pending_at_release,
+        ..patches(true)
+    }
+}
+
+/// Window 2's model: another task holds the only namespace
+/// (max_ipc_namespaces = 1) and drops it; once it is released this task
+/// creates one, while the other may still be queueing it. The oracle of
+/// `ipc.no_false_enospc` judges the create: an ENOSPC is false when no
+/// namespace was alive at any instant of the call.
+fn release_while_creating(patches: IpcPatches) {
+    let wq = Workqueue::new("system_wq");
+    wq.start_worker("kworker");
+    let init = UcountsNs::init(0);
+    init.set_max(UcountType::IpcNamespaces, 1);
+    let ipc = Ipc::new(patches, Arc::new(UcountsTable::new()), &init, &wq);
+    let held = ipc
+        .create_ipc_ns(&init, 0)
+        .expect("the first namespace fits");
+    let putter = {
+        let ipc = Arc::clone(&ipc);
+        loom::thread::spawn(move || ipc.put_ipc_ns(held))
+    };
+    // The call begins once the other namespace is released (its last
+    // reference gone), while its queueing and work may still be to come.
+    while ipc.oracle.released_and_freed().0 == 0 {
+        loom::thread::yield_now();
+    }
+    let call = ipc.oracle.begin_call(ucounts::charge_chain(&init, 0));
+    let created = ipc.create_ipc_ns(&init, 0);
+    ipc.oracle.end_call(call, created.is_err(), "creator");
+    putter.join().expect("the putter finishes");
+    if let Ok(ns) = created {
+        ipc.put_ipc_ns(ns);
+    }
+    wq.shutdown();
+    if let Some(v) = ipc.oracle.take_violation() {
+        panic!("{v}");
+    }
+}
+
+/// The first false ENOSPC loom finds in window 2's model, if any.
+fn window_2_failure(patches: IpcPatches) -> Option<String> {
+    let mut b = Builder::new();
+    b.preemption_bound = Some(2);
+    catch_unwind(AssertUnwindSafe(|| {
+        b.check(move || release_while_creating(patches))
+    }))
+    .err()
+    .map(message)
 }
 
 fn message(p: Box<dyn std::any::Any + Send>) -> String {
@@ -63,10 +123,15 @@ fn message(p: Box<dyn std::any::Any + Send>) -> String {
 
 /// The first failure loom finds, if any.
 fn first_failure(wait: bool) -> Option<String> {
+    first_failure_with(patches(wait))
+}
+
+/// The first failure loom finds under `patches`, if any.
+fn first_failure_with(patches: IpcPatches) -> Option<String> {
     let mut b = Builder::new();
     b.preemption_bound = Some(2);
     catch_unwind(AssertUnwindSafe(|| {
-        b.check(move || put_then_create(patches(wait)))
+        b.check(move || put_then_create(patches))
     }))
     .err()
     .map(message)
@@ -101,4 +166,28 @@ fn with_the_waiting_patch_allocation_never_fails_while_a_free_is_pending() {
 fn with_the_waiting_patch_the_residual_window_is_reachable() {
     let found = first_failure(true).expect("loom reaches the residual window");
     assert!(found.contains(FREE_DONE), "{found}");
+}
+
+/// `ipc-retry-after-free` closes the residual window: with it, loom finds
+/// no ENOSPC at all in the put-then-create model.
+#[test]
+fn with_the_retry_after_free_patch_the_residual_window_is_closed() {
+    assert_eq!(first_failure_with(fixed(true, false)), None);
+}
+
+/// Window 2: a namespace released while another task's charge fails. v6.3
+/// gives a false ENOSPC there, and so does v6.3 with only window 1's fix.
+#[test]
+fn without_the_pending_count_a_release_during_the_create_gives_a_false_enospc() {
+    for patches in [patches(true), fixed(true, false)] {
+        let found = window_2_failure(patches).expect("loom finds the false ENOSPC");
+        assert!(found.contains("returned ENOSPC"), "{patches:?}: {found}");
+    }
+}
+
+/// Both candidate fixes together: no false ENOSPC in either model.
+#[test]
+fn with_both_fixes_loom_finds_no_false_enospc() {
+    assert_eq!(window_2_failure(fixed(true, true)), None);
+    assert_eq!(first_failure_with(fixed(true, true)), None);
 }

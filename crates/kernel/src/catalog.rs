@@ -96,6 +96,10 @@ declare_patches! {
         "free_ipc: mnt_make_shortterm on every queued namespace, one synchronize_rcu for the whole batch, then free them all";
     IpcFreeNoGracePeriod = "ipc-free-no-grace-period", merged_in: None,
         "deliberately broken: free_ipc frees the queued namespaces without waiting for an RCU grace period (use-after-free with RCU readers)";
+    IpcRetryAfterFree = "ipc-retry-after-free", merged_in: None,
+        "candidate fix for v6.3's window 1: free_ipc_ns counts completed frees, and create_ipc_ns retries a failed charge when flush_work found nothing to wait for but a free completed since the charge was tried";
+    IpcPendingAtRelease = "ipc-pending-at-release", merged_in: None,
+        "candidate fix for v6.3's window 2: put_ipc_ns counts the namespace as pending at the last put, before it is queued and its work scheduled, and create_ipc_ns waits for a free to complete when its charge fails while any is pending";
     SysctlStoreBeforePermission = "sysctl-store-before-permission", merged_in: None,
         "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
     UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"),

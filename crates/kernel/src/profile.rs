@@ -50,6 +50,8 @@ impl ActivePatches {
             wait_pending_free: self.has(Patch::IpcWaitPendingFree),
             batch_free: self.has(Patch::IpcBatchFree),
             free_no_grace_period: self.has(Patch::IpcFreeNoGracePeriod),
+            retry_after_free: self.has(Patch::IpcRetryAfterFree),
+            pending_at_release: self.has(Patch::IpcPendingAtRelease),
         }
     }
 

@@ -68,7 +68,7 @@ const TASK_KEYS: &[&str] = &[
     "drop_bounding",
 ];
 const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
-const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results"];
+const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results", "exhausted"];
 
 struct Ctx<'s> {
     file: &'s str,
@@ -727,6 +727,7 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
                 outcome,
                 invariant: None,
                 results: Vec::new(),
+                exhausted: false,
             })
         }
         DeValue::Table(t) => {
@@ -774,10 +775,15 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
                 Some(rv) => expected_results(ctx, rv, tasks)?,
                 None => Vec::new(),
             };
+            let exhausted = match t.get("exhausted") {
+                Some(xv) => boolean(ctx, "exhausted", xv)?,
+                None => false,
+            };
             Ok(Expect {
                 outcome,
                 invariant,
                 results,
+                exhausted,
             })
         }
         _ => Err(ctx.wrong_type(
@@ -785,6 +791,17 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
             v,
             "an outcome string such as \"pass\", or a table { outcome = \"violation\", invariant = \"...\" }",
         )),
+    }
+}
+
+/// The span of `exhausted` in an `expect` table (the table's own if absent).
+fn exhausted_span(expect: &Val<'_>) -> Range<usize> {
+    match expect.get_ref() {
+        DeValue::Table(t) => t
+            .iter()
+            .find(|(k, _)| k.get_ref() == "exhausted")
+            .map_or(expect.span(), |(k, _)| k.span()),
+        _ => expect.span(),
     }
 }
 
@@ -992,13 +1009,19 @@ fn kernels(
             Some(xv) => explore(ctx, table(ctx, "explore", xv)?, "`explore` of [[kernel]]")?,
             None => ExplorePatch::default(),
         };
+        let explore = over.apply(base.apply(Explore::default()));
+        if expect.exhausted && explore.strategy != StrategyName::Dfs {
+            return Err(ctx
+                .err(exhausted_span(ev), format!("`exhausted` needs strategy \"dfs\", not \"{}\"", explore.strategy.as_str()))
+                .with_help("only the exhaustive search can be exhausted: set `explore = { strategy = \"dfs\", ... }` on this [[kernel]]"));
+        }
         label_spans.push(label_span);
         runs.push(KernelRun {
             profile: profile.name.to_string(),
             patches,
             label,
             expect,
-            explore: over.apply(base.apply(Explore::default())),
+            explore,
         });
     }
     Ok(runs)

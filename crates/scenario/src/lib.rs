@@ -120,6 +120,10 @@ pub struct Expect {
     /// Syscall results the reported execution must show, from
     /// `results = { task = { op = "EPERM" } }`.
     pub results: Vec<ExpectedResult>,
+    /// `exhausted = true`: the exhaustive search (`dfs`) must explore every
+    /// schedule within its bounds, so that `pass` proves the absence of a
+    /// failure there rather than reporting none found so far.
+    pub exhausted: bool,
 }
 
 /// Every call of operation `op` by (every instance of) task `task`

@@ -84,6 +84,7 @@ fn example_parses_into_every_field() {
                 outcome: ExpectedOutcome::Violation,
                 invariant: Some("ipc.no_false_enospc".into()),
                 results: vec![],
+                exhausted: false,
             },
             explore: Explore {
                 strategy: StrategyName::Fair,
@@ -135,6 +136,7 @@ fn defaults_are_filled_in() {
             outcome: ExpectedOutcome::Pass,
             invariant: None,
             results: vec![],
+            exhausted: false,
         }
     );
     let d = Explore::default();

@@ -710,6 +710,28 @@ fn expectations() {
         Some((6, 1)),
         &["missing key `expect` in [[kernel]]"],
     );
+    // Only the exhaustive search can be exhausted.
+    check(
+        &edit(
+            "expect = \"pass\"",
+            "expect = { outcome = \"pass\", exhausted = true }",
+        ),
+        Some((8, 30)),
+        &["`exhausted` needs strategy \"dfs\", not \"random\""],
+    );
+    check(
+        &edit(
+            "expect = \"pass\"",
+            "expect = { outcome = \"pass\", exhausted = \"yes\" }",
+        ),
+        Some((8, 42)),
+        &["wrong type for `exhausted`: found a string"],
+    );
+    let dfs = edit(
+        "expect = \"pass\"",
+        "expect = { outcome = \"pass\", exhausted = true }\nexplore = { strategy = \"dfs\" }",
+    );
+    assert!(parse("t.toml", &dfs).unwrap().runs[0].expect.exhausted);
 }
 
 #[test]

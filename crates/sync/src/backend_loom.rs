@@ -151,6 +151,17 @@ atomic_int!(AtomicI64, atomic::AtomicI64, i64);
 atomic_int!(AtomicU64, atomic::AtomicU64, u64);
 atomic_int!(AtomicU32, atomic::AtomicU32, u32);
 
+/// `wait_var_event`: here a loop that yields to the other loom threads
+/// until `until` holds of `var`'s value.
+pub fn wait_var_event(var: &AtomicU64, until: impl Fn(u64) -> bool) {
+    while !until(var.load(Ordering::Acquire)) {
+        loom::thread::yield_now();
+    }
+}
+
+/// `wake_up_var`: nothing to do, the waiter polls.
+pub fn wake_up_var(_var: &AtomicU64) {}
+
 /// An atomic flag.
 pub struct AtomicBool {
     v: atomic::AtomicBool,

@@ -242,6 +242,20 @@ atomic_int!(AtomicI64, atomic::AtomicI64, i64);
 atomic_int!(AtomicU64, atomic::AtomicU64, u64);
 atomic_int!(AtomicU32, atomic::AtomicU32, u32);
 
+/// `wait_var_event`: sleep until `until` holds of `var`'s value, checked
+/// again each time [`wake_up_var`] is called on it.
+pub fn wait_var_event(var: &AtomicU64, until: impl Fn(u64) -> bool) {
+    op("wait_var_event", var.obj, &costs::ATOMIC);
+    sim::wait_until("wait_var_event: wait", var.obj, || {
+        until(var.v.load(Ordering::Acquire))
+    });
+}
+
+/// `wake_up_var`: the waiters of `var` check their condition again.
+pub fn wake_up_var(var: &AtomicU64) {
+    sim::wake_all(var.obj, 0);
+}
+
 /// An atomic flag.
 pub struct AtomicBool {
     v: atomic::AtomicBool,

@@ -1,6 +1,7 @@
 //! Kernel primitives for nssim's models: mutex, spinlock, atomics with
 //! explicit orderings, RCU (`rcu_read_lock`, `synchronize_rcu`), work items
-//! run by kworkers (`schedule_work`, `flush_work`), lockless lists
+//! run by kworkers (`schedule_work`, `flush_work`), waiting on a variable
+//! (`wait_var_event`, `wake_up_var`), lockless lists
 //! (`llist_add`, `llist_del_all`) and refcounts with
 //! `refcount_dec_and_lock`.
 //!
@@ -21,7 +22,8 @@
 //! state (a [`sim::TaskSlot`]).
 //!
 //! Models kernel/locking, kernel/rcu (the grace-period guarantee only),
-//! kernel/workqueue.c (`flush_work` semantics), lib/llist.c, lib/refcount.c.
+//! kernel/workqueue.c (`flush_work` semantics), kernel/sched/wait_bit.c
+//! (`wait_var_event`), lib/llist.c, lib/refcount.c.
 
 pub mod costs;
 
