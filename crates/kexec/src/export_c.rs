@@ -84,7 +84,7 @@ fn c_string(s: &str) -> String {
 /// The words of `text` as comment lines of at most 78 columns, the first
 /// after `prefix`, the others indented two columns more (a list item's).
 fn wrapped(prefix: &str, text: &str) -> String {
-    let more = if prefix.trim_end() == " *" && prefix.len() > 3 {
+    let more = if prefix.len() > 3 {
         format!("{prefix}  ")
     } else {
         prefix.to_string()
@@ -172,7 +172,9 @@ fn ns_name(ns: &str) -> String {
     }
 }
 
-fn world_lines(setup: &Setup, instances: &[Instance]) -> Vec<String> {
+/// The world's lines for the comment, each with its depth (an op under
+/// its task).
+fn world_lines(setup: &Setup, instances: &[Instance]) -> Vec<(usize, String)> {
     let mut lines = Vec::new();
     for u in &setup.user_namespaces {
         let map = |m: Option<&kernel::setup::UidMap>| {
@@ -180,13 +182,16 @@ fn world_lines(setup: &Setup, instances: &[Instance]) -> Vec<String> {
                 format!("\"{} {} {}\"", m.inside, m.outside, m.count)
             })
         };
-        lines.push(format!(
-            "user namespace {}: child of {}, made by kuid {}; uid map {}, gid map {}",
-            u.name,
-            ns_name(&u.parent),
-            u.owner,
-            map(setup.processes.maps.get(&u.name)),
-            map(world::gid_map_of(setup, &u.name)),
+        lines.push((
+            0,
+            format!(
+                "user namespace {}: child of {}, made by kuid {}; uid map {}, gid map {}",
+                u.name,
+                ns_name(&u.parent),
+                u.owner,
+                map(setup.processes.maps.get(&u.name)),
+                map(world::gid_map_of(setup, &u.name)),
+            ),
         ));
     }
     for s in &setup.sysctls {
@@ -196,35 +201,42 @@ fn world_lines(setup: &Setup, instances: &[Instance]) -> Vec<String> {
                 " (the program's stand-in for it: a child user namespace mapping every id to itself, so that the machine's own limit is never lowered)",
             );
         }
-        lines.push(line);
+        lines.push((0, line));
     }
     for (t, task) in setup.tasks.iter().enumerate() {
         let numbers: Vec<String> = instances
             .iter()
             .enumerate()
             .filter(|(_, i)| i.task == t)
-            .map(|(n, i)| format!("{n} {}", i.name))
+            .map(|(n, i)| format!("{n} ({})", i.name))
             .collect();
-        let ops: Vec<String> = task
-            .ops
-            .iter()
-            .enumerate()
-            .map(|(i, op)| format!("{i} {}", op.label()))
-            .collect();
-        lines.push(format!(
-            "task {}: kuid {} in {}; instance(s) {}{}; {} pass(es) of op(s) {}",
-            task.name,
-            task.uid,
-            ns_name(&task.userns),
-            numbers.join(", "),
-            if task.sequential {
-                ", one after another"
-            } else {
-                ""
-            },
-            task.repeat,
-            ops.join(", ")
+        let instance = if numbers.len() == 1 {
+            "instance"
+        } else {
+            "instances"
+        };
+        let passes = match task.repeat {
+            1 => "once".to_string(),
+            n => format!("{n} times"),
+        };
+        lines.push((
+            0,
+            format!(
+                "task {}: kuid {} in {}; {instance} {}{}; runs its ops {passes}:",
+                task.name,
+                task.uid,
+                ns_name(&task.userns),
+                numbers.join(", "),
+                if task.sequential {
+                    ", one after another"
+                } else {
+                    ""
+                },
+            ),
         ));
+        for (i, op) in task.ops.iter().enumerate() {
+            lines.push((1, format!("op {i}: {}", op.label())));
+        }
     }
     lines
 }
@@ -256,17 +268,37 @@ fn opening_comment(
         c.push_str(&wrapped(" *   ", &comment_text(&line)));
     }
     c.push_str(" *\n * The world (op and instance numbers as the output gives them):\n");
-    for line in world_lines(&sc.setup, instances) {
-        c.push_str(&wrapped(" *   ", &comment_text(&line)));
+    for (depth, line) in world_lines(&sc.setup, instances) {
+        let prefix = format!(" *   {}", "  ".repeat(depth));
+        c.push_str(&wrapped(&prefix, &comment_text(&line)));
     }
-    c.push_str(" *\n");
+    c.push_str(&usage(sc, file));
+    c.push_str(" */\n\n");
+    c
+}
+
+/// How to build and run the program, what it prints, and how to check it.
+fn usage(sc: &Scenario, file: &str) -> String {
+    let execs = sc
+        .setup
+        .tasks
+        .iter()
+        .any(|t| t.ops.iter().any(|op| matches!(op, Op::Execve {})));
+    let mut c = String::from(
+        " *\n * Build:  cc -Wall -Wextra -O2 -o repro repro.c\n * Run:    ./repro [-n REPEATS] [-t SECONDS-PER-RUN], as root\n",
+    );
+    if execs {
+        c.push_str(" *         from a directory the scenario's uids may search: an execve op\n *         runs the program again as the task's uid\n");
+    }
+    c.push_str(
+        " *\n * It prints a line per event, its fields separated by tabs:\n *   K release                    the kernel's release, first\n *   N repeat                     a run begins\n *   B seqnum                     the machine's uevent sequence number as the\n *                                run's tasks start\n *   R instance op result values  a call: `ok` or an errno name, and what it\n *                                reported (comma-separated, `-` for nothing)\n *   E instance|- message         the world or an instance could not be set up\n *   T repeat                     the run was cut off at its time limit\n *\n * Whether the model reaches every outcome a saved output shows:\n *   ./repro -n 20 > out.txt\n",
+    );
     c.push_str(&wrapped(
-        " * ",
+        " *   ",
         &comment_text(&format!(
-            "Build: cc -Wall -Wextra -O2 -o repro repro.c. Run as root: ./repro [-n REPEATS] [-t SECONDS] (place it where the scenario's uids may execute it: an execve op runs it again). It prints, a line each: `K release` (the kernel's), `N repeat` before each run, `R instance op result values` for each call (values comma-separated, `-` for none), `B seqnum` (the machine's uevent sequence number as the tasks start), `E instance|- message` when the world or an instance could not be set up, `T repeat` for a run cut off at its time limit. `nssim run --on-kernel --kernel-output FILE {file}` says whether the model reaches every outcome a saved output shows."
+            "nssim run --on-kernel --kernel-output out.txt {file}"
         )),
     ));
-    c.push_str(" */\n\n");
     c
 }
 
