@@ -224,6 +224,52 @@ fn the_program_shows_what_the_executor_shows() {
     let _ = std::fs::remove_dir_all(program.parent().unwrap());
 }
 
+/// Every scenario of the library exports and compiles cleanly, or is
+/// refused for an op the program cannot perform.
+#[test]
+fn every_library_scenario_compiles_cleanly_or_is_refused_for_its_op() {
+    // `lock(` finds `unlock(` too.
+    const REFUSED_OPS: [&str; 4] = ["lock(", "bug(", "mq_path_walk(", "uevent_device_event("];
+    if let Some(why) = no_compiler() {
+        support::skip("every_library_scenario_compiles_cleanly", &why, Some("CI"));
+        return;
+    }
+    let dir = workdir("library");
+    let listed = stdout(&nssim(&["scenarios", "--format", "json"]));
+    let mut compiled = 0;
+    for line in listed.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (name, path) = (
+            entry["name"].as_str().unwrap(),
+            entry["path"].as_str().unwrap(),
+        );
+        let text = std::fs::read_to_string(support::root().join(path)).unwrap();
+        let refusable = REFUSED_OPS.iter().any(|op| text.contains(op));
+        let source = dir.join(format!("{name}.c"));
+        let o = nssim(&["export", name, "--c", "-o", source.to_str().unwrap()]);
+        if refusable {
+            assert_eq!(o.status.code(), Some(2), "{name} is not refused");
+            assert!(stderr(&o).contains(path), "{}", stderr(&o));
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let cc = Command::new("cc")
+            .args(["-Wall", "-Wextra", "-Werror", "-O2", "-o"])
+            .arg(dir.join(name))
+            .arg(&source)
+            .output()
+            .expect("cc runs");
+        assert!(
+            cc.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        compiled += 1;
+    }
+    assert!(compiled >= 30, "only {compiled} scenarios export");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_opening_comment_names_the_file_its_expectation_and_the_kernel_functions() {
     let o = nssim(&["export", "ipc-alloc-vs-free", "--c", "--kernel", "v6.2"]);

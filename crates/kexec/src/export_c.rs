@@ -11,8 +11,8 @@
 //! instance an op names, the credentials' capability rule, the gid maps),
 //! with the executor's own functions, so the two cannot drift apart.
 
-use crate::world::{self, instance_named, local_id, Instance};
-use kernel::setup::{Op, Setup, TaskSpec, INIT_USER_NS};
+use crate::world::{self, instance_named, Instance};
+use kernel::setup::{Op, Setup, INIT_USER_NS};
 use scenario::{KernelRun, Scenario};
 use std::fmt::Write as _;
 
@@ -67,14 +67,11 @@ fn comment_text(s: &str) -> String {
 fn c_string(s: &str) -> String {
     let mut out = String::from("\"");
     for b in s.bytes() {
-        match b {
-            b'"' | b'\\' | b'?' => {
-                let _ = write!(out, "\\{b:03o}");
-            }
-            0x20..=0x7e => out.push(b as char),
-            _ => {
-                let _ = write!(out, "\\{b:03o}");
-            }
+        // `?` too: two of them may start a trigraph.
+        if (0x20..=0x7e).contains(&b) && !matches!(b, b'"' | b'\\' | b'?') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "\\{b:03o}");
         }
     }
     out.push('"');
@@ -370,11 +367,15 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
     match op {
         Op::Unshare { flags } => format!("{{ .kind = OP_UNSHARE, .flags = {} }}", c_flags(*flags)),
         Op::SysctlWrite { name, value } => format!(
-            "{{ .kind = OP_SYSCTL_WRITE, .path = {}, .value = {value}LL }}",
-            c_string(&world::sysctl_path(name))
+            "{{ .kind = OP_SYSCTL_WRITE, .path = {}, .value = {} }}",
+            c_string(&world::sysctl_path(name)),
+            c_signed(*value)
         ),
         Op::UeventListen { rcvbuf } => {
-            format!("{{ .kind = OP_UEVENT_LISTEN, .value = {rcvbuf}LL }}")
+            format!(
+                "{{ .kind = OP_UEVENT_LISTEN, .value = {} }}",
+                c_long_long(*rcvbuf)
+            )
         }
         Op::UeventRecv {} => "{ .kind = OP_UEVENT_RECV }".into(),
         Op::UeventClose {} => "{ .kind = OP_UEVENT_CLOSE }".into(),
@@ -383,7 +384,7 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
             c_string(payload)
         ),
         Op::UeventNetdevEvent { .. } => "{ .kind = OP_UEVENT_NETDEV_EVENT }".into(),
-        Op::Sleep { ns } => format!("{{ .kind = OP_SLEEP, .value = {ns}LL }}"),
+        Op::Sleep { ns } => format!("{{ .kind = OP_SLEEP, .value = {} }}", c_long_long(*ns)),
         Op::WriteUidMap { text } => write("/proc/self/uid_map", text),
         Op::WriteGidMap { text } => write("/proc/self/gid_map", text),
         Op::WriteSetgroups { text } => write("/proc/self/setgroups", text),
@@ -427,6 +428,23 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
     }
 }
 
+/// An `i64` as a C `long long` constant (the least one is no literal).
+fn c_signed(v: i64) -> String {
+    if v == i64::MIN {
+        "(-9223372036854775807LL - 1)".into()
+    } else {
+        format!("{v}LL")
+    }
+}
+
+/// A `u64` as a C `long long`, wrapped as the C conversion wraps it.
+fn c_long_long(v: u64) -> String {
+    match i64::try_from(v) {
+        Ok(v) => format!("{v}LL"),
+        Err(_) => format!("(long long){v}ULL"),
+    }
+}
+
 fn c_u64(v: u64) -> String {
     if v == u64::MAX {
         "ULLONG_MAX".into()
@@ -461,18 +479,6 @@ fn map_text(m: Option<&kernel::setup::UidMap>) -> String {
     m.map_or("NULL".into(), |m| {
         c_string(&format!("{} {} {}\n", m.inside, m.outside, m.count))
     })
-}
-
-/// Whether the task keeps every capability in its own user namespace
-/// (the executor's `enter_credentials`): root there, or its creator when
-/// no uid map is written.
-fn keeps_caps(setup: &Setup, task: &TaskSpec) -> bool {
-    let Some(ns) = setup.user_namespaces.iter().find(|s| s.name == task.userns) else {
-        return true;
-    };
-    let root = local_id(setup, &task.userns, task.uid, false) == Some(0);
-    let creator = !setup.processes.maps.contains_key(&ns.name) && ns.owner == task.uid;
-    root || creator
 }
 
 fn ident(prefix: &str, t: usize) -> String {
@@ -523,7 +529,7 @@ fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
             task.uid,
             task.repeat,
             i32::from(task.sequential),
-            i32::from(keeps_caps(setup, task)),
+            i32::from(crate::task::keeps_capabilities(setup, task)),
             i32::from(nproc.is_some()),
             c_u64(nproc.copied().unwrap_or(0)),
             ident("OPS", t),
@@ -580,10 +586,10 @@ fn tables(setup: &Setup, instances: &[Instance]) -> String {
         .iter()
         .map(|s| {
             format!(
-                "{{ .userns = {}, .path = {}, .value = {}LL }}",
+                "{{ .userns = {}, .path = {}, .value = {} }}",
                 userns_index(setup, &s.userns),
                 c_string(&world::sysctl_path(&s.name)),
-                s.value
+                c_signed(s.value)
             )
         })
         .collect();
@@ -614,6 +620,15 @@ mod tests {
         assert_eq!(c_string("0 0 1\n"), "\"0 0 1\\012\"");
         assert_eq!(c_string("a\"b\\c??="), "\"a\\042b\\134c\\077\\077=\"");
         assert_eq!(comment_text("a */ b"), "a * / b");
+    }
+
+    #[test]
+    fn numbers_are_c_constants_of_their_type() {
+        assert_eq!(c_signed(-5), "-5LL");
+        assert_eq!(c_signed(i64::MIN), "(-9223372036854775807LL - 1)");
+        assert_eq!(c_long_long(7), "7LL");
+        assert_eq!(c_long_long(u64::MAX), "(long long)18446744073709551615ULL");
+        assert_eq!(c_u64(u64::MAX), "ULLONG_MAX");
     }
 
     #[test]
