@@ -92,9 +92,23 @@ fn run_program(program: &Path, repeats: u32) -> PathBuf {
         stdout(&o),
         stderr(&o)
     );
+    assert_eq!(
+        left_running(program),
+        0,
+        "processes of the program outlived it"
+    );
     let printed = program.with_extension("out");
     std::fs::write(&printed, &o.stdout).expect("saved");
     printed
+}
+
+/// The processes of the machine running `program`.
+fn left_running(program: &Path) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path().join("exe")).is_ok_and(|exe| exe == program))
+        .count()
 }
 
 /// The `on_kernel` object of `nssim run --on-kernel --kernel-output`.

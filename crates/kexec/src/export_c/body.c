@@ -1025,7 +1025,7 @@ static int run_world(double deadline)
 static int usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [-n REPEATS] [-t SECONDS]\n"
-            "  -n REPEATS  runs of the scenario's world (default 1)\n"
+            "  -n REPEATS  runs of the scenario's world (default 1, at most 1000)\n"
             "  -t SECONDS  wall-clock time one run may take (default 15)\n", prog);
     return 2;
 }
@@ -1041,7 +1041,7 @@ int main(int argc, char **argv)
         char *end;
         if (c == 'n') {
             repeats = strtol(optarg, &end, 10);
-            if (*end || repeats < 1 || repeats > 1000000)
+            if (*end || repeats < 1 || repeats > 1000)
                 return usage(argv[0]);
         } else if (c == 't') {
             seconds = strtod(optarg, &end);
