@@ -31,7 +31,8 @@ interleavings of a scenario's tasks under a kernel profile, checks invariants at
 replays any execution exactly from its schedule token. Modelled: the ipc-namespace free queue, \
 user namespaces and their uid/gid maps, ucounts and RLIMIT_NPROC, and network namespaces' uevent \
 sockets (`nssim kernels` lists profiles and patches; `nssim conformance` checks the model against \
-the running kernel; `nssim idmap check` judges a map write).\n\nExit \
+the running kernel; `nssim export --c` writes a scenario as a C program for it; `nssim idmap \
+check` judges a map write).\n\nExit \
 status: 0 when every run's outcome is what its scenario expects, 1 when one is not, 2 for bad \
 input or usage."
 )]
