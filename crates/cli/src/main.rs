@@ -3,6 +3,7 @@
 
 mod bench;
 mod conformance;
+mod export;
 mod idmap;
 mod junit;
 mod library;
@@ -30,7 +31,8 @@ interleavings of a scenario's tasks under a kernel profile, checks invariants at
 replays any execution exactly from its schedule token. Modelled: the ipc-namespace free queue, \
 user namespaces and their uid/gid maps, ucounts and RLIMIT_NPROC, and network namespaces' uevent \
 sockets (`nssim kernels` lists profiles and patches; `nssim conformance` checks the model against \
-the running kernel; `nssim idmap check` judges a map write).\n\nExit \
+the running kernel; `nssim export --c` writes a scenario as a C program for it; `nssim idmap \
+check` judges a map write).\n\nExit \
 status: 0 when every run's outcome is what its scenario expects, 1 when one is not, 2 for bad \
 input or usage."
 )]
@@ -227,6 +229,40 @@ enum Command {
         #[arg(long, value_name = "N", requires = "on_kernel",
               value_parser = clap::value_parser!(u32).range(1..=1000))]
         repeat: Option<u32>,
+        /// --on-kernel: take the kernel's side from FILE, what a program written by `nssim
+        /// export --c` printed (here or on another machine), instead of running the
+        /// scenario (one) here; the model runs under the profile of the kernel release
+        /// the program printed.
+        #[arg(
+            long,
+            value_name = "FILE",
+            requires = "on_kernel",
+            conflicts_with = "repeat"
+        )]
+        kernel_output: Option<PathBuf>,
+    },
+    /// Write a scenario as a standalone C program that performs its ops on the
+    /// running kernel, as `run --on-kernel` does, and prints each call's result.
+    ///
+    /// The program needs only libc (and the kernel's uapi headers) and root; its
+    /// opening comment names the scenario file, its expectation and the kernel
+    /// functions its ops run through. `nssim run --on-kernel --kernel-output FILE
+    /// SCENARIO` checks what it printed against the model. A scenario with an op
+    /// the program cannot perform is refused (exit status 2).
+    Export {
+        /// The scenario: a file, or a built-in scenario's name (`ipc-alloc-vs-free`),
+        /// as `nssim run` takes it.
+        scenario: PathBuf,
+        /// Write C (the one language there is; required).
+        #[arg(long = "c", required = true)]
+        c: bool,
+        /// Write the program to FILE instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The [[kernel]] entry whose expectation the opening comment gives: its label,
+        /// or the first entry of that profile (default: the first entry).
+        #[arg(long, value_name = "LABEL")]
+        kernel: Option<String>,
     },
     /// Replay exactly the execution a token names, step by step.
     Replay {
@@ -400,6 +436,7 @@ fn main() -> ExitCode {
             format,
             on_kernel: true,
             repeat,
+            kernel_output,
             ..
         } => onkernel::run(
             &paths,
@@ -407,6 +444,7 @@ fn main() -> ExitCode {
             format,
             repeat.unwrap_or(onkernel::DEFAULT_REPEAT),
             &overrides.patches,
+            kernel_output.as_deref(),
         ),
         Command::Run {
             paths,
@@ -426,6 +464,12 @@ fn main() -> ExitCode {
             trace.as_deref(),
             &views,
         ),
+        Command::Export {
+            scenario,
+            c: _,
+            output,
+            kernel,
+        } => export::export_c(&scenario, output.as_deref(), kernel.as_deref()),
         Command::Merge {
             files,
             format,

@@ -13,9 +13,10 @@ use crate::Format;
 use kernel::{OutcomeOf, RunSpec};
 use scenario::Scenario;
 use serde_json::json;
+use sim::echo::echo_path;
 use sim::{ExecConfig, ExploreConfig, StrategySpec};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,6 +96,9 @@ pub struct OnKernel {
     pub wall: Duration,
     pub kernel: BTreeMap<String, u64>,
     pub model: Option<ModelOutcomes>,
+    /// The file the kernel's runs were read from (`--kernel-output`), or
+    /// `None` when they ran here.
+    pub printed_in: Option<String>,
 }
 
 fn spec_explore(
@@ -218,14 +222,8 @@ fn strategy_name(s: StrategySpec) -> String {
     }
 }
 
-/// Hold `sc` against the running kernel.
-pub fn on_kernel(
-    sc: &Scenario,
-    repeat: u32,
-    patches: &kernel::ActivePatches,
-    width: Search,
-) -> OnKernel {
-    let skipped = |reason: String| OnKernel {
+fn skipped(reason: String) -> OnKernel {
+    OnKernel {
         verdict: Verdict::Skipped,
         reason: Some(reason),
         repeats: 0,
@@ -233,13 +231,23 @@ pub fn on_kernel(
         wall: Duration::ZERO,
         kernel: BTreeMap::new(),
         model: None,
-    };
+        printed_in: None,
+    }
+}
+
+/// Hold `sc` against the running kernel.
+pub fn on_kernel(
+    sc: &Scenario,
+    repeat: u32,
+    patches: &kernel::ActivePatches,
+    width: Search,
+) -> OnKernel {
     let program = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => return skipped(format!("cannot find the nssim binary: {e}")),
     };
     let file = shown(&sc.path);
-    let runs = match kexec::execute(
+    match kexec::execute(
         &program,
         &file,
         &sc.source,
@@ -247,9 +255,20 @@ pub fn on_kernel(
         repeat,
         KERNEL_BUDGET,
     ) {
-        Ok(r) => r,
-        Err(kexec::Skip(why)) => return skipped(why),
-    };
+        Ok(runs) => judge(sc, &runs, patches, width),
+        Err(kexec::Skip(why)) => skipped(why),
+    }
+}
+
+/// Whether every outcome of the kernel's `runs` of `sc` is one the model
+/// reaches under `patches`: what the executor's runs are held to, and
+/// those an exported program (`nssim export --c`) printed.
+pub fn judge(
+    sc: &Scenario,
+    runs: &kexec::KernelRuns,
+    patches: &kernel::ActivePatches,
+    width: Search,
+) -> OnKernel {
     if runs.runs.is_empty() {
         return OnKernel {
             timed_out: runs.timed_out,
@@ -281,6 +300,7 @@ pub fn on_kernel(
         wall: runs.wall,
         kernel: kernel_outcomes,
         model: Some(model),
+        printed_in: None,
     }
 }
 
@@ -300,9 +320,12 @@ pub fn text(sc: &Scenario, profile: &str, r: &OnKernel) -> String {
             return head + "\n";
         }
         _ => head.push_str(&format!(
-            " ({} repeats on the kernel in {:.1} s{})",
+            " ({} repeats {}{})",
             r.repeats,
-            r.wall.as_secs_f64(),
+            match &r.printed_in {
+                Some(file) => format!("on the kernel, as {file} shows them"),
+                None => format!("on the kernel in {:.1} s", r.wall.as_secs_f64()),
+            },
             if r.timed_out > 0 {
                 format!(", {} cut off", r.timed_out)
             } else {
@@ -394,16 +417,21 @@ fn print_json(sc: &Scenario, profile: &str, r: &OnKernel) {
 }
 
 /// `nssim run --on-kernel PATH...`: exit status 1 when any scenario's
-/// kernel showed an outcome its model does not reach.
+/// kernel showed an outcome its model does not reach. With `printed`, the
+/// kernel's side is that file, what an exported program printed.
 pub fn run(
     paths: &[PathBuf],
     library: bool,
     format: Format,
     repeat: u32,
     toggles: &[String],
+    printed: Option<&Path>,
 ) -> Result<bool, CliError> {
     let toggles = crate::run::parse_toggles(toggles)?;
     let scenarios = crate::run::load_scenarios(paths, library)?;
+    if let Some(file) = printed {
+        return run_printed(&scenarios, file, format, &toggles);
+    }
     let profile = kernel::catalog::host_profile();
     let patches = kernel::resolve_patches(profile, &toggles)
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
@@ -411,10 +439,7 @@ pub fn run(
     for sc in &scenarios {
         let r = on_kernel(sc, repeat, &patches, Search::LIBRARY);
         *counts.entry(r.verdict.name()).or_default() += 1;
-        match format {
-            Format::Text => print_text(sc, profile, &r),
-            Format::Json => print_json(sc, profile, &r),
-        }
+        print_record(sc, profile, &r, format);
     }
     let n = |v: Verdict| counts.get(v.name()).copied().unwrap_or(0);
     if format == Format::Text {
@@ -427,4 +452,60 @@ pub fn run(
         );
     }
     Ok(n(Verdict::ModelMisses) == 0)
+}
+
+fn print_record(sc: &Scenario, profile: &str, r: &OnKernel, format: Format) {
+    match format {
+        Format::Text => print_text(sc, profile, r),
+        Format::Json => print_json(sc, profile, r),
+    }
+}
+
+/// `--kernel-output FILE`: one scenario held against what its exported
+/// program printed, the model under the profile of the kernel release
+/// the program printed (this machine's when it printed none).
+fn run_printed(
+    scenarios: &[Scenario],
+    file: &Path,
+    format: Format,
+    toggles: &[(String, bool)],
+) -> Result<bool, CliError> {
+    let [sc] = scenarios else {
+        return Err(CliError(format!(
+            "error: --kernel-output reads the output of one scenario's program, and {} scenarios were given",
+            scenarios.len()
+        )));
+    };
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        CliError(format!(
+            "error: cannot read --kernel-output {}: {e}",
+            echo_path(&file.display().to_string())
+        ))
+    })?;
+    let (release, runs) = match kexec::printed_runs(&sc.setup, &text) {
+        Ok(printed) => printed,
+        Err(kexec::Skip(why)) => {
+            let r = skipped(why);
+            print_record(sc, kernel::catalog::host_profile(), &r, format);
+            return Ok(true);
+        }
+    };
+    if runs.runs.is_empty() && runs.timed_out == 0 {
+        return Err(CliError(format!(
+            "error: --kernel-output {} holds no run (no `N` line): it is not what a program `nssim export --c` wrote printed",
+            echo_path(&file.display().to_string())
+        )));
+    }
+    let profile = release
+        .as_deref()
+        .and_then(kernel::catalog::profile_for_release)
+        .map_or_else(kernel::catalog::host_profile, |p| p.name);
+    let patches = kernel::resolve_patches(profile, toggles)
+        .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
+    let r = OnKernel {
+        printed_in: Some(echo_path(&file.display().to_string())),
+        ..judge(sc, &runs, &patches, Search::LIBRARY)
+    };
+    print_record(sc, profile, &r, format);
+    Ok(r.verdict != Verdict::ModelMisses)
 }

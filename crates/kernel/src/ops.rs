@@ -49,6 +49,10 @@ pub struct OpInfo {
     pub name: &'static str,
     pub args: &'static [ArgKind],
     pub summary: &'static str,
+    /// The kernel functions the op's syscall runs through and the model
+    /// models, each `function (file)`; none for an op that is no syscall
+    /// (`sleep`, the scenario's own mutexes).
+    pub kernel: &'static [&'static str],
 }
 
 /// A field of an [`Op`] variant: made from a checked argument, and shown
@@ -118,22 +122,24 @@ impl ArgField for String {
 pub fn flag_names(flags: u64) -> String {
     let names: Vec<&str> = CLONE_FLAGS
         .iter()
-        .filter(|(_, v, _)| flags & v != 0)
-        .map(|(n, _, _)| *n)
+        .filter(|(_, v, ..)| flags & v != 0)
+        .map(|(n, ..)| *n)
         .collect();
     names.join("|")
 }
 
 /// Declares every op once. Each entry:
-/// `Variant = "name" { field: Type = Kind [label], ... } "summary";`
+/// `Variant = "name" { field: Type = Kind [label], ... } "summary" kernel: ["function (file)", ...];`
 /// where `[label]` marks the fields its result label shows
-/// (`unshare(CLONE_NEWIPC)`); an op without one is labelled by its name.
+/// (`unshare(CLONE_NEWIPC)`; an op without one is labelled by its name)
+/// and `kernel` lists the kernel functions its syscall runs through.
 macro_rules! declare_ops {
     ($(
         $(#[$doc:meta])*
         $variant:ident = $name:literal {
             $($field:ident : $ty:ty = $kind:ident $([$shown:ident])?),*
-        } $summary:literal;
+        } $summary:literal
+        kernel: [$($kernel:literal),*];
     )*) => {
         /// One operation of a task, declared in `declare_ops!`.
         #[derive(Debug, Clone, PartialEq)]
@@ -147,6 +153,7 @@ macro_rules! declare_ops {
                 name: $name,
                 args: &[$(ArgKind::$kind),*],
                 summary: $summary,
+                kernel: &[$($kernel),*],
             }),*
         ];
 
@@ -212,113 +219,160 @@ fn label_of(name: &str, shown: &[String]) -> String {
 declare_ops! {
     /// `unshare(flags)`.
     Unshare = "unshare" { flags: u64 = CloneFlags [label] }
-        "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled";
+        "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled"
+        kernel: ["ksys_unshare (kernel/fork.c)"];
     /// Write a sysctl of the task's own user namespace.
     SysctlWrite = "sysctl_write" { name: String = Sysctl [label], value: i64 = Int }
-        "write /proc/sys/<name> of the task's user namespace";
+        "write /proc/sys/<name> of the task's user namespace"
+        kernel: ["proc_sys_write (fs/proc/proc_sysctl.c)", "set_permissions (kernel/ucount.c)"];
     /// A reader that, under `rcu_read_lock`, walks to the mqueue mount of
     /// the ipc namespace that task `target` (instance 0) is in.
     MqPathWalk = "mq_path_walk" { target: String = Task [label] }
-        "under rcu_read_lock, walk to the mqueue mount of the named task's ipc namespace and read it";
+        "under rcu_read_lock, walk to the mqueue mount of the named task's ipc namespace and read it"
+        kernel: [];
     /// Open a uevent socket in the task's network namespace.
     UeventListen = "uevent_listen" { rcvbuf: u64 = Int }
-        "open a NETLINK_KOBJECT_UEVENT socket in the task's network namespace and bind it to group 1, with a receive buffer of this many bytes";
+        "open a NETLINK_KOBJECT_UEVENT socket in the task's network namespace and bind it to group 1, with a receive buffer of this many bytes"
+        kernel: ["netlink_bind (net/netlink/af_netlink.c)"];
     /// Receive one uevent without waiting.
     UeventRecv = "uevent_recv" {}
-        "receive one uevent without waiting: ok, EAGAIN when none is queued, ENOBUFS once after an overrun";
+        "receive one uevent without waiting: ok, EAGAIN when none is queued, ENOBUFS once after an overrun"
+        kernel: ["netlink_recvmsg (net/netlink/af_netlink.c)"];
     /// Close the task's uevent socket.
     UeventClose = "uevent_close" {}
-        "close the task's uevent socket";
+        "close the task's uevent socket"
+        kernel: ["netlink_release (net/netlink/af_netlink.c)"];
     /// Send `payload` to the kernel uevent socket of the task's netns.
     UeventInject = "uevent_inject" { payload: String = Str }
-        "send a uevent (the string is its payload) to the kernel uevent socket of the task's network namespace";
+        "send a uevent (the string is its payload) to the kernel uevent socket of the task's network namespace"
+        kernel: ["uevent_net_rcv_skb (lib/kobject_uevent.c)"];
     /// The kernel sends an untagged uevent for a device.
     UeventDeviceEvent = "uevent_device_event" { action: String = Str [label], devpath: String = Str }
-        "the kernel sends an untagged uevent (action, devpath) for a device: kobject_uevent_env";
+        "the kernel sends an untagged uevent (action, devpath) for a device: kobject_uevent_env"
+        kernel: ["kobject_uevent_env (lib/kobject_uevent.c)"];
     /// The kernel sends a uevent tagged with the task's network namespace.
     UeventNetdevEvent = "uevent_netdev_event" { action: String = Str [label], devpath: String = Str }
-        "the kernel sends a tagged uevent (action, devpath) for a network device of the task's network namespace";
+        "the kernel sends a tagged uevent (action, devpath) for a network device of the task's network namespace"
+        kernel: ["dev_change_name (net/core/dev.c)", "kobject_uevent_env (lib/kobject_uevent.c)"];
     /// Take a named scenario mutex.
     Lock = "lock" { name: String = Name [label] }
-        "take a scenario mutex (for deadlock scenarios)";
+        "take a scenario mutex (for deadlock scenarios)"
+        kernel: [];
     /// Release a named scenario mutex.
     Unlock = "unlock" { name: String = Name [label] }
-        "release a scenario mutex";
+        "release a scenario mutex"
+        kernel: [];
     /// Spend virtual time without a syscall.
     Sleep = "sleep" { ns: u64 = Duration }
-        "spend virtual time";
+        "spend virtual time"
+        kernel: [];
     /// A kernel `BUG()`: the task panics with this message.
     Bug = "bug" { message: String = Str }
-        "BUG(): the task panics with the message";
+        "BUG(): the task panics with the message"
+        kernel: [];
     /// One write(2) to the task's own `/proc/self/uid_map`.
     WriteUidMap = "write_uid_map" { text: String = Str }
-        "one write(2) of the text to /proc/self/uid_map (map_write)";
+        "one write(2) of the text to /proc/self/uid_map (map_write)"
+        kernel: ["proc_uid_map_write, map_write (kernel/user_namespace.c)"];
     /// One write(2) to the task's own `/proc/self/gid_map`.
     WriteGidMap = "write_gid_map" { text: String = Str }
-        "one write(2) of the text to /proc/self/gid_map (map_write)";
+        "one write(2) of the text to /proc/self/gid_map (map_write)"
+        kernel: ["proc_gid_map_write, map_write (kernel/user_namespace.c)"];
     /// One write(2) to the task's own `/proc/self/setgroups`.
     WriteSetgroups = "write_setgroups" { text: String = Str }
-        "one write(2) of the text (\"allow\"/\"deny\") to /proc/self/setgroups";
+        "one write(2) of the text (\"allow\"/\"deny\") to /proc/self/setgroups"
+        kernel: ["proc_setgroups_write (kernel/user_namespace.c)"];
     /// The uid_map of task `target`'s user namespace, opened by this task.
     WriteUidMapOf = "write_uid_map_of" { target: String = Task [label], text: String = Str }
-        "write the uid_map of the named task's user namespace, opened by this task";
+        "write the uid_map of the named task's user namespace, opened by this task"
+        kernel: ["proc_uid_map_write, map_write (kernel/user_namespace.c)"];
     /// The gid_map of task `target`'s user namespace, opened by this task.
     WriteGidMapOf = "write_gid_map_of" { target: String = Task [label], text: String = Str }
-        "write the gid_map of the named task's user namespace, opened by this task";
+        "write the gid_map of the named task's user namespace, opened by this task"
+        kernel: ["proc_gid_map_write, map_write (kernel/user_namespace.c)"];
     /// `/proc/PID/setgroups` of task `target`, opened by this task.
     WriteSetgroupsOf = "write_setgroups_of" { target: String = Task [label], text: String = Str }
-        "write /proc/PID/setgroups of the named task, opened by this task";
+        "write /proc/PID/setgroups of the named task, opened by this task"
+        kernel: ["proc_setgroups_write (kernel/user_namespace.c)"];
     /// Open the uid_map of task `target`'s user namespace for writing and
     /// keep the file: a later `write_opened` writes through it.
     OpenUidMapOf = "open_uid_map_of" { target: String = Task [label] }
-        "open the uid_map of the named task's user namespace for writing and keep the file (the opener's credentials go with it)";
+        "open the uid_map of the named task's user namespace for writing and keep the file (the opener's credentials go with it)"
+        kernel: ["proc_id_map_open (kernel/user_namespace.c)"];
     /// One write(2) through the file `open_uid_map_of` kept.
     WriteOpened = "write_opened" { text: String = Str }
-        "one write(2) of the text to the file open_uid_map_of kept, with the task's credentials now: map_write checks the opener's and the writer's";
+        "one write(2) of the text to the file open_uid_map_of kept, with the task's credentials now: map_write checks the opener's and the writer's"
+        kernel: ["proc_uid_map_write, map_write (kernel/user_namespace.c)"];
     /// Read the uid_map of task `target`'s user namespace.
     ReadUidMapOf = "read_uid_map_of" { target: String = Task [label] }
-        "read the uid_map of the named task's user namespace, as this task sees it; reports first, lower and count of every line";
+        "read the uid_map of the named task's user namespace, as this task sees it; reports first, lower and count of every line"
+        kernel: ["uid_m_show (kernel/user_namespace.c)"];
     /// Read the gid_map of task `target`'s user namespace.
     ReadGidMapOf = "read_gid_map_of" { target: String = Task [label] }
-        "read the gid_map of the named task's user namespace, as this task sees it; reports first, lower and count of every line";
+        "read the gid_map of the named task's user namespace, as this task sees it; reports first, lower and count of every line"
+        kernel: ["gid_m_show (kernel/user_namespace.c)"];
     /// `setns(fd, CLONE_NEWUSER)` into the user namespace task `target` is in.
     SetnsUser = "setns_user" { target: String = Task [label] }
-        "setns(2) into the user namespace of the named task (userns_install)";
+        "setns(2) into the user namespace of the named task (userns_install)"
+        kernel: ["userns_install (kernel/user_namespace.c)"];
     /// `setns(fd, CLONE_NEWNET)` into the network namespace task `target` is in.
     SetnsNet = "setns_net" { target: String = Task [label] }
-        "setns(2) into the network namespace of the named task (netns_install): CAP_SYS_ADMIN over its owner and over the caller's own user namespace";
+        "setns(2) into the network namespace of the named task (netns_install): CAP_SYS_ADMIN over its owner and over the caller's own user namespace"
+        kernel: ["netns_install (net/core/net_namespace.c)"];
     /// `setns(fd, CLONE_NEWIPC)` into the ipc namespace task `target` is in.
     SetnsIpc = "setns_ipc" { target: String = Task [label] }
-        "setns(2) into the ipc namespace of the named task (ipcns_install): CAP_SYS_ADMIN over its owner and over the caller's own user namespace";
+        "setns(2) into the ipc namespace of the named task (ipcns_install): CAP_SYS_ADMIN over its owner and over the caller's own user namespace"
+        kernel: ["ipcns_install (ipc/namespace.c)"];
     /// A child process with the task's credentials calls `unshare(flags)`
     /// and exits (the shell's `unshare -U true`).
     UnshareAndExit = "unshare_and_exit" { flags: u64 = CloneFlags [label] }
-        "a child process calls unshare(flags) and exits (`unshare -U true`)";
+        "a child process calls unshare(flags) and exits (`unshare -U true`)"
+        kernel: ["ksys_unshare (kernel/fork.c)", "do_exit (kernel/exit.c)"];
     /// `fork()`: a child that stays alive until the task's `exit()`.
     Fork = "fork" {}
-        "fork(2): a child that stays alive until the task's exit(); EAGAIN at RLIMIT_NPROC";
+        "fork(2): a child that stays alive until the task's exit(); EAGAIN at RLIMIT_NPROC"
+        kernel: ["copy_process (kernel/fork.c)"];
     /// `clone(flags)`: a fork; with CLONE_NEW* flags the child is in new
     /// namespaces.
     Clone = "clone" { flags: u64 = CloneFlags [label] }
-        "clone(2) of a child process; CLONE_NEW* flags put it in new namespaces";
+        "clone(2) of a child process; CLONE_NEW* flags put it in new namespaces"
+        kernel: ["copy_process (kernel/fork.c)"];
     /// The task's newest live child exits and the task reaps it.
     Exit = "exit" {}
-        "the task's newest live child exits and is reaped (ECHILD if none)";
+        "the task's newest live child exits and is reaped (ECHILD if none)"
+        kernel: ["do_exit, release_task (kernel/exit.c)"];
     /// `setuid(uid)`, `uid` as seen in the task's user namespace.
     Setuid = "setuid" { uid: u32 = Int [label] }
-        "setuid(2), the uid as seen in the task's user namespace";
+        "setuid(2), the uid as seen in the task's user namespace"
+        kernel: ["__sys_setuid (kernel/sys.c)"];
     /// `setresuid(ruid, euid, suid)`, as seen in the task's namespace.
     Setresuid = "setresuid" { ruid: u32 = Int [label], euid: u32 = Int [label], suid: u32 = Int [label] }
-        "setresuid(2), the uids as seen in the task's user namespace";
+        "setresuid(2), the uids as seen in the task's user namespace"
+        kernel: ["__sys_setresuid (kernel/sys.c)"];
     /// `execve()` of a new image.
     Execve = "execve" {}
-        "execve(2) of a new image: EAGAIN if set*uid left the task over RLIMIT_NPROC";
+        "execve(2) of a new image: EAGAIN if set*uid left the task over RLIMIT_NPROC"
+        kernel: ["do_execveat_common (fs/exec.c)"];
     /// `setrlimit(RLIMIT_NPROC, limit)`: soft and hard limit.
     Setrlimit = "setrlimit" { resource: String = Rlimit [label], limit: u64 = Int [label] }
-        "setrlimit(2) of soft and hard limit; NPROC is modelled";
+        "setrlimit(2) of soft and hard limit; NPROC is modelled"
+        kernel: ["do_prlimit (kernel/sys.c)"];
 }
 
 impl Op {
+    /// The kernel functions the op runs through: its declaration's, then,
+    /// for each CLONE_NEW* flag it passes, the one that makes that new
+    /// namespace (`unshare(CLONE_NEWIPC)`: `ksys_unshare`, `create_ipc_ns`).
+    pub fn kernel_functions(&self) -> Vec<&'static str> {
+        let flags = match self {
+            Op::Unshare { flags } | Op::Clone { flags } | Op::UnshareAndExit { flags } => *flags,
+            _ => 0,
+        };
+        let mut out = self.info().kernel.to_vec();
+        out.extend(crate::clone_flags::creators(flags));
+        out
+    }
+
     /// Its declaration in [`OPS`].
     pub fn info(&self) -> &'static OpInfo {
         let name = self.name();
@@ -354,6 +408,26 @@ mod tests {
         assert_eq!(Op::build("fork", vec![]).unwrap().label(), "fork");
         let write = Op::build("write_uid_map", vec![ArgValue::Text("0 0 1".into())]);
         assert_eq!(write.unwrap().label(), "write_uid_map");
+    }
+
+    #[test]
+    fn kernel_functions_add_the_makers_of_the_new_namespaces() {
+        let unshare = Op::build("unshare", vec![ArgValue::Flags(0x0800_0000)]).unwrap();
+        assert_eq!(
+            unshare.kernel_functions(),
+            [
+                "ksys_unshare (kernel/fork.c)",
+                "create_ipc_ns (ipc/namespace.c)"
+            ]
+        );
+        let sleep = Op::build("sleep", vec![ArgValue::Duration(1)]).unwrap();
+        assert!(sleep.kernel_functions().is_empty());
+        // Every function is named with its file.
+        for op in OPS {
+            for f in op.kernel {
+                assert!(f.ends_with(".c)") && f.contains(" ("), "{}: {f}", op.name);
+            }
+        }
     }
 
     #[test]

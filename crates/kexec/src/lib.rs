@@ -13,6 +13,7 @@
 //! the run's own and dies with it; limits are lowered only in user
 //! namespaces the run made.
 
+pub mod export_c;
 pub mod lines;
 pub mod netlink;
 pub mod ops;
@@ -134,6 +135,28 @@ pub fn execute(
     }
     out.wall = started.elapsed();
     Ok(out)
+}
+
+/// The runs an exported program (`nssim export --c`) printed, filed as
+/// [`execute`] files the executor's: the kernel's release, if printed,
+/// and the runs. A run that could not be built is the whole output's
+/// skip, as it is for the executor.
+pub fn printed_runs(setup: &Setup, text: &str) -> Result<(Option<String>, KernelRuns), Skip> {
+    let printed = lines::parse_printed(text);
+    let mut out = KernelRuns::default();
+    for run in &printed.runs {
+        if let Some(err) = &run.error {
+            return Err(Skip(format!(
+                "the world could not be built on that kernel: {err}"
+            )));
+        }
+        if run.timed_out {
+            out.timed_out += 1;
+        } else {
+            out.runs.push(results_of(setup, run));
+        }
+    }
+    Ok((printed.release, out))
 }
 
 /// Start the executor, hand it `request`, and read its lines; kill its

@@ -6,6 +6,11 @@
 //! `E <instance or -> <message>` when the world or an instance could not
 //! be set up, `B <seqnum>` for the machine's uevent sequence number when
 //! the run's tasks started.
+//!
+//! A program written by `nssim export --c` prints the same lines on its
+//! standard output, and three more: `K <release>` first (the kernel's),
+//! `N <repeat>` before each run's lines, and `T <repeat>` after a run cut
+//! off at its time limit. [`parse_printed`] reads them back.
 
 use crate::sys;
 use crate::world::WorldRun;
@@ -44,6 +49,39 @@ pub fn parse_line(line: &str, run: &mut WorldRun) {
         }
         _ => {}
     }
+}
+
+/// What an exported program printed.
+#[derive(Debug, Default)]
+pub struct Printed {
+    /// The kernel's release (`K`), when it said.
+    pub release: Option<String>,
+    /// One entry per run (`N`), with its calls as the executor reads them.
+    pub runs: Vec<WorldRun>,
+}
+
+/// An exported program's output: a run per `N` line, each read as the
+/// executor reads its results pipe.
+pub fn parse_printed(text: &str) -> Printed {
+    let mut printed = Printed::default();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.splitn(2, '\t').collect();
+        match fields.as_slice() {
+            ["K", release] => printed.release = Some(release.trim().to_string()),
+            ["N", _] => printed.runs.push(WorldRun::default()),
+            ["T", _] => {
+                if let Some(run) = printed.runs.last_mut() {
+                    run.timed_out = true;
+                }
+            }
+            _ => {
+                if let Some(run) = printed.runs.last_mut() {
+                    parse_line(line, run);
+                }
+            }
+        }
+    }
+    printed
 }
 
 /// Read `fd` line by line until end of file (true) or `deadline` (false).
@@ -87,4 +125,28 @@ fn sys_errno() -> sys::Errno {
     std::io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_printed_output_is_read_run_by_run() {
+        let text = "K\t6.18.0\nN\t0\nB\t100\nR\t0\t1\tok\t-\nR\t1\t0\tENOSPC\t-\nN\t1\nR\t0\t0\tok\t3,4\nT\t1\n";
+        let p = parse_printed(text);
+        assert_eq!(p.release.as_deref(), Some("6.18.0"));
+        assert_eq!(p.runs.len(), 2);
+        assert_eq!(p.runs[0].seqnum_base, 100);
+        assert_eq!(
+            p.runs[0].calls,
+            vec![
+                (0, 1, "ok".to_string(), vec![]),
+                (1, 0, "ENOSPC".to_string(), vec![])
+            ]
+        );
+        assert!(!p.runs[0].timed_out && p.runs[1].timed_out);
+        assert_eq!(p.runs[1].calls, vec![(0, 0, "ok".to_string(), vec![3, 4])]);
+        assert_eq!(call_line(0, 0, "ok", &[3, 4]), "R\t0\t0\tok\t3,4\n");
+    }
 }

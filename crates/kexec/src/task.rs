@@ -112,20 +112,16 @@ fn enter_credentials(ctx: &TaskCtx<'_>, fds: &BTreeMap<String, i32>) -> Result<(
             named("setresuid", sys::setresuid(uid, uid, uid))?;
         }
     } else {
-        let ns = setup
-            .user_namespaces
-            .iter()
-            .find(|s| s.name == spec.userns)
-            .ok_or("no such user namespace")?;
+        if !setup.user_namespaces.iter().any(|s| s.name == spec.userns) {
+            return Err("no such user namespace".into());
+        }
         named("become", sys::become_keeping_caps(uid, uid))?;
         named(
             "setns(CLONE_NEWUSER)",
             sys::setns(fds[&spec.userns], libc::CLONE_NEWUSER),
         )?;
         drop_bounding()?;
-        let root = local_id(setup, &spec.userns, uid, false) == Some(0);
-        let creator = !setup.processes.maps.contains_key(&ns.name) && ns.owner == uid;
-        if !(root || creator) {
+        if !keeps_capabilities(setup, spec) {
             named("capset", sys::clear_capabilities())?;
         }
     }
@@ -133,6 +129,19 @@ fn enter_credentials(ctx: &TaskCtx<'_>, fds: &BTreeMap<String, i32>) -> Result<(
         named("capset", sys::drop_effective(caps))?;
     }
     Ok(())
+}
+
+/// Whether a task keeps every capability in its own user namespace, as
+/// the model's `setup_cred` gives them: when it is root there, or the
+/// namespace's creator (no uid map written). A task of the initial
+/// namespace keeps what it has.
+pub fn keeps_capabilities(setup: &Setup, spec: &kernel::setup::TaskSpec) -> bool {
+    let Some(ns) = setup.user_namespaces.iter().find(|s| s.name == spec.userns) else {
+        return true;
+    };
+    let root = local_id(setup, &spec.userns, spec.uid, false) == Some(0);
+    let creator = !setup.processes.maps.contains_key(&ns.name) && ns.owner == spec.uid;
+    root || creator
 }
 
 /// Run the task's ops from flattened position `from` (op `from mod n` of

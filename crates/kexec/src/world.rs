@@ -363,7 +363,7 @@ fn make_user_namespace(
 /// The gid map a set-up namespace gets: the scenario's, or, for a parent
 /// of another set-up namespace, a copy of its uid map (its child's
 /// creator needs a mapped gid, which the model does not ask for).
-fn gid_map_of<'a>(setup: &'a Setup, ns: &str) -> Option<&'a UidMap> {
+pub fn gid_map_of<'a>(setup: &'a Setup, ns: &str) -> Option<&'a UidMap> {
     let is_parent = setup.user_namespaces.iter().any(|s| s.parent == ns);
     setup
         .processes

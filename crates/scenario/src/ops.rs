@@ -401,8 +401,8 @@ fn clone_flags(bare: &str, base: usize) -> Result<u64, OpError> {
             return Err(OpError::new(range, "expected a clone flag").expected(one_of(names())));
         }
         match catalog::CLONE_FLAGS.iter().find(|f| f.0 == name) {
-            Some(&(_, value, true)) => flags |= value,
-            Some(&(_, _, false)) => {
+            Some(&(_, value, true, _)) => flags |= value,
+            Some(&(_, _, false, _)) => {
                 let modelled: Vec<&str> = catalog::CLONE_FLAGS
                     .iter()
                     .filter(|f| f.2)

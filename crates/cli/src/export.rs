@@ -1,0 +1,59 @@
+//! `nssim export SCENARIO --c`: the scenario as a standalone C program
+//! (`kexec::export_c`), to standard output or a file.
+
+use crate::run::{shown, CliError};
+use scenario::{KernelRun, Scenario};
+use sim::echo::{echo, echo_path};
+use std::io::Write;
+use std::path::Path;
+
+/// The `[[kernel]]` entry `--kernel` names: by label, else the first of
+/// that profile; the first entry without `--kernel`.
+fn entry<'a>(sc: &'a Scenario, kernel: Option<&str>) -> Result<Option<&'a KernelRun>, CliError> {
+    let Some(name) = kernel else {
+        return Ok(sc.runs.first());
+    };
+    sc.runs
+        .iter()
+        .find(|r| r.label == name)
+        .or_else(|| sc.runs.iter().find(|r| r.profile == name))
+        .map(Some)
+        .ok_or_else(|| {
+            let labels: Vec<&str> = sc.runs.iter().map(|r| r.label.as_str()).collect();
+            CliError(format!(
+                "error: {}: no [[kernel]] entry is labelled `{}` or of that profile (entries: {})",
+                shown(&sc.path),
+                echo(name),
+                labels.join(", ")
+            ))
+        })
+}
+
+pub fn export_c(
+    scenario: &Path,
+    output: Option<&Path>,
+    kernel: Option<&str>,
+) -> Result<bool, CliError> {
+    let sc = crate::library::load_one(scenario)?;
+    let entry = entry(&sc, kernel)?;
+    let file = shown(&sc.path);
+    let program = kexec::export_c::program(&sc, &file, entry).map_err(|why| {
+        CliError(format!(
+            "error: {file}: {why}; `nssim export --c` cannot write this scenario"
+        ))
+    })?;
+    match output {
+        None => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(program.as_bytes());
+            let _ = out.flush();
+        }
+        Some(path) => std::fs::write(path, program).map_err(|e| {
+            CliError(format!(
+                "error: cannot write {}: {e}",
+                echo_path(&path.display().to_string())
+            ))
+        })?,
+    }
+    Ok(true)
+}

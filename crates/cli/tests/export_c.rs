@@ -1,0 +1,381 @@
+//! `nssim export SCENARIO --c`: the program compiles without a warning
+//! (`cc -Wall -Wextra -Werror`), runs on this machine's kernel, and every
+//! outcome it prints is one the model reaches, judged as `nssim run
+//! --on-kernel` judges the executor's runs (`--kernel-output`); a scenario
+//! with an op the program cannot perform is refused with exit status 2 and
+//! the file named.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{nssim, stderr, stdout};
+
+/// Why a C program cannot be built here, if it cannot.
+fn no_compiler() -> Option<String> {
+    match Command::new("cc").arg("--version").output() {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!("`cc --version` failed ({})", o.status)),
+        Err(e) => Some(format!("no C compiler `cc` ({e})")),
+    }
+}
+
+/// Why the program cannot run on this kernel, if it cannot.
+fn cannot_run() -> Option<String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    let max = std::fs::read_to_string("/proc/sys/user/max_user_namespaces").unwrap_or_default();
+    (max.trim().parse::<u64>().unwrap_or(0) == 0).then(|| "no user namespaces".into())
+}
+
+/// A fresh directory for one test's files, readable and searchable by
+/// every uid: an `execve` op runs the program again as the task's uid.
+fn workdir(test: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let name: String = test
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("nssim-export-c-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a work directory");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+/// Export `scenario` and compile it as `cc -Wall -Wextra -Werror -O2`:
+/// the program's path, or `None` (with the skip said) when there is no
+/// compiler, which fails the test in CI.
+fn build(test: &str, scenario: &str) -> Option<PathBuf> {
+    if let Some(why) = no_compiler() {
+        support::skip(test, &why, Some("CI"));
+        return None;
+    }
+    let dir = workdir(test);
+    let source = dir.join("repro.c");
+    let o = nssim(&["export", scenario, "--c", "-o", source.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "export {scenario}: {}",
+        stderr(&o)
+    );
+    let program = dir.join("repro");
+    let cc = Command::new("cc")
+        .args(["-Wall", "-Wextra", "-Werror", "-O2", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .output()
+        .expect("cc runs");
+    assert!(
+        cc.status.success(),
+        "{scenario}: the program does not compile cleanly:\n{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    Some(program)
+}
+
+/// Run `program` `repeats` times on the kernel (holding the kernel's
+/// turn); what it printed, saved beside it.
+fn run_program(program: &Path, repeats: u32) -> PathBuf {
+    let _turn = support::kernel_turn();
+    let o = Command::new(program)
+        .args(["-n", &repeats.to_string()])
+        .output()
+        .expect("the program runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}: {}\n{}",
+        program.display(),
+        stdout(&o),
+        stderr(&o)
+    );
+    assert_eq!(
+        left_running(program),
+        0,
+        "processes of the program outlived it"
+    );
+    let printed = program.with_extension("out");
+    std::fs::write(&printed, &o.stdout).expect("saved");
+    printed
+}
+
+/// The processes of the machine running `program`.
+fn left_running(program: &Path) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path().join("exe")).is_ok_and(|exe| exe == program))
+        .count()
+}
+
+/// The `on_kernel` object of `nssim run --on-kernel --kernel-output`.
+fn judged(scenario: &str, printed: &Path) -> serde_json::Value {
+    let o = nssim(&[
+        "run",
+        "--on-kernel",
+        "--kernel-output",
+        printed.to_str().unwrap(),
+        scenario,
+        "--format",
+        "json",
+    ]);
+    let text = stdout(&o);
+    let record: serde_json::Value =
+        serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}\n{}", stderr(&o)));
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    record["on_kernel"].clone()
+}
+
+/// Export, compile, run `repeats` times, parse, and hold every outcome
+/// against the model.
+fn check_on_kernel(test: &str, scenario: &str, repeats: u32) {
+    let Some(program) = build(test, scenario) else {
+        return;
+    };
+    if let Some(why) = cannot_run() {
+        support::skip(test, &format!("the program cannot run here ({why})"), None);
+        return;
+    }
+    let printed = run_program(&program, repeats);
+    let text = std::fs::read_to_string(&printed).unwrap();
+    let parsed = kexec::lines::parse_printed(&text);
+    assert_eq!(parsed.runs.len(), repeats as usize, "{text}");
+    assert!(parsed.release.is_some(), "{text}");
+    for run in &parsed.runs {
+        assert!(run.error.is_none() && !run.timed_out, "{text}");
+        assert!(!run.calls.is_empty(), "a run without a call: {text}");
+    }
+    let on_kernel = judged(scenario, &printed);
+    assert_eq!(on_kernel["verdict"], "agree", "{on_kernel}");
+    assert_eq!(on_kernel["repeats"], repeats, "{on_kernel}");
+    let _ = std::fs::remove_dir_all(program.parent().unwrap());
+}
+
+#[test]
+fn an_ipc_loop_prints_outcomes_the_model_reaches() {
+    check_on_kernel("an_ipc_loop", "sim-scenarios/ipc-v6.3-window.toml", 3);
+}
+
+#[test]
+fn a_user_namespace_clone_and_reap_prints_outcomes_the_model_reaches() {
+    check_on_kernel(
+        "userns",
+        "sim-scenarios/userns-clone-reap-limit-one.toml",
+        3,
+    );
+}
+
+#[test]
+fn a_network_namespace_loop_prints_outcomes_the_model_reaches() {
+    check_on_kernel(
+        "a_network_namespace_loop",
+        "sim-scenarios/netns-create-exit-limit-one.toml",
+        3,
+    );
+}
+
+/// setns, a uevent injected and received, and an execve that resumes the
+/// task in the program itself.
+#[test]
+fn setns_uevents_and_execve_print_outcomes_the_model_reaches() {
+    check_on_kernel(
+        "setns_uevents_and_execve",
+        "sim-scenarios/netns-setns.toml",
+        2,
+    );
+    check_on_kernel(
+        "execve",
+        "sim-scenarios/userns-creator-writes-limit.toml",
+        2,
+    );
+}
+
+/// The program and the executor show a deterministic scenario's one
+/// outcome alike.
+#[test]
+fn the_program_shows_what_the_executor_shows() {
+    let scenario = "sim-scenarios/userns-nesting-depth.toml";
+    let Some(program) = build("the_program_shows_what_the_executor_shows", scenario) else {
+        return;
+    };
+    if let Some(why) = cannot_run() {
+        support::skip(
+            "same",
+            &format!("the program cannot run here ({why})"),
+            None,
+        );
+        return;
+    }
+    let printed = run_program(&program, 2);
+    let from_program = judged(scenario, &printed)["kernel_outcomes"].clone();
+    let executor = {
+        let _turn = support::kernel_turn();
+        nssim(&[
+            "run",
+            "--on-kernel",
+            scenario,
+            "--repeat",
+            "2",
+            "--format",
+            "json",
+        ])
+    };
+    let record: serde_json::Value = serde_json::from_str(stdout(&executor).trim()).unwrap();
+    let outcomes = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["outcome"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        outcomes(&from_program),
+        outcomes(&record["on_kernel"]["kernel_outcomes"])
+    );
+    let _ = std::fs::remove_dir_all(program.parent().unwrap());
+}
+
+/// Every scenario of the library exports and compiles cleanly, or is
+/// refused for an op the program cannot perform.
+#[test]
+fn every_library_scenario_compiles_cleanly_or_is_refused_for_its_op() {
+    // `lock(` finds `unlock(` too.
+    const REFUSED_OPS: [&str; 4] = ["lock(", "bug(", "mq_path_walk(", "uevent_device_event("];
+    if let Some(why) = no_compiler() {
+        support::skip("every_library_scenario_compiles_cleanly", &why, Some("CI"));
+        return;
+    }
+    let dir = workdir("library");
+    let listed = stdout(&nssim(&["scenarios", "--format", "json"]));
+    let mut compiled = 0;
+    for line in listed.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (name, path) = (
+            entry["name"].as_str().unwrap(),
+            entry["path"].as_str().unwrap(),
+        );
+        let text = std::fs::read_to_string(support::root().join(path)).unwrap();
+        let refusable = REFUSED_OPS.iter().any(|op| text.contains(op));
+        let source = dir.join(format!("{name}.c"));
+        let o = nssim(&["export", name, "--c", "-o", source.to_str().unwrap()]);
+        if refusable {
+            assert_eq!(o.status.code(), Some(2), "{name} is not refused");
+            assert!(stderr(&o).contains(path), "{}", stderr(&o));
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let cc = Command::new("cc")
+            .args(["-Wall", "-Wextra", "-Werror", "-O2", "-o"])
+            .arg(dir.join(name))
+            .arg(&source)
+            .output()
+            .expect("cc runs");
+        assert!(
+            cc.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        compiled += 1;
+    }
+    assert!(compiled >= 30, "only {compiled} scenarios export");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_opening_comment_names_the_file_its_expectation_and_the_kernel_functions() {
+    let o = nssim(&["export", "ipc-alloc-vs-free", "--c", "--kernel", "v6.2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let comment = &text[..text.find("*/").expect("an opening comment")];
+    // Its words, without the comment's line breaks and leading stars.
+    let flat = comment
+        .lines()
+        .flat_map(|l| {
+            l.trim_start()
+                .trim_start_matches(['/', '*'])
+                .split_whitespace()
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    for wanted in [
+        "ipc-alloc-vs-free: unshare(CLONE_NEWIPC) in a loop",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "Kernel entry `v6.2` (profile v6.2): the model expects violation of",
+        "ksys_unshare (kernel/fork.c)",
+        "create_ipc_ns (ipc/namespace.c)",
+        "sysctl user.max_ipc_namespaces = 3",
+    ] {
+        assert!(flat.contains(wanted), "{wanted} is not in\n{comment}");
+    }
+    // Without --kernel, the first entry's expectation.
+    let first = stdout(&nssim(&["export", "ipc-alloc-vs-free", "--c"]));
+    assert!(first.contains("Kernel entry `v5.6`"), "{first}");
+    let bad = nssim(&["export", "ipc-alloc-vs-free", "--c", "--kernel", "v9.9"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("v6.2"), "{}", stderr(&bad));
+}
+
+#[test]
+fn a_scenario_with_an_op_the_program_cannot_perform_is_refused() {
+    let o = nssim(&["export", "sim-scenarios/deadlock-abba.toml", "--c"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("sim-scenarios/deadlock-abba.toml") && err.contains("runs lock"),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty());
+    // A file of one's own, with -o: refused before anything is written.
+    let dir = workdir("refused");
+    let file = dir.join("device.toml");
+    let text = std::fs::read_to_string(
+        support::root().join("sim-scenarios/uevent-leak-into-container.toml"),
+    )
+    .unwrap();
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("repro.c");
+    let o = nssim(&[
+        "export",
+        file.to_str().unwrap(),
+        "--c",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains(file.to_str().unwrap()) && err.contains("uevent_device_event"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_output_that_no_program_printed_is_bad_input() {
+    let dir = workdir("not-printed");
+    let file = dir.join("out.txt");
+    std::fs::write(&file, "hello\n").unwrap();
+    let o = nssim(&[
+        "run",
+        "--on-kernel",
+        "--kernel-output",
+        file.to_str().unwrap(),
+        "ipc-alloc-vs-free",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("holds no run"), "{}", stderr(&o));
+    let two = nssim(&[
+        "run",
+        "--on-kernel",
+        "--kernel-output",
+        file.to_str().unwrap(),
+        "ipc-alloc-vs-free",
+        "ipc-v6.3-window",
+    ]);
+    assert_eq!(two.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

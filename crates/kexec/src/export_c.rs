@@ -1,0 +1,643 @@
+//! `nssim export --c`: a scenario as a standalone C program (libc and the
+//! kernel's uapi headers only) that runs the scenario's world once per
+//! repeat on the running kernel, as this executor does, and prints what
+//! the executor's tasks report ([`crate::lines`]), so that the program's
+//! output is read back as the executor's own.
+//!
+//! The program is a fixed runtime (`export_c/head.c`, `export_c/body.c`:
+//! the world root, the set-up user namespaces and sysctls, credentials,
+//! the barrier, one interpreter of ops) and tables written here from the
+//! scenario. What can be decided before the run is decided here (which
+//! instance an op names, the credentials' capability rule, the gid maps),
+//! with the executor's own functions, so the two cannot drift apart.
+
+use crate::world::{self, instance_named, Instance};
+use kernel::setup::{Op, Setup, INIT_USER_NS};
+use scenario::{KernelRun, Scenario};
+use std::fmt::Write as _;
+
+const HEAD: &str = include_str!("export_c/head.c");
+const BODY: &str = include_str!("export_c/body.c");
+
+/// The first op of the scenario the exported program cannot perform,
+/// with why: those the executor cannot run, and a device's uevent, which
+/// reaches the machine's own listeners (the executor checks for them
+/// first; the program does not).
+pub fn unsupported_in(setup: &Setup) -> Option<String> {
+    setup.tasks.iter().find_map(|t| {
+        t.ops.iter().find_map(|op| {
+            let why = crate::ops::unsupported(op).or(match op {
+                Op::UeventDeviceEvent { .. } => Some(
+                    "an untagged device uevent reaches every network namespace of the initial user namespace, the machine's own listeners' too; only `nssim run --on-kernel`, which first checks that there are none, sends one",
+                ),
+                _ => None,
+            })?;
+            Some(format!("task {} runs {}: {why}", t.name, op.name()))
+        })
+    })
+}
+
+/// The C program of scenario `sc` (read from `file`), with `entry`'s
+/// expectation in its opening comment; `Err` names the op it cannot
+/// perform.
+pub fn program(sc: &Scenario, file: &str, entry: Option<&KernelRun>) -> Result<String, String> {
+    if let Some(why) = unsupported_in(&sc.setup) {
+        return Err(why);
+    }
+    let setup = &sc.setup;
+    let instances = world::instances(setup);
+    let mut out = String::new();
+    out.push_str(&opening_comment(sc, file, entry, &instances));
+    out.push_str(HEAD);
+    out.push_str("\n/* ---- the scenario ---- */\n\n");
+    out.push_str(&errno_names());
+    out.push_str(&tables(setup, &instances));
+    out.push('\n');
+    out.push_str(BODY);
+    Ok(out)
+}
+
+/// Text safe inside a C comment.
+fn comment_text(s: &str) -> String {
+    s.replace("*/", "* /")
+}
+
+/// A C string literal of `s`: printable ASCII as it is, anything else
+/// (and `"`, `\`, `?`) as a three-digit octal escape.
+fn c_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for b in s.bytes() {
+        // `?` too: two of them may start a trigraph.
+        if (0x20..=0x7e).contains(&b) && !matches!(b, b'"' | b'\\' | b'?') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "\\{b:03o}");
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The words of `text` as comment lines of at most 78 columns, the first
+/// after `prefix`, the others indented two columns more (a list item's).
+fn wrapped(prefix: &str, text: &str) -> String {
+    let more = if prefix.len() > 3 {
+        format!("{prefix}  ")
+    } else {
+        prefix.to_string()
+    };
+    let mut out = String::new();
+    let mut line = prefix.to_string();
+    let mut fresh = true;
+    for word in text.split_whitespace() {
+        if !fresh && line.len() + 1 + word.len() > 78 {
+            out.push_str(&line);
+            out.push('\n');
+            line = more.clone();
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// The kernel functions each distinct op of the scenario runs through.
+fn kernel_lines(setup: &Setup) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut lines = Vec::new();
+    for op in setup.tasks.iter().flat_map(|t| t.ops.iter()) {
+        let label = op.label();
+        if seen.contains(&label) {
+            continue;
+        }
+        seen.push(label.clone());
+        let functions = op.kernel_functions();
+        if !functions.is_empty() {
+            lines.push(format!("{label}: {}", functions.join(", ")));
+        }
+    }
+    lines
+}
+
+fn expectation(entry: &KernelRun) -> String {
+    let mut text = format!(
+        "Kernel entry `{}` (profile {}{}): the model expects {}",
+        entry.label,
+        entry.profile,
+        entry
+            .patches
+            .iter()
+            .map(|p| format!(" {}{}", if p.enable { '+' } else { '-' }, p.name))
+            .collect::<String>(),
+        entry.expect.outcome
+    );
+    if let Some(inv) = &entry.expect.invariant {
+        let _ = write!(text, " of {inv}");
+    }
+    let results: Vec<String> = entry
+        .expect
+        .results
+        .iter()
+        .map(|r| {
+            let some = if r.at_least_once { "some " } else { "" };
+            let values = r
+                .values
+                .as_ref()
+                .map(|v| format!(" values {v:?}"))
+                .unwrap_or_default();
+            format!("{} {} = {some}{}{values}", r.task, r.op, r.result)
+        })
+        .collect();
+    if !results.is_empty() {
+        let _ = write!(text, "; results: {}", results.join(", "));
+    }
+    text.push('.');
+    text
+}
+
+fn ns_name(ns: &str) -> String {
+    if ns == INIT_USER_NS {
+        "the initial user namespace".into()
+    } else {
+        format!("user namespace {ns}")
+    }
+}
+
+/// The world's lines for the comment, each with its depth (an op under
+/// its task).
+fn world_lines(setup: &Setup, instances: &[Instance]) -> Vec<(usize, String)> {
+    let mut lines = Vec::new();
+    for u in &setup.user_namespaces {
+        let map = |m: Option<&kernel::setup::UidMap>| {
+            m.map_or("none".to_string(), |m| {
+                format!("\"{} {} {}\"", m.inside, m.outside, m.count)
+            })
+        };
+        lines.push((
+            0,
+            format!(
+                "user namespace {}: child of {}, made by kuid {}; uid map {}, gid map {}",
+                u.name,
+                ns_name(&u.parent),
+                u.owner,
+                map(setup.processes.maps.get(&u.name)),
+                map(world::gid_map_of(setup, &u.name)),
+            ),
+        ));
+    }
+    for s in &setup.sysctls {
+        let mut line = format!("sysctl {} = {} in {}", s.name, s.value, ns_name(&s.userns));
+        if s.userns == INIT_USER_NS {
+            line.push_str(
+                " (the program's stand-in for it: a child user namespace mapping every id to itself, so that the machine's own limit is never lowered)",
+            );
+        }
+        lines.push((0, line));
+    }
+    for (t, task) in setup.tasks.iter().enumerate() {
+        let numbers: Vec<String> = instances
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.task == t)
+            .map(|(n, i)| format!("{n} ({})", i.name))
+            .collect();
+        let instance = if numbers.len() == 1 {
+            "instance"
+        } else {
+            "instances"
+        };
+        let passes = match task.repeat {
+            1 => "once".to_string(),
+            n => format!("{n} times"),
+        };
+        lines.push((
+            0,
+            format!(
+                "task {}: kuid {} in {}; {instance} {}{}; runs its ops {passes}:",
+                task.name,
+                task.uid,
+                ns_name(&task.userns),
+                numbers.join(", "),
+                if task.sequential {
+                    ", one after another"
+                } else {
+                    ""
+                },
+            ),
+        ));
+        for (i, op) in task.ops.iter().enumerate() {
+            lines.push((1, format!("op {i}: {}", op.label())));
+        }
+    }
+    lines
+}
+
+fn opening_comment(
+    sc: &Scenario,
+    file: &str,
+    entry: Option<&KernelRun>,
+    instances: &[Instance],
+) -> String {
+    let mut c = String::from("/*\n");
+    c.push_str(&wrapped(
+        " * ",
+        &comment_text(&format!("{}: {}", sc.name, sc.summary)),
+    ));
+    c.push_str(" *\n");
+    c.push_str(&wrapped(
+        " * ",
+        &comment_text(&format!(
+            "A reproducer written by `nssim export --c` from the scenario file {file}. It performs the scenario's ops on the running kernel as `nssim run --on-kernel` does: a pid namespace of its own per run, whose first process takes a network and an ipc namespace of its own, makes the scenario's user namespaces with their maps and sysctls, and starts one process per task instance with the scenario's credentials, all together behind a barrier."
+        )),
+    ));
+    if let Some(entry) = entry {
+        c.push_str(" *\n");
+        c.push_str(&wrapped(" * ", &comment_text(&expectation(entry))));
+    }
+    c.push_str(" *\n * The kernel functions the ops run through:\n");
+    for line in kernel_lines(&sc.setup) {
+        c.push_str(&wrapped(" *   ", &comment_text(&line)));
+    }
+    c.push_str(" *\n * The world (op and instance numbers as the output gives them):\n");
+    for (depth, line) in world_lines(&sc.setup, instances) {
+        let prefix = format!(" *   {}", "  ".repeat(depth));
+        c.push_str(&wrapped(&prefix, &comment_text(&line)));
+    }
+    c.push_str(&usage(sc, file));
+    c.push_str(" */\n\n");
+    c
+}
+
+/// How to build and run the program, what it prints, and how to check it.
+fn usage(sc: &Scenario, file: &str) -> String {
+    let execs = sc
+        .setup
+        .tasks
+        .iter()
+        .any(|t| t.ops.iter().any(|op| matches!(op, Op::Execve {})));
+    let mut c = String::from(
+        " *\n * Build:  cc -Wall -Wextra -O2 -o repro repro.c\n * Run:    ./repro [-n REPEATS] [-t SECONDS-PER-RUN], as root\n",
+    );
+    if execs {
+        c.push_str(" *         from a directory the scenario's uids may search: an execve op\n *         runs the program again as the task's uid\n");
+    }
+    c.push_str(
+        " *\n * It prints a line per event, its fields separated by tabs:\n *   K release                    the kernel's release, first\n *   N repeat                     a run begins\n *   B seqnum                     the machine's uevent sequence number as the\n *                                run's tasks start\n *   R instance op result values  a call: `ok` or an errno name, and what it\n *                                reported (comma-separated, `-` for nothing)\n *   E instance|- message         the world or an instance could not be set up\n *   T repeat                     the run was cut off at its time limit\n *\n * Whether the model reaches every outcome a saved output shows:\n *   ./repro -n 20 > out.txt\n",
+    );
+    c.push_str(&wrapped(
+        " *   ",
+        &comment_text(&format!(
+            "nssim run --on-kernel --kernel-output out.txt {file}"
+        )),
+    ));
+    c
+}
+
+/// `known_errno_name`: the errno names the executor records, from its
+/// own table ([`crate::sys::errno_name`]).
+fn errno_names() -> String {
+    let mut out = String::from("static const char *known_errno_name(int e)\n{\n    switch (e) {\n");
+    for e in 1..=133 {
+        let name = crate::sys::errno_name(e);
+        if name != format!("E{e}") {
+            let _ = writeln!(out, "    case {name}: return \"{name}\";");
+        }
+    }
+    out.push_str("    default: return NULL;\n    }\n}\n\n");
+    out
+}
+
+/// `CLONE_NEWIPC | CLONE_NEWNET`, as the C headers name the flags.
+fn c_flags(flags: u64) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut left = flags;
+    for (name, value, ..) in kernel::clone_flags::CLONE_FLAGS {
+        if flags & value != 0 {
+            parts.push((*name).to_string());
+            left &= !value;
+        }
+    }
+    if left != 0 || parts.is_empty() {
+        parts.push(format!("{left:#x}UL"));
+    }
+    parts.join(" | ")
+}
+
+fn target_of(instances: &[Instance], target: &str) -> i64 {
+    instance_named(instances, target).map_or(-1, |i| i as i64)
+}
+
+/// One op as a C initializer of `struct op`.
+fn c_op(op: &Op, instances: &[Instance]) -> String {
+    let write = |path: &str, text: &str| {
+        format!(
+            "{{ .kind = OP_WRITE_FILE, .path = {}, .text = {} }}",
+            c_string(path),
+            c_string(text)
+        )
+    };
+    let write_of = |target: &str, file: &str, text: &str| {
+        format!(
+            "{{ .kind = OP_WRITE_FILE_OF, .target = {}, .path = {}, .text = {} }}",
+            target_of(instances, target),
+            c_string(file),
+            c_string(text)
+        )
+    };
+    let read_of = |target: &str, file: &str| {
+        format!(
+            "{{ .kind = OP_READ_MAP_OF, .target = {}, .path = {} }}",
+            target_of(instances, target),
+            c_string(file)
+        )
+    };
+    let setns = |target: &str, ns: &str, flag: &str| {
+        format!(
+            "{{ .kind = OP_SETNS, .target = {}, .path = {}, .flags = {flag} }}",
+            target_of(instances, target),
+            c_string(ns)
+        )
+    };
+    match op {
+        Op::Unshare { flags } => format!("{{ .kind = OP_UNSHARE, .flags = {} }}", c_flags(*flags)),
+        Op::SysctlWrite { name, value } => format!(
+            "{{ .kind = OP_SYSCTL_WRITE, .path = {}, .value = {} }}",
+            c_string(&world::sysctl_path(name)),
+            c_signed(*value)
+        ),
+        Op::UeventListen { rcvbuf } => {
+            format!(
+                "{{ .kind = OP_UEVENT_LISTEN, .value = {} }}",
+                c_long_long(*rcvbuf)
+            )
+        }
+        Op::UeventRecv {} => "{ .kind = OP_UEVENT_RECV }".into(),
+        Op::UeventClose {} => "{ .kind = OP_UEVENT_CLOSE }".into(),
+        Op::UeventInject { payload } => format!(
+            "{{ .kind = OP_UEVENT_INJECT, .text = {} }}",
+            c_string(payload)
+        ),
+        Op::UeventNetdevEvent { .. } => "{ .kind = OP_UEVENT_NETDEV_EVENT }".into(),
+        Op::Sleep { ns } => format!("{{ .kind = OP_SLEEP, .value = {} }}", c_long_long(*ns)),
+        Op::WriteUidMap { text } => write("/proc/self/uid_map", text),
+        Op::WriteGidMap { text } => write("/proc/self/gid_map", text),
+        Op::WriteSetgroups { text } => write("/proc/self/setgroups", text),
+        Op::WriteUidMapOf { target, text } => write_of(target, "uid_map", text),
+        Op::WriteGidMapOf { target, text } => write_of(target, "gid_map", text),
+        Op::WriteSetgroupsOf { target, text } => write_of(target, "setgroups", text),
+        Op::OpenUidMapOf { target } => format!(
+            "{{ .kind = OP_OPEN_UID_MAP_OF, .target = {} }}",
+            target_of(instances, target)
+        ),
+        Op::WriteOpened { text } => {
+            format!("{{ .kind = OP_WRITE_OPENED, .text = {} }}", c_string(text))
+        }
+        Op::ReadUidMapOf { target } => read_of(target, "uid_map"),
+        Op::ReadGidMapOf { target } => read_of(target, "gid_map"),
+        Op::SetnsUser { target } => setns(target, "user", "CLONE_NEWUSER"),
+        Op::SetnsNet { target } => setns(target, "net", "CLONE_NEWNET"),
+        Op::SetnsIpc { target } => setns(target, "ipc", "CLONE_NEWIPC"),
+        Op::UnshareAndExit { flags } => format!(
+            "{{ .kind = OP_UNSHARE_AND_EXIT, .flags = {} }}",
+            c_flags(*flags)
+        ),
+        Op::Fork {} => "{ .kind = OP_FORK, .flags = 0 }".into(),
+        Op::Clone { flags } => format!("{{ .kind = OP_FORK, .flags = {} }}", c_flags(*flags)),
+        Op::Exit {} => "{ .kind = OP_EXIT }".into(),
+        Op::Setuid { uid } => format!("{{ .kind = OP_SETUID, .value = {uid}LL }}"),
+        Op::Setresuid { ruid, euid, suid } => {
+            format!("{{ .kind = OP_SETRESUID, .ids = {{ {ruid}u, {euid}u, {suid}u }} }}")
+        }
+        Op::Execve {} => "{ .kind = OP_EXECVE }".into(),
+        Op::Setrlimit { limit, .. } => format!(
+            "{{ .kind = OP_SETRLIMIT_NPROC, .value = (long long){} }}",
+            c_u64(*limit)
+        ),
+        // Refused by `unsupported_in` before any table is written.
+        Op::UeventDeviceEvent { .. }
+        | Op::MqPathWalk { .. }
+        | Op::Lock { .. }
+        | Op::Unlock { .. }
+        | Op::Bug { .. } => unreachable!("{} is refused before the tables", op.name()),
+    }
+}
+
+/// An `i64` as a C `long long` constant (the least one is no literal).
+fn c_signed(v: i64) -> String {
+    if v == i64::MIN {
+        "(-9223372036854775807LL - 1)".into()
+    } else {
+        format!("{v}LL")
+    }
+}
+
+/// A `u64` as a C `long long`, wrapped as the C conversion wraps it.
+fn c_long_long(v: u64) -> String {
+    match i64::try_from(v) {
+        Ok(v) => format!("{v}LL"),
+        Err(_) => format!("(long long){v}ULL"),
+    }
+}
+
+fn c_u64(v: u64) -> String {
+    if v == u64::MAX {
+        "ULLONG_MAX".into()
+    } else {
+        format!("{v}ULL")
+    }
+}
+
+/// A C array of `rows` (one placeholder row when empty: C has no empty
+/// arrays; the count says how many are real).
+fn c_array(decl: &str, rows: &[String], placeholder: &str) -> String {
+    let mut out = format!("static const {decl}[] = {{\n");
+    if rows.is_empty() {
+        let _ = writeln!(out, "    {placeholder},   /* none */");
+    }
+    for row in rows {
+        let _ = writeln!(out, "    {row},");
+    }
+    out.push_str("};\n\n");
+    out
+}
+
+fn userns_index(setup: &Setup, ns: &str) -> i64 {
+    setup
+        .user_namespaces
+        .iter()
+        .position(|u| u.name == ns)
+        .map_or(-1, |i| i as i64)
+}
+
+fn map_text(m: Option<&kernel::setup::UidMap>) -> String {
+    m.map_or("NULL".into(), |m| {
+        c_string(&format!("{} {} {}\n", m.inside, m.outside, m.count))
+    })
+}
+
+fn ident(prefix: &str, t: usize) -> String {
+    format!("{prefix}_{t}")
+}
+
+fn int_list(name: &str, caps: &[u32]) -> String {
+    let rows: Vec<String> = caps.iter().map(u32::to_string).collect();
+    c_array(&format!("int {name}"), &rows, "-1")
+}
+
+fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
+    let mut out = String::new();
+    let mut rows = Vec::new();
+    for (t, task) in setup.tasks.iter().enumerate() {
+        let ops: Vec<String> = task
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| {
+                format!(
+                    "/* {i}: {} */ {}",
+                    comment_text(&op.label()),
+                    c_op(op, instances)
+                )
+            })
+            .collect();
+        out.push_str(&format!("/* task {} */\n", comment_text(&task.name)));
+        out.push_str(&c_array(
+            &format!("struct op {}", ident("OPS", t)),
+            &ops,
+            "{ .kind = OP_SLEEP }",
+        ));
+        let none = Vec::new();
+        let bounding = setup
+            .processes
+            .bounding_drop
+            .get(&task.name)
+            .unwrap_or(&none);
+        let dropped = setup.processes.cap_drop.get(&task.name).unwrap_or(&none);
+        out.push_str(&int_list(&ident("BOUNDING_DROP", t), bounding));
+        out.push_str(&int_list(&ident("CAP_DROP", t), dropped));
+        let nproc = setup.processes.task_nproc.get(&task.name);
+        rows.push(format!(
+            "{{ .name = {}, .userns = {}, .uid = {}u, .repeat = {}ULL, .sequential = {}, .keeps_caps = {}, .has_nproc = {}, .nproc = {}, .ops = {}, .n_ops = {}, .bounding_drop = {}, .n_bounding_drop = {}, .cap_drop = {}, .n_cap_drop = {} }}",
+            c_string(&task.name),
+            userns_index(setup, &task.userns),
+            task.uid,
+            task.repeat,
+            i32::from(task.sequential),
+            i32::from(crate::task::keeps_capabilities(setup, task)),
+            i32::from(nproc.is_some()),
+            c_u64(nproc.copied().unwrap_or(0)),
+            ident("OPS", t),
+            task.ops.len(),
+            ident("BOUNDING_DROP", t),
+            bounding.len(),
+            ident("CAP_DROP", t),
+            dropped.len(),
+        ));
+    }
+    out.push_str(&c_array(
+        "struct task_spec TASKS",
+        &rows,
+        "{ .name = NULL }",
+    ));
+    out
+}
+
+fn tables(setup: &Setup, instances: &[Instance]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "#define N_USERNS {}", setup.user_namespaces.len());
+    let _ = writeln!(out, "#define N_SYSCTLS {}", setup.sysctls.len());
+    let _ = writeln!(out, "#define N_TASKS {}", setup.tasks.len());
+    let _ = writeln!(out, "#define N_INSTANCES {}", instances.len());
+    let _ = writeln!(
+        out,
+        "/* A sysctl of the initial user namespace is written in a stand-in for it. */\n#define STAND_IN {}\n",
+        i32::from(world::needs_stand_in(setup))
+    );
+    let userns: Vec<String> = setup
+        .user_namespaces
+        .iter()
+        .map(|u| {
+            let nproc = setup.processes.creator_nproc.get(&u.name);
+            format!(
+                "{{ .name = {}, .parent = {}, .owner = {}u, .has_nproc = {}, .creator_nproc = {}, .uid_map = {}, .gid_map = {} }}",
+                c_string(&u.name),
+                userns_index(setup, &u.parent),
+                u.owner,
+                i32::from(nproc.is_some()),
+                c_u64(nproc.copied().unwrap_or(0)),
+                map_text(setup.processes.maps.get(&u.name)),
+                map_text(world::gid_map_of(setup, &u.name)),
+            )
+        })
+        .collect();
+    out.push_str(&c_array(
+        "struct userns_spec USERNS",
+        &userns,
+        "{ .name = NULL }",
+    ));
+    let sysctls: Vec<String> = setup
+        .sysctls
+        .iter()
+        .map(|s| {
+            format!(
+                "{{ .userns = {}, .path = {}, .value = {} }}",
+                userns_index(setup, &s.userns),
+                c_string(&world::sysctl_path(&s.name)),
+                c_signed(s.value)
+            )
+        })
+        .collect();
+    out.push_str(&c_array(
+        "struct sysctl_spec SYSCTLS",
+        &sysctls,
+        "{ .path = NULL }",
+    ));
+    out.push_str(&task_tables(setup, instances));
+    let rows: Vec<String> = instances
+        .iter()
+        .map(|i| format!("{{ .task = {}, .name = {} }}", i.task, c_string(&i.name)))
+        .collect();
+    out.push_str(&c_array(
+        "struct instance INSTANCES",
+        &rows,
+        "{ .task = -1 }",
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped_for_c() {
+        assert_eq!(c_string("0 0 1\n"), "\"0 0 1\\012\"");
+        assert_eq!(c_string("a\"b\\c??="), "\"a\\042b\\134c\\077\\077=\"");
+        assert_eq!(comment_text("a */ b"), "a * / b");
+    }
+
+    #[test]
+    fn numbers_are_c_constants_of_their_type() {
+        assert_eq!(c_signed(-5), "-5LL");
+        assert_eq!(c_signed(i64::MIN), "(-9223372036854775807LL - 1)");
+        assert_eq!(c_long_long(7), "7LL");
+        assert_eq!(c_long_long(u64::MAX), "(long long)18446744073709551615ULL");
+        assert_eq!(c_u64(u64::MAX), "ULLONG_MAX");
+    }
+
+    #[test]
+    fn flags_are_named_as_the_c_headers_name_them() {
+        use kernel::clone_flags::*;
+        assert_eq!(
+            c_flags(CLONE_NEWIPC | CLONE_NEWNET),
+            "CLONE_NEWIPC | CLONE_NEWNET"
+        );
+        assert_eq!(c_flags(0), "0x0UL");
+    }
+}

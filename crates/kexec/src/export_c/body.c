@@ -1,0 +1,1075 @@
+/* ---- system calls: each returns 0 or the kernel's errno ---- */
+
+static int results_fd = -1;   /* where every process of a run reports */
+
+static int err_of(long r) { return r < 0 ? errno : 0; }
+
+static void close_fd(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    ssize_t n = write(fd, buf, len);
+    return n < 0 ? errno : 0;
+}
+
+static size_t read_full(int fd, char *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, buf + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    return got;
+}
+
+/* A pipe whose ends are closed on execve. */
+static void make_pipe(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        perror("pipe2");
+        _exit(1);
+    }
+}
+
+static void keep_on_exec(int fd) { (void)fcntl(fd, F_SETFD, 0); }
+
+/* clone(flags | SIGCHLD) without a new stack: a fork that may also make
+ * new namespaces. 0 in the child; the child's pid, or minus the errno. */
+static long clone_process(unsigned long flags)
+{
+    long pid = syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0UL);
+    return pid < 0 ? -errno : pid;
+}
+
+static int wait_for(pid_t pid, int *status)
+{
+    int st = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (status)
+            *status = st;
+        return r < 0 ? -errno : r;
+    }
+}
+
+/* The pid of this process as /proc names it (the run lives in a pid
+ * namespace of its own, /proc is the machine's). */
+static unsigned proc_pid(void)
+{
+    char buf[32];
+    ssize_t n = readlink("/proc/self", buf, sizeof buf - 1);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    return (unsigned)strtoul(buf, NULL, 10);
+}
+
+static int open_file(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/* One write(2) of text to the file at path, as `echo -n text > path`:
+ * the errno of the open or of the write. */
+static int write_file_once(const char *path, const char *text)
+{
+    int fd = open_file(path, O_WRONLY);
+    if (fd < 0)
+        return -fd;
+    int e = write_all(fd, text, strlen(text));
+    close(fd);
+    return e;
+}
+
+static int set_nproc_limit(unsigned long long limit)
+{
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = limit == ULLONG_MAX ? RLIM_INFINITY : (rlim_t)limit;
+    return err_of(setrlimit(RLIMIT_NPROC, &rl));
+}
+
+/* RLIMIT_NPROC as high as this process may set it: unlimited, or else
+ * its hard limit (a root without CAP_SYS_RESOURCE). */
+static int raise_nproc_limit(void)
+{
+    struct rlimit rl;
+    if (set_nproc_limit(ULLONG_MAX) == 0)
+        return 0;
+    if (getrlimit(RLIMIT_NPROC, &rl) != 0)
+        return errno;
+    rl.rlim_cur = rl.rlim_max;
+    return err_of(setrlimit(RLIMIT_NPROC, &rl));
+}
+
+static void die_with_parent(void) { (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }
+
+static void set_dumpable(void) { (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); }
+
+static void sleep_ns(long long ns)
+{
+    struct timespec t = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
+/* ---- capabilities (capget/capset of the three sets, two words each) ---- */
+
+struct cap_header { uint32_t version; int pid; };
+struct cap_data { uint32_t effective, permitted, inheritable; };
+#define CAP_VERSION_3 0x20080522
+
+enum cap_edit { CAPS_EFFECTIVE_FROM_PERMITTED, CAPS_CLEAR, CAPS_DROP_EFFECTIVE, CAPS_DROP_HELD };
+
+static int edit_capabilities(enum cap_edit how, const int *caps, int n)
+{
+    struct cap_header h = { CAP_VERSION_3, 0 };
+    struct cap_data d[2];
+    if (syscall(SYS_capget, &h, d) != 0)
+        return errno;
+    for (int w = 0; w < 2; w++) {
+        if (how == CAPS_EFFECTIVE_FROM_PERMITTED)
+            d[w].effective = d[w].permitted;
+        if (how == CAPS_CLEAR)
+            d[w].effective = d[w].permitted = d[w].inheritable = 0;
+    }
+    for (int i = 0; i < n && (how == CAPS_DROP_EFFECTIVE || how == CAPS_DROP_HELD); i++) {
+        if (caps[i] < 0 || caps[i] >= 64)
+            continue;
+        uint32_t mask = ~(1u << (caps[i] % 32));
+        struct cap_data *w = &d[caps[i] / 32];
+        w->effective &= mask;
+        if (how == CAPS_DROP_HELD) {
+            w->permitted &= mask;
+            w->inheritable &= mask;
+        }
+    }
+    return err_of(syscall(SYS_capset, &h, d));
+}
+
+/* Become uid/gid in the current namespace, keeping every capability
+ * effective (to join a user namespace as that uid next). */
+static int become_keeping_caps(unsigned uid, unsigned gid)
+{
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
+        return errno;
+    if (setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0)
+        return errno;
+    return edit_capabilities(CAPS_EFFECTIVE_FROM_PERMITTED, NULL, 0);
+}
+
+/* ---- the results: one line per call, as nssim's executor writes them ---- */
+
+static const char *errno_name(int e, char buf[16])
+{
+    const char *known = known_errno_name(e);
+    if (known)
+        return known;
+    snprintf(buf, 16, "E%d", e);
+    return buf;
+}
+
+/* An `E` line: the world or an instance could not be set up. */
+static void report_error(int instance, const char *what, int e)
+{
+    char line[512], name[16];
+    char who[16] = "-";
+    if (instance >= 0)
+        snprintf(who, sizeof who, "%d", instance);
+    snprintf(line, sizeof line, "E\t%s\t%s: %s\n", who, what, errno_name(e, name));
+    (void)write_all(results_fd, line, strlen(line));
+}
+
+/* An `R` line: instance, op index, result, the values it reported. */
+static void record(int instance, int op, int e, const unsigned long long *values, int n)
+{
+    char name[16];
+    size_t cap = 64 + 21 * (size_t)(n > 0 ? n : 1);
+    char *line = malloc(cap);
+    if (!line)
+        return;
+    int len = snprintf(line, cap, "R\t%d\t%d\t%s\t", instance, op, e ? errno_name(e, name) : "ok");
+    if (n == 0)
+        len += snprintf(line + len, cap - (size_t)len, "-");
+    for (int i = 0; i < n; i++)
+        len += snprintf(line + len, cap - (size_t)len, "%s%llu", i ? "," : "", values[i]);
+    len += snprintf(line + len, cap - (size_t)len, "\n");
+    (void)write_all(results_fd, line, (size_t)len);
+    free(line);
+}
+
+/* ---- uevent sockets (NETLINK_KOBJECT_UEVENT) ---- */
+
+static int uevent_socket(void)
+{
+    int fd = socket(AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT);
+    return fd < 0 ? -errno : fd;
+}
+
+/* A listener bound to group 1; SO_RCVBUF asks for half the buffer, since
+ * the kernel doubles what it is asked for. Kept across execve. */
+static int uevent_listen(long long rcvbuf, int *sock)
+{
+    int fd = uevent_socket();
+    if (fd < 0)
+        return -fd;
+    int half = rcvbuf / 2 > INT_MAX ? INT_MAX : (int)(rcvbuf / 2);
+    struct sockaddr_nl addr;
+    memset(&addr, 0, sizeof addr);
+    addr.nl_family = AF_NETLINK;
+    addr.nl_groups = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &half, sizeof half) != 0
+        || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    close_fd(*sock);
+    *sock = fd;
+    return 0;
+}
+
+/* Receive one uevent without waiting; its SEQNUM, when it has one. */
+static int uevent_recv(int sock, unsigned long long *seqnum, int *n)
+{
+    static char buf[8192 + 1];
+    if (sock < 0)
+        return ENOENT;
+    ssize_t len = recv(sock, buf, sizeof buf - 1, MSG_DONTWAIT);
+    if (len < 0)
+        return errno;
+    buf[len] = 0;
+    for (ssize_t at = 0; at < len; at += (ssize_t)strlen(buf + at) + 1) {
+        if (strncmp(buf + at, "SEQNUM=", 7) == 0) {
+            *seqnum = strtoull(buf + at + 7, NULL, 10);
+            *n = 1;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Send payload to the kernel uevent socket of this network namespace as
+ * one request asking for an ack: the ack's error is the result. */
+static int uevent_inject(const char *payload)
+{
+    int fd = uevent_socket();
+    if (fd < 0)
+        return -fd;
+    size_t len = NLMSG_HDRLEN + strlen(payload) + 1;
+    char *msg = calloc(1, len);
+    char ack[256];
+    struct timeval timeout = { 2, 0 };
+    struct sockaddr_nl kernel;
+    int e = 0;
+    memset(&kernel, 0, sizeof kernel);
+    kernel.nl_family = AF_NETLINK;
+    if (!msg) {
+        close(fd);
+        return ENOMEM;
+    }
+    struct nlmsghdr *h = (struct nlmsghdr *)msg;
+    h->nlmsg_len = (uint32_t)len;
+    h->nlmsg_type = NLMSG_MIN_TYPE;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+    h->nlmsg_seq = 1;
+    memcpy(msg + NLMSG_HDRLEN, payload, strlen(payload) + 1);
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    if (sendto(fd, msg, len, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
+        e = errno;
+    } else {
+        ssize_t n = recv(fd, ack, sizeof ack, 0);
+        struct nlmsghdr reply;
+        int32_t error;
+        if (n < 0) {
+            e = errno;
+        } else if ((size_t)n < NLMSG_HDRLEN + sizeof error) {
+            e = EIO;
+        } else {
+            memcpy(&reply, ack, sizeof reply);
+            memcpy(&error, ack + NLMSG_HDRLEN, sizeof error);
+            e = reply.nlmsg_type != NLMSG_ERROR ? EIO : -error;
+        }
+    }
+    free(msg);
+    close(fd);
+    return e;
+}
+
+/* A uevent tagged with this network namespace: its loopback device
+ * (ifindex 1) is renamed, which sends a `move` uevent. */
+static int rename_loopback(void)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq req;
+    int e = 0;
+    if (fd < 0)
+        return errno;
+    memset(&req, 0, sizeof req);
+    req.ifr_ifindex = 1;
+    if (ioctl(fd, SIOCGIFNAME, &req) != 0) {
+        e = errno;
+    } else {
+        /* A name other than its own: a rename to the same name sends none. */
+        const char *name = strcmp(req.ifr_name, "nssim0") == 0 ? "nssim1" : "nssim0";
+        memset(req.ifr_newname, 0, sizeof req.ifr_newname);
+        memcpy(req.ifr_newname, name, strlen(name));
+        if (ioctl(fd, SIOCSIFNAME, &req) != 0)
+            e = errno;
+    }
+    close(fd);
+    return e;
+}
+
+/* ---- a task instance ---- */
+
+struct child { pid_t pid; int life; };
+
+/* What a task holds in the kernel between ops. */
+struct state {
+    struct child *children;   /* live children, oldest first */
+    int n_children, cap_children;
+    int sock;                 /* its uevent socket, -1 none */
+    int opened;               /* the uid_map open_uid_map_of kept, -1 none */
+};
+
+static unsigned *pid_table;   /* each instance's /proc pid, shared by the run */
+static unsigned pids[N_INSTANCES + 1];   /* read after the barrier */
+static int me;                /* this process's instance */
+
+/* A child of the task lets go of what the task holds. */
+static void in_child_of(const struct state *s)
+{
+    for (int i = 0; i < s->n_children; i++)
+        close(s->children[i].life);
+    close_fd(s->sock);
+    close_fd(s->opened);
+}
+
+/* A child that stays alive until the task's exit() or its own end: it
+ * waits for the end of a pipe only the task holds open (a kill could be
+ * refused once the task has changed its uids). */
+static int keep_child(struct state *s, unsigned long flags)
+{
+    int life[2];
+    make_pipe(life);
+    long pid = clone_process(flags);
+    if (pid < 0) {
+        close(life[0]);
+        close(life[1]);
+        return (int)-pid;
+    }
+    if (pid == 0) {
+        char byte;
+        in_child_of(s);
+        close(life[1]);
+        (void)read_full(life[0], &byte, 1);
+        _exit(0);
+    }
+    close(life[0]);
+    keep_on_exec(life[1]);
+    if (s->n_children == s->cap_children) {
+        s->cap_children = s->cap_children ? 2 * s->cap_children : 8;
+        s->children = realloc(s->children, (size_t)s->cap_children * sizeof *s->children);
+        if (!s->children)
+            _exit(1);
+    }
+    s->children[s->n_children].pid = (pid_t)pid;
+    s->children[s->n_children].life = life[1];
+    s->n_children++;
+    return 0;
+}
+
+/* The newest child exits (its pipe closed) and is reaped. */
+static int end_child(struct state *s)
+{
+    if (s->n_children == 0)
+        return ECHILD;
+    struct child c = s->children[--s->n_children];
+    close(c.life);
+    int r = wait_for(c.pid, NULL);
+    return r < 0 ? -r : 0;
+}
+
+/* A child calls unshare(flags) and exits with its errno; the task reaps
+ * it (`unshare -U true`). */
+static int unshare_and_exit(const struct state *s, unsigned long flags)
+{
+    long pid = clone_process(0);
+    int status;
+    if (pid < 0)
+        return (int)-pid;
+    if (pid == 0) {
+        in_child_of(s);
+        _exit(unshare((int)flags) == 0 ? 0 : errno);
+    }
+    if (wait_for((pid_t)pid, &status) < 0)
+        return ECHILD;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
+}
+
+static void proc_path(char *buf, size_t len, int target, const char *file)
+{
+    unsigned pid = target >= 0 ? pids[target] : 0;
+    snprintf(buf, len, "/proc/%u/%s", pid, file);
+}
+
+static int setns_into(int target, const char *ns, int nstype)
+{
+    char path[64], file[32];
+    snprintf(file, sizeof file, "ns/%s", ns);
+    proc_path(path, sizeof path, target, file);
+    int fd = open_file(path, O_RDONLY);
+    if (fd < 0)
+        return -fd;
+    int e = err_of(setns(fd, nstype));
+    close(fd);
+    return e;
+}
+
+/* Every number of a /proc map file: first, lower and count of each line. */
+static int read_map(const char *path, unsigned long long **values, int *n)
+{
+    static char text[65536];
+    int fd = open_file(path, O_RDONLY);
+    if (fd < 0)
+        return -fd;
+    size_t len = 0;
+    for (;;) {
+        ssize_t r = read(fd, text + len, sizeof text - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return e;
+        }
+        if (r == 0 || (len += (size_t)r) == sizeof text - 1)
+            break;
+    }
+    close(fd);
+    text[len] = 0;
+    *values = malloc(sizeof **values * (len / 2 + 1));
+    if (!*values)
+        return ENOMEM;
+    for (char *p = text, *end; *p; p = end) {
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p) {
+            end = p + 1;
+            continue;
+        }
+        (*values)[(*n)++] = v;
+    }
+    return 0;
+}
+
+static int run_op(const struct op *op, struct state *s, unsigned long long **values, int *n)
+{
+    char path[128];
+    switch (op->kind) {
+    case OP_UNSHARE:
+        return err_of(unshare((int)op->flags));
+    case OP_SYSCTL_WRITE: {
+        char text[32];
+        snprintf(text, sizeof text, "%lld\n", op->value);
+        return write_file_once(op->path, text);
+    }
+    case OP_UEVENT_LISTEN:
+        return uevent_listen(op->value, &s->sock);
+    case OP_UEVENT_RECV:
+        *values = malloc(sizeof **values);
+        return *values ? uevent_recv(s->sock, *values, n) : ENOMEM;
+    case OP_UEVENT_CLOSE:
+        if (s->sock < 0)
+            return ENOENT;
+        close(s->sock);
+        s->sock = -1;
+        return 0;
+    case OP_UEVENT_INJECT:
+        return uevent_inject(op->text);
+    case OP_UEVENT_NETDEV_EVENT:
+        return rename_loopback();
+    case OP_SLEEP:
+        sleep_ns(op->value);
+        return 0;
+    case OP_WRITE_FILE:
+        return write_file_once(op->path, op->text);
+    case OP_WRITE_FILE_OF:
+        proc_path(path, sizeof path, op->target, op->path);
+        return write_file_once(path, op->text);
+    case OP_OPEN_UID_MAP_OF: {
+        proc_path(path, sizeof path, op->target, "uid_map");
+        int fd = open(path, O_WRONLY);   /* kept across execve */
+        if (fd < 0)
+            return errno;
+        close_fd(s->opened);
+        s->opened = fd;
+        return 0;
+    }
+    case OP_WRITE_OPENED:
+        return s->opened < 0 ? EBADF : write_all(s->opened, op->text, strlen(op->text));
+    case OP_READ_MAP_OF:
+        proc_path(path, sizeof path, op->target, op->path);
+        return read_map(path, values, n);
+    case OP_SETNS:
+        return setns_into(op->target, op->path, (int)op->flags);
+    case OP_UNSHARE_AND_EXIT:
+        return unshare_and_exit(s, op->flags);
+    case OP_FORK:
+        return keep_child(s, op->flags);
+    case OP_EXIT:
+        return end_child(s);
+    case OP_SETUID:
+        return err_of(setuid((uid_t)op->value));
+    case OP_SETRESUID:
+        return err_of(setresuid(op->ids[0], op->ids[1], op->ids[2]));
+    case OP_SETRLIMIT_NPROC:
+        return set_nproc_limit((unsigned long long)op->value);
+    case OP_EXECVE:
+        break;   /* run_ops makes it */
+    }
+    return ENOSYS;
+}
+
+/* execve of this program, which resumes the task at pos + 1 with what it
+ * holds; returns only when the kernel refused it. */
+static int execve_self(long long pos, const struct state *s)
+{
+    int n = 8 + N_INSTANCES + 2 * s->n_children, i = 0;
+    char **argv = calloc((size_t)n + 1, sizeof *argv);
+    char *envp[] = { NULL };
+    if (!argv)
+        return ENOMEM;
+#define ARG(...) do { if (asprintf(&argv[i++], __VA_ARGS__) < 0) return ENOMEM; } while (0)
+    ARG("nssim-export");
+    ARG("--resume");
+    ARG("%d", me);
+    ARG("%lld", pos);
+    ARG("%d", results_fd);
+    ARG("%d", s->sock);
+    ARG("%d", s->opened);
+    ARG("%d", s->n_children);
+    for (int c = 0; c < s->n_children; c++) {
+        ARG("%d", (int)s->children[c].pid);
+        ARG("%d", s->children[c].life);
+    }
+    for (int k = 0; k < N_INSTANCES; k++)
+        ARG("%u", pids[k]);
+#undef ARG
+    execve("/proc/self/exe", argv, envp);
+    return errno;
+}
+
+/* The task exits: its children exit first and are reaped. */
+static __attribute__((noreturn)) void finish(struct state *s)
+{
+    while (s->n_children > 0)
+        (void)end_child(s);
+    close_fd(s->sock);
+    close_fd(s->opened);
+    _exit(0);
+}
+
+/* Run the task's ops from flattened position `from` (op from mod n of
+ * pass from / n) to the end, then exit. */
+static __attribute__((noreturn)) void run_ops(long long from, struct state *s)
+{
+    const struct task_spec *t = &TASKS[INSTANCES[me].task];
+    long long total = (long long)t->n_ops * (long long)t->repeat;
+    for (long long pos = from; pos < total; pos++) {
+        int index = (int)(pos % t->n_ops);
+        const struct op *op = &t->ops[index];
+        unsigned long long *values = NULL;
+        int n = 0;
+        int e = op->kind == OP_EXECVE ? execve_self(pos, s) : run_op(op, s, &values, &n);
+        if (op->kind != OP_SLEEP)
+            record(me, index, e, values, n);
+        free(values);
+    }
+    finish(s);
+}
+
+/* After its execve, a task records the execve's success and runs on. */
+static int resume_main(int argc, char **argv)
+{
+    struct state s = { NULL, 0, 0, -1, -1 };
+    int k = 2;
+    if (argc < 8)
+        return 2;
+    me = atoi(argv[k++]);
+    long long pos = atoll(argv[k++]);
+    results_fd = atoi(argv[k++]);
+    s.sock = atoi(argv[k++]);
+    s.opened = atoi(argv[k++]);
+    int n = atoi(argv[k++]);
+    if (me < 0 || me >= N_INSTANCES || n < 0 || argc != k + 2 * n + N_INSTANCES
+        || fcntl(results_fd, F_GETFD) < 0)
+        return 2;
+    for (int c = 0; c < n; c++) {
+        pid_t pid = (pid_t)atoi(argv[k++]);
+        int life = atoi(argv[k++]);
+        if (s.n_children == s.cap_children) {
+            s.cap_children = s.cap_children ? 2 * s.cap_children : 8;
+            s.children = realloc(s.children, (size_t)s.cap_children * sizeof *s.children);
+            if (!s.children)
+                return 2;
+        }
+        s.children[s.n_children].pid = pid;
+        s.children[s.n_children].life = life;
+        s.n_children++;
+    }
+    for (int i = 0; i < N_INSTANCES; i++)
+        pids[i] = (unsigned)strtoul(argv[k++], NULL, 10);
+    const struct task_spec *t = &TASKS[INSTANCES[me].task];
+    if (t->n_ops == 0)
+        return 2;
+    record(me, (int)(pos % t->n_ops), 0, NULL, 0);
+    run_ops(pos + 1, &s);
+    return 0;
+}
+
+/* The credentials the model gives the task: kuid and kgid uid in its user
+ * namespace, every capability there when it is root in it or its creator,
+ * none otherwise; its RLIMIT_NPROC, dropped capabilities and bounding set.
+ * The ids are set in the initial namespace while capabilities are kept,
+ * then the task joins its namespace (which gives it every capability
+ * there), so that a uid the namespace does not map is possible too. */
+static int enter_credentials(const struct task_spec *t, const int *userns_fds, const char **what)
+{
+    int e = 0;
+#define STEP(name, call) do { *what = name; if ((e = (call)) != 0) return e; } while (0)
+    if (t->has_nproc)
+        STEP("setrlimit(NPROC)", set_nproc_limit(t->nproc));
+    if (t->userns >= 0) {
+        STEP("become", become_keeping_caps(t->uid, t->uid));
+        STEP("setns(CLONE_NEWUSER)", err_of(setns(userns_fds[t->userns], CLONE_NEWUSER)));
+    }
+    /* Joining a user namespace gives a full bounding set, so the drops
+     * are made once the task is in its own. */
+    for (int i = 0; i < t->n_bounding_drop; i++)
+        STEP("drop from the bounding set", err_of(prctl(PR_CAPBSET_DROP, t->bounding_drop[i], 0, 0, 0)));
+    if (t->n_bounding_drop > 0)
+        STEP("capset", edit_capabilities(CAPS_DROP_HELD, t->bounding_drop, t->n_bounding_drop));
+    if (t->userns < 0 && t->uid != 0) {
+        STEP("setresgid", err_of(setresgid(t->uid, t->uid, t->uid)));
+        STEP("setresuid", err_of(setresuid(t->uid, t->uid, t->uid)));
+    }
+    if (t->userns >= 0 && !t->keeps_caps)
+        STEP("capset", edit_capabilities(CAPS_CLEAR, NULL, 0));
+    if (t->n_cap_drop > 0)
+        STEP("capset", edit_capabilities(CAPS_DROP_EFFECTIVE, t->cap_drop, t->n_cap_drop));
+#undef STEP
+    return 0;
+}
+
+/* An instance: its credentials, the barrier (gate: its read end, the
+ * write end it closes, the ready pipe), then its ops. */
+static __attribute__((noreturn)) void start_instance(int i, const int *userns_fds, const int *gate)
+{
+    const char *what = "";
+    struct state s = { NULL, 0, 0, -1, -1 };
+    me = i;
+    pid_table[i] = proc_pid();
+    if (gate)
+        close(gate[1]);
+    int e = enter_credentials(&TASKS[INSTANCES[i].task], userns_fds, &what);
+    if (e) {
+        report_error(i, what, e);
+        _exit(1);
+    }
+    for (int u = 0; u < N_USERNS; u++)
+        close(userns_fds[u]);
+    set_dumpable();
+    if (gate) {
+        char byte = 'r';
+        (void)write_all(gate[2], &byte, 1);
+        close(gate[2]);
+        (void)read_full(gate[0], &byte, 1);
+        close(gate[0]);
+    }
+    for (int k = 0; k < N_INSTANCES; k++)
+        pids[k] = __atomic_load_n(&pid_table[k], __ATOMIC_SEQ_CST);
+    run_ops(0, &s);
+}
+
+static int starts_now(int i)
+{
+    int first = i == 0 || INSTANCES[i - 1].task != INSTANCES[i].task;
+    return !TASKS[INSTANCES[i].task].sequential || first;
+}
+
+/* Fork every instance (the first of a sequential task), open the barrier
+ * once all are ready, then reap until no process is left, forking a
+ * sequential task's next instance when one exits. */
+static void start_tasks(const int *userns_fds)
+{
+    pid_t running[N_INSTANCES + 1];
+    int barrier[2], ready[2], expected = 0;
+    pid_table = mmap(NULL, sizeof(unsigned) * (N_INSTANCES + 1), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (pid_table == MAP_FAILED) {
+        report_error(-1, "mmap of the pid table", errno);
+        _exit(1);
+    }
+    make_pipe(barrier);
+    make_pipe(ready);
+    for (int i = 0; i < N_INSTANCES; i++) {
+        running[i] = 0;
+        if (!starts_now(i))
+            continue;
+        int gate[3] = { barrier[0], barrier[1], ready[1] };
+        long pid = clone_process(0);
+        if (pid == 0)
+            start_instance(i, userns_fds, gate);
+        if (pid < 0) {
+            report_error(i, "fork", (int)-pid);
+            break;
+        }
+        running[i] = (pid_t)pid;
+        expected++;
+    }
+    close(ready[1]);
+    close(barrier[0]);
+    char got[N_INSTANCES + 1];
+    (void)read_full(ready[0], got, (size_t)expected);
+    close(ready[0]);
+    close(barrier[1]);   /* opens the barrier */
+    for (;;) {
+        int pid = wait_for(-1, NULL);
+        if (pid < 0)
+            break;
+        for (int i = 0; i < N_INSTANCES; i++) {
+            if (running[i] != pid)
+                continue;
+            running[i] = 0;
+            int next = i + 1;
+            if (next < N_INSTANCES && INSTANCES[next].task == INSTANCES[i].task && !starts_now(next)) {
+                long child = clone_process(0);
+                if (child == 0)
+                    start_instance(next, userns_fds, NULL);
+                if (child > 0)
+                    running[next] = (pid_t)child;
+            }
+            break;
+        }
+    }
+}
+
+/* ---- the world: namespaces, maps, sysctls ---- */
+
+/* Run one write in a child that first joins a user namespace: its errno
+ * comes back as the child's exit status. */
+static int write_in_userns(int userns_fd, const char *path, const char *text)
+{
+    long pid = clone_process(0);
+    int status;
+    if (pid < 0)
+        return (int)-pid;
+    if (pid == 0) {
+        int e = err_of(setns(userns_fd, CLONE_NEWUSER));
+        _exit(e ? e : write_file_once(path, text));
+    }
+    if (wait_for((pid_t)pid, &status) < 0)
+        return ECHILD;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
+}
+
+static __attribute__((noreturn)) void fail(const char *what, const char *name, int e)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s%s%s", what, name ? " " : "", name ? name : "");
+    report_error(-1, msg, e);
+    _exit(1);
+}
+
+/* A set-up user namespace, made by a holder process with the owner's
+ * uid (and its creator's RLIMIT_NPROC), its maps written from its
+ * parent; held by an fd of /proc/PID/ns/user once the holder is gone. */
+static int make_user_namespace(const struct userns_spec *u, const int *fds)
+{
+    int ready[2];
+    char answer[64] = "";
+    make_pipe(ready);
+    long holder = clone_process(0);
+    if (holder < 0)
+        fail("fork of the creator of user namespace", u->name, (int)-holder);
+    if (holder == 0) {
+        int e = 0;
+        close(ready[0]);
+        if (u->has_nproc)
+            e = set_nproc_limit(u->creator_nproc);
+        if (!e)
+            e = become_keeping_caps(u->owner, u->owner);
+        if (!e && u->parent >= 0)
+            e = err_of(setns(fds[u->parent], CLONE_NEWUSER));
+        if (!e)
+            e = err_of(unshare(CLONE_NEWUSER));
+        set_dumpable();
+        if (e)
+            snprintf(answer, sizeof answer, "E %d\n", e);
+        else
+            snprintf(answer, sizeof answer, "%u\n", proc_pid());
+        (void)write_all(ready[1], answer, strlen(answer));
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    ssize_t n = read(ready[0], answer, sizeof answer - 1);
+    close(ready[0]);
+    answer[n > 0 ? n : 0] = 0;
+    int e = answer[0] == 'E' ? atoi(answer + 2) : answer[0] ? 0 : ESRCH;
+    int fd = -1;
+    if (!e) {
+        char path[64];
+        unsigned pid = (unsigned)strtoul(answer, NULL, 10);
+        snprintf(path, sizeof path, "/proc/%u/ns/user", pid);
+        fd = open_file(path, O_RDONLY);
+        e = fd < 0 ? -fd : 0;
+        const char *files[2] = { "uid_map", "gid_map" };
+        const char *maps[2] = { u->uid_map, u->gid_map };
+        for (int m = 0; m < 2 && !e; m++) {
+            if (!maps[m])
+                continue;
+            snprintf(path, sizeof path, "/proc/%u/%s", pid, files[m]);
+            e = u->parent < 0 ? write_file_once(path, maps[m])
+                              : write_in_userns(fds[u->parent], path, maps[m]);
+        }
+    }
+    kill((pid_t)holder, SIGKILL);
+    (void)wait_for((pid_t)holder, NULL);
+    if (e)
+        fail("user namespace", u->name, e);
+    return fd;
+}
+
+/* Pid 1 of the run's pid namespace: builds the world, starts the tasks,
+ * reaps every process until none is left. */
+static __attribute__((noreturn)) void world_root(int ask, int ack)
+{
+    int userns_fds[N_USERNS + 1];
+    char byte = 'u';
+    for (int u = 0; u <= N_USERNS; u++)
+        userns_fds[u] = -1;
+    die_with_parent();
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        close(null);
+    }
+    int e = err_of(setgroups(0, NULL));
+    if (e)
+        fail("setgroups", NULL, e);
+    /* The model's tasks start without an RLIMIT_NPROC unless the scenario
+     * gives one; raising the hard limit needs the initial namespace's
+     * CAP_SYS_RESOURCE, so before any stand-in user namespace. */
+    if ((e = raise_nproc_limit()))
+        fail("setrlimit(NPROC)", NULL, e);
+    /* The run's network and ipc namespaces come first, so that in a
+     * stand-in initial user namespace they are charged to none of its
+     * limits (as the model's initial namespaces are not). */
+    if ((e = err_of(unshare(CLONE_NEWNET | CLONE_NEWIPC))))
+        fail("cannot make the run's network and ipc namespaces", NULL, e);
+    if (STAND_IN) {
+        if ((e = err_of(unshare(CLONE_NEWUSER))))
+            fail("cannot make the stand-in initial user namespace", NULL, e);
+        (void)write_all(ask, &byte, 1);
+        if (read_full(ack, &byte, 1) != 1)
+            fail("the stand-in initial user namespace was not mapped", NULL, EIO);
+    }
+    close(ask);
+    close(ack);
+    /* As in the model, the sysctls apply once the set-up namespaces exist;
+     * those of a set-up namespace are written from inside it. */
+    for (int u = 0; u < N_USERNS; u++)
+        userns_fds[u] = make_user_namespace(&USERNS[u], userns_fds);
+    for (int i = 0; i < N_SYSCTLS; i++) {
+        char text[32];
+        const struct sysctl_spec *s = &SYSCTLS[i];
+        if (s->userns < 0)
+            continue;
+        snprintf(text, sizeof text, "%lld\n", s->value);
+        if ((e = write_in_userns(userns_fds[s->userns], s->path, text)))
+            fail("sysctl", s->path, e);
+    }
+    for (int i = 0; i < N_SYSCTLS; i++) {
+        char text[32];
+        const struct sysctl_spec *s = &SYSCTLS[i];
+        if (s->userns >= 0)
+            continue;
+        snprintf(text, sizeof text, "%lld\n", s->value);
+        if ((e = write_file_once(s->path, text)))
+            fail("sysctl", s->path, e);
+    }
+    int fd = open_file("/sys/kernel/uevent_seqnum", O_RDONLY);
+    if (fd >= 0) {
+        char seq[32], line[48];
+        ssize_t n = read(fd, seq, sizeof seq - 1);
+        close(fd);
+        if (n > 0) {
+            seq[n] = 0;
+            seq[strcspn(seq, "\n")] = 0;
+            snprintf(line, sizeof line, "B\t%s\n", seq);
+            (void)write_all(results_fd, line, strlen(line));
+        }
+    }
+    start_tasks(userns_fds);
+    _exit(0);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Copy the results pipe to standard output until every writer is gone
+ * (1) or the deadline passes (0); *failed is set when an `E` line went by. */
+static int forward_lines(int fd, double deadline, int *failed)
+{
+    char buf[4096];
+    char prev = '\n';
+    for (;;) {
+        double left = deadline - now();
+        if (left <= 0)
+            return 0;
+        struct pollfd p = { fd, POLLIN, 0 };
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r <= 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 1;
+        for (ssize_t i = 0; i < n; prev = buf[i++])
+            if (prev == '\n' && buf[i] == 'E')
+                *failed = 1;
+        if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
+            return 1;
+        fflush(stdout);
+    }
+}
+
+/* The stand-in initial user namespace maps every uid and gid to itself. */
+static int map_stand_in(pid_t root, int ask, int ack)
+{
+    char byte;
+    char path[64];
+    const char *files[2] = { "uid_map", "gid_map" };
+    if (read_full(ask, &byte, 1) != 1)
+        return ESRCH;
+    for (int m = 0; m < 2; m++) {
+        snprintf(path, sizeof path, "/proc/%d/%s", (int)root, files[m]);
+        int e = write_file_once(path, "0 0 4294967295\n");
+        if (e) {
+            fprintf(stderr, "cannot map the stand-in initial user namespace: %s: %s\n",
+                    files[m], strerror(e));
+            return e;
+        }
+    }
+    return write_all(ack, "m", 1);
+}
+
+enum { RUN_ENDED, RUN_CUT_OFF, RUN_FAILED };
+
+/* One run of the world, ended at the deadline. */
+static int run_world(double deadline)
+{
+    int failed = 0;
+    int results[2], ask[2], ack[2];
+    make_pipe(results);
+    keep_on_exec(results[1]);
+    make_pipe(ask);
+    make_pipe(ack);
+    fflush(stdout);
+    long root = clone_process(CLONE_NEWPID);
+    if (root < 0) {
+        fprintf(stderr, "cannot make the run's pid namespace: %s\n", strerror((int)-root));
+        return RUN_FAILED;
+    }
+    if (root == 0) {
+        close(results[0]);
+        close(ask[0]);
+        close(ack[1]);
+        results_fd = results[1];
+        world_root(ask[1], ack[0]);
+    }
+    close(results[1]);
+    close(ask[1]);
+    close(ack[0]);
+    if (STAND_IN)
+        (void)map_stand_in((pid_t)root, ask[0], ack[1]);
+    close(ask[0]);
+    close(ack[1]);
+    int ended = forward_lines(results[0], deadline, &failed);
+    if (!ended)
+        kill((pid_t)root, SIGKILL);
+    close(results[0]);
+    (void)wait_for((pid_t)root, NULL);
+    return failed ? RUN_FAILED : ended ? RUN_ENDED : RUN_CUT_OFF;
+}
+
+static int usage(const char *prog)
+{
+    fprintf(stderr, "usage: %s [-n REPEATS] [-t SECONDS]\n"
+            "  -n REPEATS  runs of the scenario's world (default 1, at most 1000)\n"
+            "  -t SECONDS  wall-clock time one run may take (default 15)\n", prog);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    long repeats = 1;
+    double seconds = 15;
+    int c;
+    if (argc > 1 && strcmp(argv[1], "--resume") == 0)
+        return resume_main(argc, argv);
+    while ((c = getopt(argc, argv, "n:t:h")) != -1) {
+        char *end;
+        if (c == 'n') {
+            repeats = strtol(optarg, &end, 10);
+            if (*end || repeats < 1 || repeats > 1000)
+                return usage(argv[0]);
+        } else if (c == 't') {
+            seconds = strtod(optarg, &end);
+            if (*end || !(seconds > 0))
+                return usage(argv[0]);
+        } else {
+            return usage(argv[0]);
+        }
+    }
+    if (optind != argc)
+        return usage(argv[0]);
+    if (geteuid() != 0) {
+        fprintf(stderr, "%s: needs root (it makes namespaces and sets uids)\n", argv[0]);
+        return 1;
+    }
+    struct utsname u;
+    printf("K\t%s\n", uname(&u) == 0 ? u.release : "");
+    for (long r = 0; r < repeats; r++) {
+        printf("N\t%ld\n", r);
+        int ran = run_world(now() + seconds);
+        if (ran == RUN_CUT_OFF)
+            printf("T\t%ld\n", r);
+        fflush(stdout);
+        if (ran == RUN_FAILED) {
+            fprintf(stderr, "%s: the world could not be built on this kernel (the E line says why)\n",
+                    argv[0]);
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,98 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/netlink.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What one op of a task does; the fields an op does not use are 0. */
+enum op_kind {
+    OP_UNSHARE,
+    OP_SYSCTL_WRITE,
+    OP_UEVENT_LISTEN,
+    OP_UEVENT_RECV,
+    OP_UEVENT_CLOSE,
+    OP_UEVENT_INJECT,
+    OP_UEVENT_NETDEV_EVENT,
+    OP_SLEEP,
+    OP_WRITE_FILE,      /* one write(2) of text to path (its own /proc/self file) */
+    OP_WRITE_FILE_OF,   /* one write(2) of text to /proc/PID/path of target */
+    OP_OPEN_UID_MAP_OF,
+    OP_WRITE_OPENED,
+    OP_READ_MAP_OF,     /* reports every number of /proc/PID/path of target */
+    OP_SETNS,           /* setns(2) into /proc/PID/ns/path of target */
+    OP_UNSHARE_AND_EXIT,
+    OP_FORK,            /* fork and clone: a child kept until exit() */
+    OP_EXIT,
+    OP_SETUID,
+    OP_SETRESUID,
+    OP_EXECVE,
+    OP_SETRLIMIT_NPROC
+};
+
+struct op {
+    enum op_kind kind;
+    unsigned long flags;      /* clone flags, or the setns nstype */
+    const char *path;
+    const char *text;
+    long long value;          /* sysctl value, rcvbuf, sleep ns, uid, limit */
+    unsigned ids[3];          /* setresuid */
+    int target;               /* the instance a *_of or setns op names, -1 none */
+};
+
+struct userns_spec {
+    const char *name;
+    int parent;               /* index in USERNS, -1: the initial namespace */
+    unsigned owner;           /* the creator's kuid and kgid */
+    int has_nproc;
+    unsigned long long creator_nproc;
+    const char *uid_map;      /* NULL: none written */
+    const char *gid_map;
+};
+
+struct sysctl_spec {
+    int userns;               /* -1: the initial user namespace */
+    const char *path;
+    long long value;
+};
+
+struct task_spec {
+    const char *name;
+    int userns;               /* -1: the initial user namespace */
+    unsigned uid;
+    unsigned long long repeat;
+    int sequential;
+    int keeps_caps;           /* root in its namespace, or its creator */
+    int has_nproc;
+    unsigned long long nproc;
+    const struct op *ops;
+    int n_ops;
+    const int *bounding_drop;
+    int n_bounding_drop;
+    const int *cap_drop;
+    int n_cap_drop;
+};
+
+struct instance {
+    int task;                 /* index in TASKS */
+    const char *name;
+};
