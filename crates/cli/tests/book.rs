@@ -1,9 +1,69 @@
 //! Every `nssim` command shown in the book runs, and prints the lines the
 //! book shows under it. A shown line may end in `...` (a prefix of the real
 //! line), `...` alone skips lines, and a trailing `<- remark` is commentary.
+//! So do the book's C reproducers: a `cc` line that builds one under
+//! [`SCRATCH`], and a program there, run by the shell on this machine's
+//! kernel.
+
+mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+
+/// Where the book's commands write files (`nssim export ... -o`, `cc -o`).
+const SCRATCH: &str = "/tmp/nssim-book";
+
+/// How an example's command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Program {
+    /// `$ nssim ARGS`: the binary under test, from the checkout's root.
+    Nssim(Vec<String>),
+    /// `$ cc ... /tmp/nssim-book/...` or `$ /tmp/nssim-book/...`: a shell
+    /// command line.
+    Shell(String),
+}
+
+impl Program {
+    /// The program of a `$ ` line, if the book's test runs it.
+    fn of(command: &str) -> Option<Program> {
+        if let Some(args) = command.strip_prefix("nssim ") {
+            return Some(Program::Nssim(
+                args.split_whitespace().map(str::to_string).collect(),
+            ));
+        }
+        // Only the lines that work in the scratch directory: elsewhere a
+        // `cc` line is an illustration (`cc -o repro repro.c`).
+        let runs_here = command.starts_with(SCRATCH)
+            || (command.starts_with("cc ") && command.contains(SCRATCH));
+        runs_here.then(|| Program::Shell(command.to_string()))
+    }
+
+    fn run(&self) -> Output {
+        let mut cmd = match self {
+            Program::Nssim(args) => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_nssim"));
+                c.args(args);
+                c
+            }
+            Program::Shell(line) => {
+                let mut c = Command::new("sh");
+                c.args(["-c", line]);
+                c
+            }
+        };
+        cmd.current_dir(root())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Program::Nssim(args) => format!("nssim {}", args.join(" ")),
+            Program::Shell(line) => line.clone(),
+        }
+    }
+}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -13,7 +73,7 @@ fn root() -> PathBuf {
 struct Example {
     file: String,
     line: usize,
-    args: Vec<String>,
+    program: Program,
     shown: Vec<String>,
 }
 
@@ -38,16 +98,14 @@ fn examples_in(file: &Path) -> Vec<Example> {
         if !in_block {
             continue;
         }
-        if let Some(cmd) = line.strip_prefix("$ nssim ") {
+        if let Some(cmd) = line.strip_prefix("$ ") {
             out.extend(current.take());
-            current = Some(Example {
+            current = Program::of(cmd).map(|program| Example {
                 file: name.clone(),
                 line: i + 1,
-                args: cmd.split_whitespace().map(str::to_string).collect(),
+                program,
                 shown: Vec::new(),
             });
-        } else if line.starts_with("$ ") {
-            out.extend(current.take());
         } else if let Some(ex) = current.as_mut() {
             ex.shown.push(line.to_string());
         }
@@ -85,22 +143,29 @@ fn book_files() -> Vec<PathBuf> {
 
 #[test]
 fn every_command_in_the_book_runs_as_shown() {
-    let mut checked = 0;
+    // The C reproducers run on the kernel, in turn with the other tests
+    // that do.
+    let _turn = support::kernel_turn();
+    std::fs::create_dir_all(SCRATCH).unwrap();
+    let c_runs = c_reproducers_run_here();
+    let (mut checked, mut c_checked) = (0, 0);
     for file in book_files() {
         for ex in examples_in(&file) {
-            let out = Command::new(env!("CARGO_BIN_EXE_nssim"))
-                .args(&ex.args)
-                .current_dir(root())
-                .env("NO_COLOR", "1")
-                .output()
-                .unwrap();
+            if matches!(ex.program, Program::Shell(_)) && !c_runs {
+                continue;
+            }
+            let out = ex.program.run();
             let code = out.status.code();
+            let allowed = match ex.program {
+                Program::Nssim(_) => matches!(code, Some(0) | Some(1)),
+                Program::Shell(_) => code == Some(0),
+            };
             assert!(
-                matches!(code, Some(0) | Some(1)),
-                "{}:{}: `nssim {}` exited with {code:?}: {}",
+                allowed,
+                "{}:{}: `{}` exited with {code:?}: {}",
                 ex.file,
                 ex.line,
-                ex.args.join(" "),
+                ex.program.text(),
                 String::from_utf8_lossy(&out.stderr)
             );
             let actual: Vec<String> = String::from_utf8_lossy(&out.stdout)
@@ -113,17 +178,39 @@ fn every_command_in_the_book_runs_as_shown() {
                 }
                 assert!(
                     shown_line_matches(shown, &actual),
-                    "{}:{}: `nssim {}` does not print\n  {shown}\nit prints:\n{}",
+                    "{}:{}: `{}` does not print\n  {shown}\nit prints:\n{}",
                     ex.file,
                     ex.line,
-                    ex.args.join(" "),
+                    ex.program.text(),
                     actual.join("\n")
                 );
             }
             checked += 1;
+            c_checked += usize::from(matches!(ex.program, Program::Shell(_)));
         }
     }
     assert!(checked >= 5, "the book shows {checked} commands");
+    assert!(
+        !c_runs || c_checked >= 2,
+        "the book builds and runs a C reproducer ({c_checked} such lines)"
+    );
+}
+
+/// Whether the book's C programs can be built and run here: `cc` is
+/// installed and the tests run as root (the programs make namespaces and
+/// write their maps as the executor does). Where not, the test says so;
+/// in CI (`CI` set) that is a failure.
+fn c_reproducers_run_here() -> bool {
+    let test = "every_command_in_the_book_runs_as_shown (its C reproducers)";
+    let has_cc = Command::new("cc").arg("--version").output().is_ok();
+    let root = unsafe { libc::geteuid() } == 0;
+    let why = match (has_cc, root) {
+        (true, true) => return true,
+        (false, _) => "no C compiler `cc` on PATH",
+        (true, false) => "not root: the programs make namespaces",
+    };
+    support::skip(test, why, Some("CI"));
+    false
 }
 
 #[test]
