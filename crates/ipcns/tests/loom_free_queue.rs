@@ -7,7 +7,7 @@
 //! `RUSTFLAGS="--cfg loom" cargo test -p nssim-ipcns --profile loom --test loom_free_queue`.
 #![cfg(loom)]
 
-use ipcns::{Ipc, IpcPatches};
+use ipcns::{Ipc, IpcNamespace, IpcPatches};
 use loom::model::Builder;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use sync::{Arc, Workqueue};
@@ -16,9 +16,11 @@ use ucounts::{UcountType, UcountsNs, UcountsTable};
 const FREE_PENDING: &str = "ENOSPC while a free was still pending";
 const FREE_DONE: &str = "ENOSPC although the free had already completed";
 
-/// Put the only namespace, then create another; panic with a message that
-/// says in which state an ENOSPC happened.
-fn put_then_create(patches: IpcPatches) {
+/// The subsystem with its kworker under max_ipc_namespaces = 1, and the
+/// one namespace that fits.
+fn one_namespace_allowed(
+    patches: IpcPatches,
+) -> (Arc<Workqueue>, Arc<UcountsNs>, Arc<Ipc>, Arc<IpcNamespace>) {
     let wq = Workqueue::new("system_wq");
     wq.start_worker("kworker");
     let init = UcountsNs::init(0);
@@ -27,6 +29,13 @@ fn put_then_create(patches: IpcPatches) {
     let first = ipc
         .create_ipc_ns(&init, 0)
         .expect("the first namespace fits");
+    (wq, init, ipc, first)
+}
+
+/// Put the only namespace, then create another; panic with a message that
+/// says in which state an ENOSPC happened.
+fn put_then_create(patches: IpcPatches) {
+    let (wq, init, ipc, first) = one_namespace_allowed(patches);
     ipc.put_ipc_ns(first);
     let second = ipc.create_ipc_ns(&init, 0);
     // No more puts follow, so a free seen pending here was pending when
@@ -73,14 +82,7 @@ fn fixed(retry_after_free: bool, pending_at_release: bool) -> IpcPatches {
 /// `ipc.no_false_enospc` judges the create: an ENOSPC is false when no
 /// namespace was alive at any instant of the call.
 fn release_while_creating(patches: IpcPatches) {
-    let wq = Workqueue::new("system_wq");
-    wq.start_worker("kworker");
-    let init = UcountsNs::init(0);
-    init.set_max(UcountType::IpcNamespaces, 1);
-    let ipc = Ipc::new(patches, Arc::new(UcountsTable::new()), &init, &wq);
-    let held = ipc
-        .create_ipc_ns(&init, 0)
-        .expect("the first namespace fits");
+    let (wq, init, ipc, held) = one_namespace_allowed(patches);
     let putter = {
         let ipc = Arc::clone(&ipc);
         loom::thread::spawn(move || ipc.put_ipc_ns(held))

@@ -61,23 +61,27 @@ fn container() -> UserNsSpec {
     }
 }
 
-#[test]
-fn of_concurrent_map_writers_exactly_one_succeeds_in_every_interleaving() {
-    let setup = Setup {
+/// A process `inside` of the container that exits after 1 us, and
+/// `writers` in the initial namespace that write its id files.
+fn writers_of_an_exiting_process(writers: Vec<TaskSpec>) -> Setup {
+    let inside = task("inside", 1, "container", 1000, vec![Op::Sleep { ns: 1000 }]);
+    Setup {
         user_namespaces: vec![container()],
         sysctls: vec![],
-        tasks: vec![
-            task("inside", 1, "container", 1000, vec![Op::Sleep { ns: 1000 }]),
-            task(
-                "writer",
-                4,
-                "init",
-                0,
-                vec![write_of("inside", UsernsFile::UidMap, "0 100000 65536\n")],
-            ),
-        ],
+        tasks: std::iter::once(inside).chain(writers).collect(),
         ..Setup::default()
-    };
+    }
+}
+
+#[test]
+fn of_concurrent_map_writers_exactly_one_succeeds_in_every_interleaving() {
+    let setup = writers_of_an_exiting_process(vec![task(
+        "writer",
+        4,
+        "init",
+        0,
+        vec![write_of("inside", UsernsFile::UidMap, "0 100000 65536\n")],
+    )]);
     let mut one_won = 0;
     for seed in 0..40 {
         let (outcome, results) = run(&setup, "v6.3", StrategySpec::Random, seed);
@@ -122,28 +126,22 @@ fn results_seen(setup: &Setup, task: &str, seeds: u64) -> std::collections::BTre
 /// in `sim-scenarios/idmap-write-while-reaped.toml`.
 #[test]
 fn a_writer_racing_the_reap_of_its_target_sees_each_window() {
-    let setup = Setup {
-        user_namespaces: vec![container()],
-        sysctls: vec![],
-        tasks: vec![
-            task("inside", 1, "container", 1000, vec![Op::Sleep { ns: 1000 }]),
-            task(
-                "mapper",
-                1,
-                "init",
-                0,
-                vec![write_of("inside", UsernsFile::UidMap, "0 100000 65536\n")],
-            ),
-            task(
-                "grouper",
-                1,
-                "init",
-                0,
-                vec![write_of("inside", UsernsFile::Setgroups, "deny")],
-            ),
-        ],
-        ..Setup::default()
-    };
+    let setup = writers_of_an_exiting_process(vec![
+        task(
+            "mapper",
+            1,
+            "init",
+            0,
+            vec![write_of("inside", UsernsFile::UidMap, "0 100000 65536\n")],
+        ),
+        task(
+            "grouper",
+            1,
+            "init",
+            0,
+            vec![write_of("inside", UsernsFile::Setgroups, "deny")],
+        ),
+    ]);
     let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
     assert_eq!(
         results_seen(&setup, "mapper", 300),
