@@ -101,7 +101,7 @@ declare_patches! {
     UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"),
         "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS";
     UsernsWaitPendingFree = "userns-wait-pending-free", merged_in: None,
-        "candidate fix, never merged: when inc_user_namespaces fails, create_user_ns waits for the frees already on their way (rcu_barrier for the put_cred_rcu callbacks, then a flush of the free_user_ns works) and charges once more, instead of failing with ENOSPC";
+        "candidate fix, never merged: when inc_user_namespaces fails, create_user_ns waits for the frees already on their way (rcu_barrier for the put_cred_rcu callbacks, then a flush of the free_user_ns works) and charges again, instead of failing with ENOSPC: once in any case, and again after each wait that began with frees on their way";
     Idmap340Extents = "idmap-340-extents", merged_in: Some("v4.15"),
         "uid/gid maps hold up to 340 extents: 5 inline, else forward and reverse arrays sorted for binary search (5 extents before)";
     Idmap2017Proposal = "idmap-2017-proposal", merged_in: None,
