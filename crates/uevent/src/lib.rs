@@ -41,7 +41,9 @@
 //!   (`inc_net_namespaces`). It inherits ipc's windows: a cleanup that
 //!   finishes between the failed charge and the flush, or a namespace put
 //!   on `cleanup_list` whose work is not queued yet, leaves the flush
-//!   nothing to wait for.
+//!   nothing to wait for. (The kernel's `cleanup_net` also waits for an
+//!   `rcu_barrier` before it uncharges; the model's waits one grace
+//!   period, so its wait is the shorter.)
 //!
 //! Whether an ENOSPC was deserved is judged by [`Uevent::netns_oracle`]
 //! (`netns.no_false_enospc`): a network namespace is alive until its last

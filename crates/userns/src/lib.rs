@@ -28,19 +28,22 @@
 //!   charge). Nothing waits for them, so a loop that makes and drops one
 //!   namespace at a time under a small limit gets ENOSPC. With the patch,
 //!   `create_user_ns` answers a failed charge in `inc_user_namespaces` by
-//!   waiting for the frees already on their way and charging once more:
-//!   `rcu_barrier` (every queued `put_cred_rcu` has run, so every namespace
-//!   whose last credential was put has its free queued), then a flush of
-//!   the frees (in the kernel `free_user_ns` would need a workqueue of its
-//!   own to flush; the model runs those works on the shared kworker and
-//!   waits for each one queued). The second attempt is made whether or not
-//!   the wait found anything pending, so a free that finished between the
-//!   failed charge and the wait is seen too (the window ipc's v6.3 fix
-//!   leaves); later attempts follow only a wait that began with frees on
-//!   their way, so another task's free that was queued while this one
-//!   waited is waited for as well. Touches [`Userns::create_user_ns`] (`inc_user_namespaces`,
-//!   `wait_for_pending_frees`), [`Userns::put_cred`] and
-//!   [`Userns::put_user_ns`] (which record the deferred steps).
+//!   waiting for the frees already on their way and charging again:
+//!   `rcu_barrier` (every queued `put_cred_rcu` has run, so every
+//!   namespace whose last credential was put has its free queued), then a
+//!   flush of the frees (in the kernel `free_user_ns` would need a
+//!   workqueue of its own to flush; the model runs those works on the
+//!   shared kworker and waits for each one queued). The second attempt is
+//!   made whether or not the wait found anything, so a free that finished
+//!   between the failed charge and the wait is seen too (the window ipc's
+//!   v6.3 fix leaves); later attempts follow only a wait that began with
+//!   frees on their way, so another task's free queued while this one
+//!   waited is waited for as well. Touches [`Userns::create_user_ns`]
+//!   (`inc_user_namespaces`, `wait_for_pending_frees`), and
+//!   [`Userns::put_cred`] and [`Userns::put_user_ns_deferred`], which
+//!   record the deferred steps. (The kernel puts a reaped task's
+//!   credentials from the task's own RCU callback, a grace period before
+//!   `put_cred_rcu` is even queued; the model starts at `put_cred`.)
 //!
 //! Whether an ENOSPC was deserved is judged by [`Userns::oracle`]
 //! (`userns.no_false_enospc`): it counts a namespace as alive until its
@@ -87,7 +90,7 @@ pub struct UsernsPatches {
     pub relaxed_publication: bool,
     /// Candidate fix (never merged): a failed charge waits for the pending
     /// frees (`rcu_barrier`, then the `free_user_ns` works) and charges
-    /// once more.
+    /// again.
     pub wait_pending_free: bool,
 }
 
