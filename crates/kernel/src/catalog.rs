@@ -104,6 +104,8 @@ declare_patches! {
         "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
     UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"),
         "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS";
+    UsernsWaitPendingFree = "userns-wait-pending-free", merged_in: None,
+        "candidate fix, never merged: when inc_user_namespaces fails, create_user_ns waits for the frees already on their way (rcu_barrier for the put_cred_rcu callbacks, then a flush of the free_user_ns works) and charges again, instead of failing with ENOSPC: once in any case, and again after each wait that began with frees on their way";
     Idmap340Extents = "idmap-340-extents", merged_in: Some("v4.15"),
         "uid/gid maps hold up to 340 extents: 5 inline, else forward and reverse arrays sorted for binary search (5 extents before)";
     Idmap2017Proposal = "idmap-2017-proposal", merged_in: None,
@@ -138,6 +140,8 @@ declare_patches! {
         "uevent_seqnum is an atomic taken before any lock; uevent_sock_mutex covers only the walk of uevent_sock_list; tagged events and injection take no lock";
     SkbSmallHeadCache = "skb-small-head-cache", merged_in: Some("v6.3"),
         "__alloc_skb takes heads of up to 576 bytes (data and skb_shared_info) from a cache of that size instead of kmalloc: a short uevent charges a listener 832 bytes of truesize (768 from kmalloc-512 before, 1280 from kmalloc-1024 for 193-256 bytes of data)";
+    NetnsWaitPendingFree = "netns-wait-pending-free", merged_in: None,
+        "candidate fix, never merged: copy_net_ns waits for pending frees the way ipc does: when inc_net_namespaces fails and flush_work(&net_cleanup_work) waited for a queued or running cleanup_net, charge again instead of failing with ENOSPC";
     NetlinkRmemAfterCharge = "netlink-rmem-after-charge", merged_in: Some("v6.16"),
         "netlink_broadcast_deliver adds the skb's truesize to sk_rmem_alloc first and queues it only if the total is within sk_rcvbuf or the skb is alone; before, it queued whenever the bytes already queued were within sk_rcvbuf, one skb past the buffer";
 }

@@ -69,6 +69,10 @@ pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invarian
         UsernsDepth => each_step(e, world, invariant, |w| {
             userns::invariants::depth(&w.userns)
         }),
+        UsernsNoFalseEnospc => each_step(e, world, invariant, |w| w.userns.oracle.take_violation()),
+        NetnsNoFalseEnospc => each_step(e, world, invariant, |w| {
+            w.net.uevent.netns_oracle.take_violation()
+        }),
         // The process oracles judge each fork, set*uid and execve as it
         // happens and keep what they found for the step's end.
         UcountsWithinLimits | NprocIsolated | NprocExecveEnforced => {

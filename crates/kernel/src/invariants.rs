@@ -65,6 +65,10 @@ declare_invariants! {
         "every extent of a map lies inside one extent of the parent namespace's map (kernel ids)";
     UsernsDepth = "userns.depth",
         "every user namespace's level is its parent's plus one, and at most 33";
+    UsernsNoFalseEnospc = "userns.no_false_enospc",
+        "create_user_ns returns ENOSPC for max_user_namespaces only if, at some instant during the call, the live user namespaces (some process, credential or namespace still holds them) charged to its user namespace or an ancestor reached that level's limit";
+    NetnsNoFalseEnospc = "netns.no_false_enospc",
+        "copy_net_ns returns ENOSPC only if, at some instant during the call, the live network namespaces (not yet put for the last time) charged to its user namespace or an ancestor reached that level's max_net_namespaces";
     UcountsWithinLimits = "ucounts.within_limits",
         "after a successful, non-exempt fork no ucounts level holds more live processes than its maximum: the caller's RLIMIT_NPROC at the leaf, the rlimit recorded in the namespace below at each ancestor (the user's RLIMIT_NPROC before v5.14)";
     UcountsNoLeak = "ucounts.no_leak",

@@ -63,6 +63,7 @@ impl ActivePatches {
             atomic_seqnum: self.has(Patch::UeventAtomicSeqnum),
             small_head_cache: self.has(Patch::SkbSmallHeadCache),
             rmem_after_charge: self.has(Patch::NetlinkRmemAfterCharge),
+            wait_pending_free: self.has(Patch::NetnsWaitPendingFree),
         }
     }
 
@@ -80,6 +81,7 @@ impl ActivePatches {
             sort_after_translate: self.has(Patch::IdmapSortAfterTranslate),
             setfcap_root: self.has(Patch::IdmapSetfcapRoot),
             relaxed_publication: self.has(Patch::IdmapRelaxedPublication),
+            wait_pending_free: self.has(Patch::UsernsWaitPendingFree),
         }
     }
 }
@@ -200,6 +202,10 @@ mod tests {
         assert!(!u("v6.2").small_head_cache && u("v6.3").small_head_cache);
         assert!(!u("v6.9").rmem_after_charge && u("v6.16").rmem_after_charge);
         assert!(!u("v6.9").netns_seqnum);
+        let newest = catalog::PROFILES.last().unwrap().name;
+        assert!(!u(newest).wait_pending_free);
+        let fixed = resolve_patches(newest, &[("netns-wait-pending-free".into(), true)]).unwrap();
+        assert!(fixed.uevent().wait_pending_free && !fixed.userns().wait_pending_free);
     }
 
     #[test]
@@ -212,6 +218,10 @@ mod tests {
         assert!(!u("v5.11").setfcap_root && u("v5.12").setfcap_root);
         let proposal = resolve_patches("v4.14", &[("idmap-2017-proposal".into(), true)]).unwrap();
         assert_eq!(proposal.userns().layout, userns::Layout::Proposal2017);
+        let newest = catalog::PROFILES.last().unwrap().name;
+        assert!(!u(newest).wait_pending_free);
+        let fixed = resolve_patches(newest, &[("userns-wait-pending-free".into(), true)]).unwrap();
+        assert!(fixed.userns().wait_pending_free && !fixed.uevent().wait_pending_free);
     }
 
     #[test]

@@ -288,6 +288,11 @@ fn make_user_namespaces(
         // inc_user_namespaces: a set-up namespace counts against its
         // ancestors' max_user_namespaces as one a task makes does.
         let charge = table.inc_ucount(&parent.ucounts_ns, s.owner, UcountType::UserNamespaces);
+        if charge.is_some() {
+            // Alive for the whole run, as the false-ENOSPC oracle counts.
+            sys.oracle
+                .charged(&ucounts::charge_chain(&parent.ucounts_ns, s.owner));
+        }
         let rlimits = crate::process::setup_rlimits(setup, i, spec.patches);
         let ucounts_ns = UcountsNs::child_with_rlimits(
             i as u32 + 1,
@@ -535,6 +540,11 @@ impl World {
             stats.first_failure = Some(stats.calls);
         }
         stats.calls += 1;
+        drop(results);
+        // The op has returned to the task: a false ENOSPC it got may now
+        // be reported, with the result above.
+        self.userns.oracle.returned();
+        self.net.uevent.netns_oracle.returned();
     }
 
     /// A task instance by name, or instance 0 of a task with instances.
@@ -565,6 +575,8 @@ impl World {
         }
         ns.set_max(t, value);
         self.ipc.oracle.limits_changed();
+        self.userns.oracle.limits_changed();
+        self.net.uevent.netns_oracle.limits_changed();
         Ok(())
     }
 

@@ -223,10 +223,40 @@ fn dropped_network_namespaces_hold_their_charge_until_cleanup_net() {
         }],
     };
     let (outcome, r) = run(&setup, "v6.9", StrategySpec::Fair, 1);
-    assert_eq!(outcome, Outcome::Pass, "the ucounts balance at the end");
+    // The fourth unshare fails while one namespace is alive and two wait
+    // for cleanup_net: a false ENOSPC, and the run stops there.
+    let Outcome::Violation { invariant, detail } = outcome else {
+        panic!("expected the false ENOSPC, got {outcome:?}");
+    };
+    assert_eq!(invariant, "netns.no_false_enospc");
+    assert!(
+        detail.contains("2 network namespaces were released"),
+        "{detail}"
+    );
     let res = &r["looper"]["unshare(CLONE_NEWNET)"];
     assert_eq!(res.first_failure, Some(3));
     assert!(res.results["ENOSPC"] > 0);
+    // Waiting for the pending cleanup (the candidate fix) leaves no ENOSPC,
+    // and the ucounts balance at the end.
+    let fixed = kernel::resolve_patches("v6.9", &[("netns-wait-pending-free".into(), true)])
+        .expect("a catalogued patch");
+    let out = explore_with(&setup, &fixed);
+    assert_eq!(out.explore.report.outcome, Outcome::Pass);
+    let res = &out.results["looper"]["unshare(CLONE_NEWNET)"];
+    assert_eq!(res.results.get("ok"), Some(&20), "{res:?}");
+}
+
+/// One fair execution of `setup` under `patches`, every invariant checked.
+fn explore_with(setup: &Setup, patches: &kernel::ActivePatches) -> kernel::RunOutput {
+    let invariants = kernel::catalog::all_invariants();
+    let mut explore = sim::ExploreConfig::new(StrategySpec::Fair, 1, 1, sim::ExecConfig::default());
+    explore.shrink = false;
+    kernel::explore_run(&kernel::RunSpec {
+        setup,
+        patches,
+        invariants: &invariants,
+        explore,
+    })
 }
 
 #[test]

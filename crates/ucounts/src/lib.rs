@@ -12,7 +12,9 @@
 //! `dec_rlimit_ucounts`, `inc_rlimit_get_ucounts`, `dec_rlimit_put_ucounts`,
 //! `is_rlimit_overlimit`, and each namespace's `rlimit_max` recorded from
 //! its creator) are in [`rlimit`]; the `/proc/sys/user/max_*` files (who may
-//! read and write them, their defaults) in [`sysctl`].
+//! read and write them, their defaults) in [`sysctl`]. The oracle that
+//! judges a namespace creation's ENOSPC against the namespaces still in
+//! use is [`enospc`].
 //!
 //! History kept as switches rather than releases (the kernel crate maps
 //! releases to them):
@@ -28,6 +30,7 @@
 //!   with its own namespace's recorded maximum; since, each ancestor is
 //!   compared with the value recorded in the namespace below it.
 
+pub mod enospc;
 mod ledger;
 pub mod rlimit;
 pub mod sysctl;

@@ -29,6 +29,25 @@
 //! * `netlink-rmem-after-charge` (v6.16, net/netlink/af_netlink.c):
 //!   `netlink_broadcast_deliver` charges an skb before deciding whether
 //!   the receive buffer takes it, so a full buffer holds one uevent fewer.
+//! * `netns-wait-pending-free` (a candidate fix, never merged): a network
+//!   namespace whose last reference went stays charged to
+//!   `max_net_namespaces` until `cleanup_net` has run for it (from
+//!   `net_cleanup_work` on `netns_wq`, after a grace period), and
+//!   `copy_net_ns` does not wait for it: a loop that makes and drops one
+//!   namespace at a time under a small limit gets ENOSPC. With the patch,
+//!   `inc_net_namespaces` answers a failed charge as ipc's v6.3 fix does:
+//!   `flush_work(&net_cleanup_work)`, and another attempt if that waited
+//!   for a queued or running cleanup. Touches [`Uevent::copy_net_ns`]
+//!   (`inc_net_namespaces`). It inherits ipc's windows: a cleanup that
+//!   finishes between the failed charge and the flush, or a namespace put
+//!   on `cleanup_list` whose work is not queued yet, leaves the flush
+//!   nothing to wait for. (The kernel's `cleanup_net` also waits for an
+//!   `rcu_barrier` before it uncharges; the model's waits one grace
+//!   period, so its wait is the shorter.)
+//!
+//! Whether an ENOSPC was deserved is judged by [`Uevent::netns_oracle`]
+//! (`netns.no_false_enospc`): a network namespace is alive until its last
+//! reference goes (`put_net`), whenever `cleanup_net` frees it.
 //!
 //! A network namespace is owned by a user namespace of the `userns` crate
 //! (`net->user_ns`, a reference taken by `copy_net_ns` and dropped by
@@ -47,10 +66,11 @@ use sim::{CostKey, ObjId};
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 use sync::{
-    schedule_work, synchronize_rcu, AtomicU64, LList, Mutex, Ordering, Refcount, SpinLock, Work,
-    Workqueue,
+    flush_work, schedule_work, synchronize_rcu, AtomicU64, LList, Mutex, Ordering, Refcount,
+    SpinLock, Work, Workqueue,
 };
-use ucounts::{UcountType, Ucounts};
+use ucounts::enospc::EnospcOracle;
+use ucounts::{charge_chain, UcountType, Ucounts, UcountsNs};
 use userns::caps::CAP_SYS_ADMIN;
 use userns::{ns_capable, Cred, UserNamespace, Userns};
 
@@ -161,6 +181,10 @@ pub struct UeventPatches {
     pub small_head_cache: bool,
     /// `netlink-rmem-after-charge` (v6.16): when a receive buffer is full.
     pub rmem_after_charge: bool,
+    /// `netns-wait-pending-free` (candidate fix, never merged): a failed
+    /// `max_net_namespaces` charge flushes `net_cleanup_work` and retries
+    /// if that waited.
+    pub wait_pending_free: bool,
 }
 
 /// How sequence numbers are handed out and which lock covers what.
@@ -379,6 +403,9 @@ pub struct Uevent {
     next_net: std::sync::atomic::AtomicU32,
     next_listener: std::sync::atomic::AtomicU32,
     pub oracle: Oracle,
+    /// Judges each ENOSPC of the `max_net_namespaces` charge
+    /// (`netns.no_false_enospc`).
+    pub netns_oracle: EnospcOracle,
     stats: parking_lot::Mutex<Stats>,
     released_freed: parking_lot::Mutex<(u64, u64)>,
 }
@@ -420,6 +447,7 @@ impl Uevent {
                 next_net: std::sync::atomic::AtomicU32::new(1),
                 next_listener: std::sync::atomic::AtomicU32::new(0),
                 oracle: Oracle::default(),
+                netns_oracle: EnospcOracle::new(UcountType::NetNamespaces, "network namespace"),
                 stats: parking_lot::Mutex::new(Stats::default()),
                 released_freed: parking_lot::Mutex::new((0, 0)),
             }
@@ -443,11 +471,15 @@ impl Uevent {
         user_ns: &Arc<UserNamespace>,
         euid: u32,
     ) -> Result<Arc<Net>, UeventError> {
-        let ucounts = self
-            .userns
-            .ucounts
-            .inc_ucount(&user_ns.ucounts_ns, euid, UcountType::NetNamespaces)
-            .ok_or(UeventError::NoSpace)?;
+        let chain = charge_chain(&user_ns.ucounts_ns, euid);
+        let call = self.netns_oracle.begin_call(chain.clone());
+        let ucounts = self.inc_net_namespaces(&user_ns.ucounts_ns, euid);
+        if ucounts.is_some() {
+            self.netns_oracle.charged(&chain);
+        }
+        let what = format!("copy_net_ns in user namespace {}", user_ns.name);
+        self.netns_oracle.end_call(call, ucounts.is_none(), &what);
+        let ucounts = ucounts.ok_or(UeventError::NoSpace)?;
         sim::point("net_alloc", ObjId::NONE, &costs::NET_ALLOC);
         let obj = sim::new_object("net");
         let id = self
@@ -469,6 +501,27 @@ impl Uevent {
         // namespace meanwhile) and keeps the step order of every run.
         user_ns.get();
         Ok(net)
+    }
+
+    /// `inc_net_namespaces`: charge (`ns`, `uid`). With
+    /// `netns-wait-pending-free`, a failed charge waits for a pending
+    /// `cleanup_net` and is tried again as long as the flush waited.
+    fn inc_net_namespaces(&self, ns: &Arc<UcountsNs>, uid: u32) -> Option<Arc<Ucounts>> {
+        loop {
+            let charge = self
+                .userns
+                .ucounts
+                .inc_ucount(ns, uid, UcountType::NetNamespaces);
+            if charge.is_some() {
+                return charge;
+            }
+            // Namespaces on cleanup_list still hold their charge: wait for
+            // cleanup_net, then try again.
+            if !(self.patches.wait_pending_free && flush_work(&self.net_cleanup_work)) {
+                return None;
+            }
+            sim::note("copy_net_ns: retry", ObjId::NONE, 0);
+        }
     }
 
     /// `uevent_net_init`: the namespace's kernel socket, on the list
@@ -503,6 +556,11 @@ impl Uevent {
             return;
         }
         self.released_freed.lock().0 += 1;
+        if let Some(u) = &net.ucounts {
+            self.netns_oracle.released(&charge_chain(&u.ns, u.uid));
+        }
+        // Its owner loses a holder now; the reference goes in cleanup_net.
+        self.userns.holder_gone(&net.user_ns);
         sim::park_object(net.obj, "queued");
         if self.cleanup_list.llist_add(net) {
             schedule_work(&self.net_cleanup_work);
@@ -523,8 +581,9 @@ impl Uevent {
             sim::point("net_free", net.obj, &costs::NET_EXIT);
             if let Some(u) = &net.ucounts {
                 self.userns.ucounts.dec_ucount(u, UcountType::NetNamespaces);
+                self.netns_oracle.freed();
             }
-            self.userns.put_user_ns(&net.user_ns);
+            self.userns.put_user_ns_deferred(&net.user_ns);
             sim::free_object(net.obj);
             self.released_freed.lock().1 += 1;
         }

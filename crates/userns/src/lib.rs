@@ -20,6 +20,36 @@
 //! * `idmap-setfcap-root` (v5.12): mapping parent uid 0 needs CAP_SETFCAP.
 //! * `idmap-relaxed-publication` (deliberately broken): `nr_extents`
 //!   published without barriers.
+//! * `userns-wait-pending-free` (a candidate fix, never merged): a user
+//!   namespace whose last process has gone stays charged to
+//!   `max_user_namespaces` until two deferred steps have run: the
+//!   credentials' RCU callback (`put_cred_rcu`, which drops the last
+//!   reference) and the `free_user_ns` work it queues (which returns the
+//!   charge). Nothing waits for them, so a loop that makes and drops one
+//!   namespace at a time under a small limit gets ENOSPC. With the patch,
+//!   `create_user_ns` answers a failed charge in `inc_user_namespaces` by
+//!   waiting for the frees already on their way and charging again:
+//!   `rcu_barrier` (every queued `put_cred_rcu` has run, so every
+//!   namespace whose last credential was put has its free queued), then a
+//!   flush of the frees (in the kernel `free_user_ns` would need a
+//!   workqueue of its own to flush; the model runs those works on the
+//!   shared kworker and waits for each one queued). The second attempt is
+//!   made whether or not the wait found anything, so a free that finished
+//!   between the failed charge and the wait is seen too (the window ipc's
+//!   v6.3 fix leaves); later attempts follow only a wait that began with
+//!   frees on their way, so another task's free queued while this one
+//!   waited is waited for as well. Touches [`Userns::create_user_ns`]
+//!   (`inc_user_namespaces`, `wait_for_pending_frees`), and
+//!   [`Userns::put_cred`] and [`Userns::put_user_ns_deferred`], which
+//!   record the deferred steps. (The kernel puts a reaped task's
+//!   credentials from the task's own RCU callback, a grace period before
+//!   `put_cred_rcu` is even queued; the model starts at `put_cred`.)
+//!
+//! Whether an ENOSPC was deserved is judged by [`Userns::oracle`]
+//! (`userns.no_false_enospc`): it counts a namespace as alive until its
+//! last holder (a credential, a child namespace, a network namespace) is
+//! gone, which [`Userns::holder_gone`] records when the reference itself is
+//! put later.
 
 pub mod bench_maps;
 pub mod idmap;
@@ -32,9 +62,12 @@ pub use map_write::{
     proc_setgroups_write, uid_m_show, MapKind, Rule, WriteOutcome,
 };
 
-use std::sync::atomic::{AtomicBool, AtomicU32 as StdAtomicU32, Ordering as StdOrdering};
-use sync::{schedule_work, synchronize_rcu, Arc, Mutex, Refcount, Work, Workqueue};
-use ucounts::{UcountType, Ucounts, UcountsNs, UcountsTable};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64 as StdAtomicI64, AtomicU32 as StdAtomicU32, Ordering as StdOrdering,
+};
+use sync::{flush_work, schedule_work, synchronize_rcu, Arc, Mutex, Refcount, Work, Workqueue};
+use ucounts::enospc::EnospcOracle;
+use ucounts::{charge_chain, UcountType, Ucounts, UcountsNs, UcountsTable};
 
 /// `overflowuid` / `overflowgid`: what an unmapped id reads as.
 pub const OVERFLOW_ID: u32 = 65534;
@@ -55,6 +88,10 @@ pub struct UsernsPatches {
     pub setfcap_root: bool,
     /// Deliberately broken: relaxed publication of `nr_extents`.
     pub relaxed_publication: bool,
+    /// Candidate fix (never merged): a failed charge waits for the pending
+    /// frees (`rcu_barrier`, then the `free_user_ns` works) and charges
+    /// again.
+    pub wait_pending_free: bool,
 }
 
 impl UsernsPatches {
@@ -65,6 +102,7 @@ impl UsernsPatches {
         sort_after_translate: true,
         setfcap_root: true,
         relaxed_publication: false,
+        wait_pending_free: false,
     };
 
     pub fn publication(&self) -> Publication {
@@ -217,6 +255,10 @@ pub struct UserNamespace {
     pub ucounts_ns: Arc<UcountsNs>,
     /// Set once the namespace has been freed (its charge released).
     freed: AtomicBool,
+    /// Holders not yet gone: `count` less the references whose holder has
+    /// gone but whose put is deferred (oracle bookkeeping, no scheduling
+    /// point; see [`Userns::holder_gone`]).
+    users: StdAtomicI64,
     /// Made at set-up time (or the initial namespace): the simulated world
     /// holds it for the whole run, so its references are not counted.
     pub pinned: bool,
@@ -267,6 +309,7 @@ impl UserNamespace {
     pub fn get(&self) {
         if !self.pinned {
             self.count.inc();
+            self.users.fetch_add(1, StdOrdering::SeqCst);
         }
     }
 }
@@ -395,6 +438,27 @@ pub struct Userns {
     wq: Option<Arc<Workqueue>>,
     /// Every namespace made, for invariant checkers (creation order).
     registry: parking_lot::Mutex<Vec<Arc<UserNamespace>>>,
+    /// Judges each ENOSPC of the `max_user_namespaces` charge
+    /// (`userns.no_false_enospc`).
+    pub oracle: EnospcOracle,
+    /// The deferred steps of frees under way, kept while
+    /// `userns-wait-pending-free` is in force (what its wait waits for).
+    pending: parking_lot::Mutex<PendingFrees>,
+}
+
+/// The deferred steps not yet done: queued or running work items.
+#[derive(Default)]
+struct PendingFrees {
+    /// `put_cred_rcu` callbacks (what `rcu_barrier` waits for).
+    cred_puts: Vec<Arc<Work>>,
+    /// `free_user_ns` works.
+    frees: Vec<Arc<Work>>,
+}
+
+/// Keep only the works still queued or running (no scheduling point).
+fn unfinished(works: &mut Vec<Arc<Work>>) -> Vec<Arc<Work>> {
+    works.retain(|w| w.peek_pending() || w.peek_running());
+    works.clone()
 }
 
 impl Userns {
@@ -421,6 +485,7 @@ impl Userns {
             parent_could_setfcap: true,
             ucounts_ns: Arc::clone(init_ucounts),
             freed: AtomicBool::new(false),
+            users: StdAtomicI64::new(1),
             pinned: true,
         });
         Arc::new(Userns {
@@ -431,6 +496,8 @@ impl Userns {
             state_mutex: Mutex::new("userns_state_mutex", ()),
             next_id: StdAtomicU32::new(first_child_id),
             wq: None,
+            oracle: EnospcOracle::new(UcountType::UserNamespaces, "user namespace"),
+            pending: parking_lot::Mutex::new(PendingFrees::default()),
         })
     }
 
@@ -534,6 +601,7 @@ impl Userns {
             parent_could_setfcap,
             ucounts_ns,
             freed: AtomicBool::new(false),
+            users: StdAtomicI64::new(1),
             pinned: false,
         })
     }
@@ -558,11 +626,15 @@ impl Userns {
             return Err(self.limit_errno());
         }
         let charge = if self.patches.ucounts_limits {
-            let c = self
-                .ucounts
-                .inc_ucount(&parent.ucounts_ns, cred.euid, UcountType::UserNamespaces)
-                .ok_or(Error::ENOSPC)?;
-            Some(c)
+            let chain = charge_chain(&parent.ucounts_ns, cred.euid);
+            let call = self.oracle.begin_call(chain.clone());
+            let c = self.inc_user_namespaces(&parent.ucounts_ns, cred.euid);
+            if c.is_some() {
+                self.oracle.charged(&chain);
+            }
+            let what = format!("create_user_ns making {name}");
+            self.oracle.end_call(call, c.is_none(), &what);
+            Some(c.ok_or(Error::ENOSPC)?)
         } else {
             None
         };
@@ -570,6 +642,7 @@ impl Userns {
         if !mapped(&parent.uid_map, cred.euid) || !mapped(&parent.gid_map, cred.egid) {
             if let Some(c) = &charge {
                 self.ucounts.dec_ucount(c, UcountType::UserNamespaces);
+                self.oracle.uncharged(&charge_chain(&c.ns, c.uid));
             }
             return Err(Error::EPERM);
         }
@@ -593,6 +666,40 @@ impl Userns {
         Ok(new)
     }
 
+    /// `inc_user_namespaces`: charge (`ns`, `uid`). With
+    /// `userns-wait-pending-free`, a failed charge waits for the frees
+    /// already on their way and is tried again: after the first wait in
+    /// any case (a free may have finished just before it), after a later
+    /// one only if frees were on their way when it began.
+    fn inc_user_namespaces(&self, ns: &Arc<UcountsNs>, uid: u32) -> Option<Arc<Ucounts>> {
+        let mut retry = true;
+        loop {
+            let charge = self.ucounts.inc_ucount(ns, uid, UcountType::UserNamespaces);
+            if charge.is_some() || !self.patches.wait_pending_free || !retry {
+                return charge;
+            }
+            retry = self.wait_for_pending_frees();
+            sim::note("create_user_ns: retry", sim::ObjId::NONE, 0);
+        }
+    }
+
+    /// The patch's wait: `rcu_barrier` (every `put_cred_rcu` queued so far
+    /// has run, and with it every last `put_user_ns` it made), then the
+    /// flush of the `free_user_ns` works queued by then. True if either
+    /// found any on its way (whether or not it finished before the flush
+    /// got to it).
+    fn wait_for_pending_frees(&self) -> bool {
+        let cred_puts = unfinished(&mut self.pending.lock().cred_puts);
+        for work in &cred_puts {
+            flush_work(work);
+        }
+        let frees = unfinished(&mut self.pending.lock().frees);
+        for work in &frees {
+            flush_work(work);
+        }
+        !(cred_puts.is_empty() && frees.is_empty())
+    }
+
     fn limit_errno(&self) -> Error {
         if self.patches.ucounts_limits {
             Error::ENOSPC
@@ -610,6 +717,9 @@ impl Userns {
         }
         if let Some(c) = ns.charge() {
             self.ucounts.dec_ucount(c, UcountType::UserNamespaces);
+            if ns.users.load(StdOrdering::SeqCst) <= 0 {
+                self.oracle.freed();
+            }
         }
         sim::free_object(ns.obj);
         // Checkers look at live namespaces only; long loops must not
@@ -619,10 +729,37 @@ impl Userns {
             .retain(|n| !std::ptr::eq(Arc::as_ptr(n), ns));
     }
 
-    /// `put_user_ns`: drop a reference; the last one hands the namespace
-    /// to `free_user_ns` on the work queue (`__put_user_ns`), or frees it
-    /// at once without one.
+    /// `put_user_ns` by a holder that goes now: drop a reference; the last
+    /// one hands the namespace to `free_user_ns` on the work queue
+    /// (`__put_user_ns`), or frees it at once without one.
     pub fn put_user_ns(self: &Arc<Self>, ns: &Arc<UserNamespace>) {
+        self.holder_gone(ns);
+        self.put_user_ns_deferred(ns);
+    }
+
+    /// A holder of a reference on `ns` is gone, though the reference is put
+    /// later ([`Userns::put_user_ns_deferred`]): a credential waiting for
+    /// its grace period, a network namespace waiting for `cleanup_net`.
+    /// When no holder is left the namespace is released: nobody can use it
+    /// any more, and the oracle no longer counts it as alive. Its parent
+    /// then loses the holder the child was. Bookkeeping only: no
+    /// scheduling point.
+    pub fn holder_gone(&self, ns: &Arc<UserNamespace>) {
+        let mut cur = Some(Arc::clone(ns));
+        while let Some(ns) = cur {
+            if ns.pinned || ns.users.fetch_sub(1, StdOrdering::SeqCst) != 1 {
+                return;
+            }
+            if let Some(c) = ns.charge() {
+                self.oracle.released(&charge_chain(&c.ns, c.uid));
+            }
+            cur = ns.parent.clone();
+        }
+    }
+
+    /// The put itself, for a holder that [`Userns::holder_gone`] reported
+    /// gone before.
+    pub fn put_user_ns_deferred(self: &Arc<Self>, ns: &Arc<UserNamespace>) {
         if ns.pinned || !ns.count.dec_and_test() {
             return;
         }
@@ -635,6 +772,11 @@ impl Userns {
             sys.free_user_ns_work(Arc::clone(&ns))
         });
         schedule_work(&work);
+        if self.patches.wait_pending_free {
+            let mut pending = self.pending.lock();
+            unfinished(&mut pending.frees);
+            pending.frees.push(work);
+        }
     }
 
     /// The body of the `free_user_ns` work: free the namespace, then its
@@ -657,8 +799,9 @@ impl Userns {
         if cred.user_ns.pinned {
             return;
         }
+        self.holder_gone(&cred.user_ns);
         let Some(wq) = &self.wq else {
-            self.put_user_ns(&cred.user_ns);
+            self.put_user_ns_deferred(&cred.user_ns);
             return;
         };
         let sys = Arc::clone(self);
@@ -666,10 +809,15 @@ impl Userns {
         let work = Work::new("put_cred_rcu", wq, move || {
             synchronize_rcu();
             if let Some(c) = cred.lock().take() {
-                sys.put_user_ns(&c.user_ns);
+                sys.put_user_ns_deferred(&c.user_ns);
             }
         });
         schedule_work(&work);
+        if self.patches.wait_pending_free {
+            let mut pending = self.pending.lock();
+            unfinished(&mut pending.cred_puts);
+            pending.cred_puts.push(work);
+        }
     }
 
     /// Give a set-up namespace the one-range map `inside outside count`

@@ -1,0 +1,349 @@
+//! A false-ENOSPC oracle for one kind of namespace, judged the way a user
+//! would: a creation may fail with ENOSPC only if, at some instant during
+//! the call, the namespaces of that kind that were alive (charged and not
+//! yet released by their last user) in its user namespace or an ancestor
+//! reached that level's `max_*`. Namespaces that every user has dropped
+//! but whose deferred free has not run yet do not count.
+//!
+//! Creations that overlap the failing one and succeed count too: each may
+//! have taken its place at any instant of its own call, so a call that
+//! fails while another one is still charging may have lost to it. Such a
+//! failure is judged once every call that overlapped it has ended.
+//!
+//! The subsystem that owns the kind says when a namespace is charged,
+//! released and freed, and brackets each charge attempt with
+//! [`EnospcOracle::begin_call`] and [`EnospcOracle::end_call`]. A false
+//! ENOSPC is reported once the syscall that got it has returned to its
+//! task ([`EnospcOracle::returned`]), so that the task's results show it:
+//! the syscall may still do other work after the failed charge (a child
+//! of `unshare -U true` exits first). "Charged to a level" is counted the
+//! way the limit applies: per entry on the charge's path
+//! ([`crate::charge_chain`]), i.e. (the caller's user namespace, its euid)
+//! and, at each ancestor, (that ancestor, the owner of the namespace
+//! below).
+//!
+//! Nothing here is a scheduling point: the oracle is bookkeeping beside the
+//! model, kept in ordered maps so that every run reads the same.
+
+use crate::{UcountType, UcountsNs};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// The entries a charge goes through, leaf first.
+pub type Chain = Vec<(Arc<UcountsNs>, u32)>;
+
+/// A call being judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallId(u64);
+
+/// The oracle of one ucount type.
+pub struct EnospcOracle {
+    kind: UcountType,
+    /// What is made, for messages: "user namespace", "network namespace".
+    noun: &'static str,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Alive namespaces charged through each (user namespace id, uid)
+    /// entry: the counters the kernel compares with the limits, less the
+    /// namespaces already released.
+    live: BTreeMap<(u32, u32), i64>,
+    calls: BTreeMap<u64, Call>,
+    next_call: u64,
+    /// Released and not yet freed.
+    pending: i64,
+    /// Failed calls not justified by what was alive during them, waiting
+    /// for the calls that overlapped them to end, or for their syscall to
+    /// return.
+    undecided: Vec<Undecided>,
+    violation: Option<String>,
+}
+
+struct Call {
+    chain: Chain,
+    justified: bool,
+    /// Most namespaces seen alive at the leaf during the call.
+    most_live: i64,
+}
+
+struct Undecided {
+    chain: Chain,
+    /// Alive at each entry of `chain` when the call ended.
+    live_at_end: Vec<i64>,
+    /// Calls still open when it ended.
+    overlapping: BTreeSet<u64>,
+    /// Of those, the ones that charged since, at each entry of `chain`.
+    won: Vec<i64>,
+    task: Option<sim::TaskId>,
+    returned: bool,
+    /// The message, should it be a violation.
+    verdict: String,
+}
+
+fn key(entry: &(Arc<UcountsNs>, u32)) -> (u32, u32) {
+    (entry.0.id, entry.1)
+}
+
+impl State {
+    fn alive(&self, entry: &(Arc<UcountsNs>, u32)) -> i64 {
+        self.live.get(&key(entry)).copied().unwrap_or(0)
+    }
+
+    fn judge(&mut self, id: u64, kind: UcountType) {
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        let leaf_live = self.alive(&call.chain[0]);
+        let reached = call
+            .chain
+            .iter()
+            .any(|entry| self.alive(entry) >= entry.0.peek_max(kind));
+        let call = self.calls.get_mut(&id).expect("just found");
+        call.most_live = call.most_live.max(leaf_live);
+        call.justified |= reached;
+    }
+
+    fn judge_all(&mut self, kind: UcountType) {
+        let ids: Vec<u64> = self.calls.keys().copied().collect();
+        for id in ids {
+            self.judge(id, kind);
+        }
+    }
+
+    fn add(&mut self, chain: &[(Arc<UcountsNs>, u32)], by: i64) {
+        for entry in chain {
+            *self.live.entry(key(entry)).or_default() += by;
+        }
+    }
+
+    /// Report the first undecided failure that nothing can justify any
+    /// more; forget the justified ones.
+    fn decide(&mut self, kind: UcountType) {
+        let mut keep = Vec::new();
+        for u in std::mem::take(&mut self.undecided) {
+            if !u.overlapping.is_empty() || !u.returned {
+                keep.push(u);
+                continue;
+            }
+            let justified = u
+                .chain
+                .iter()
+                .enumerate()
+                .any(|(i, entry)| u.live_at_end[i] + u.won[i] >= entry.0.peek_max(kind));
+            if !justified && self.violation.is_none() {
+                self.violation = Some(u.verdict);
+            }
+        }
+        self.undecided = keep;
+    }
+}
+
+impl EnospcOracle {
+    pub fn new(kind: UcountType, noun: &'static str) -> Self {
+        EnospcOracle {
+            kind,
+            noun,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn count(&self, n: i64) -> String {
+        match n {
+            1 => format!("1 {} was", self.noun),
+            n => format!("{n} {}s were", self.noun),
+        }
+    }
+
+    /// A charge attempt begins for the entries of `chain`.
+    pub fn begin_call(&self, chain: Chain) -> CallId {
+        let mut s = self.state.lock();
+        let id = s.next_call;
+        s.next_call += 1;
+        s.calls.insert(
+            id,
+            Call {
+                chain,
+                justified: false,
+                most_live: 0,
+            },
+        );
+        s.judge(id, self.kind);
+        CallId(id)
+    }
+
+    /// The attempt is over; `enospc` says whether it failed for the limit
+    /// (else it charged). `what` names the call in the message
+    /// (`create_user_ns making looper/userns1`).
+    pub fn end_call(&self, id: CallId, enospc: bool, what: &str) {
+        let mut s = self.state.lock();
+        s.judge(id.0, self.kind);
+        let Some(call) = s.calls.remove(&id.0) else {
+            return;
+        };
+        for u in &mut s.undecided {
+            if u.overlapping.remove(&id.0) && !enospc {
+                for (i, entry) in u.chain.iter().enumerate() {
+                    if call.chain.iter().any(|c| key(c) == key(entry)) {
+                        u.won[i] += 1;
+                    }
+                }
+            }
+        }
+        if enospc && !call.justified {
+            let (leaf, uid) = &call.chain[0];
+            let verdict = format!(
+                "{what} returned ENOSPC, but at most {} alive for uid {uid} in user namespace {} during the call ({} = {}); {} released and waiting to be freed",
+                self.count(call.most_live),
+                leaf.name,
+                self.kind.sysctl().trim_start_matches("user."),
+                leaf.peek_max(self.kind),
+                self.count(s.pending.max(0)),
+            );
+            let task = sim::current_task();
+            let undecided = Undecided {
+                live_at_end: call.chain.iter().map(|e| s.alive(e)).collect(),
+                overlapping: s.calls.keys().copied().collect(),
+                won: vec![0; call.chain.len()],
+                chain: call.chain,
+                returned: task.is_none(),
+                task,
+                verdict,
+            };
+            s.undecided.push(undecided);
+        }
+        s.decide(self.kind);
+    }
+
+    /// The current task's syscall has returned: a false ENOSPC it got is
+    /// reported now (or once the calls it overlapped have ended).
+    pub fn returned(&self) {
+        let mut s = self.state.lock();
+        let me = sim::current_task();
+        let mut any = false;
+        for u in &mut s.undecided {
+            if u.task == me {
+                u.returned = true;
+                any = true;
+            }
+        }
+        if any {
+            s.decide(self.kind);
+        }
+    }
+
+    /// A namespace was charged at every entry of `chain` (made by a task,
+    /// or by the set-up).
+    pub fn charged(&self, chain: &[(Arc<UcountsNs>, u32)]) {
+        let mut s = self.state.lock();
+        s.add(chain, 1);
+        s.judge_all(self.kind);
+    }
+
+    /// A charge was undone before the namespace was ever used (a later
+    /// check of the creation failed).
+    pub fn uncharged(&self, chain: &[(Arc<UcountsNs>, u32)]) {
+        self.state.lock().add(chain, -1);
+    }
+
+    /// Every user of a namespace has dropped it; its free may come later.
+    pub fn released(&self, chain: &[(Arc<UcountsNs>, u32)]) {
+        let mut s = self.state.lock();
+        s.add(chain, -1);
+        s.pending += 1;
+    }
+
+    /// A released namespace was freed and its charge returned.
+    pub fn freed(&self) {
+        self.state.lock().pending -= 1;
+    }
+
+    /// A `max_*` changed.
+    pub fn limits_changed(&self) {
+        self.state.lock().judge_all(self.kind);
+    }
+
+    pub fn take_violation(&self) -> Option<String> {
+        self.state.lock().violation.take()
+    }
+
+    /// Alive namespaces charged through the entry (user namespace `id`, `uid`).
+    pub fn live(&self, id: u32, uid: u32) -> i64 {
+        self.state.lock().live.get(&(id, uid)).copied().unwrap_or(0)
+    }
+
+    /// Released namespaces not yet freed.
+    pub fn pending(&self) -> i64 {
+        self.state.lock().pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oracle() -> (EnospcOracle, Chain) {
+        let ns = UcountsNs::init(0);
+        ns.set_max(UcountType::NetNamespaces, 1);
+        let o = EnospcOracle::new(UcountType::NetNamespaces, "network namespace");
+        (o, vec![(ns, 0)])
+    }
+
+    #[test]
+    fn an_enospc_with_the_limit_reached_by_live_namespaces_is_justified() {
+        let (o, chain) = oracle();
+        o.charged(&chain);
+        let call = o.begin_call(chain.clone());
+        o.end_call(call, true, "copy_net_ns");
+        assert_eq!(o.take_violation(), None);
+        assert_eq!(o.live(0, 0), 1);
+    }
+
+    #[test]
+    fn an_enospc_while_the_only_namespace_waits_for_its_free_is_false() {
+        let (o, chain) = oracle();
+        o.charged(&chain);
+        o.released(&chain);
+        let call = o.begin_call(chain.clone());
+        o.end_call(call, true, "copy_net_ns");
+        let v = o.take_violation().expect("a violation");
+        assert!(v.contains("at most 0 network namespaces were alive"), "{v}");
+        assert!(v.contains("max_net_namespaces = 1"), "{v}");
+        assert!(v.contains("1 network namespace was released"), "{v}");
+        o.freed();
+        assert_eq!(o.pending(), 0);
+    }
+
+    #[test]
+    fn a_namespace_charged_during_the_call_justifies_it() {
+        let (o, chain) = oracle();
+        let call = o.begin_call(chain.clone());
+        o.charged(&chain);
+        o.released(&chain);
+        o.end_call(call, true, "copy_net_ns");
+        assert_eq!(o.take_violation(), None);
+    }
+
+    #[test]
+    fn a_failure_is_judged_once_the_calls_it_overlapped_have_ended() {
+        // Another creation is still charging when this one fails: if it
+        // succeeds, it may have taken the last place first.
+        let (o, chain) = oracle();
+        let other = o.begin_call(chain.clone());
+        let call = o.begin_call(chain.clone());
+        o.end_call(call, true, "copy_net_ns");
+        assert_eq!(o.take_violation(), None, "undecided while `other` runs");
+        o.charged(&chain);
+        o.end_call(other, false, "copy_net_ns");
+        assert_eq!(o.take_violation(), None);
+        // If it fails too, neither had a reason.
+        o.released(&chain);
+        let other = o.begin_call(chain.clone());
+        let call = o.begin_call(chain.clone());
+        o.end_call(call, true, "copy_net_ns");
+        o.end_call(other, true, "copy_net_ns");
+        assert!(o.take_violation().is_some());
+    }
+}
