@@ -387,7 +387,8 @@ impl Outputs<'_> {
         patches: &ActivePatches,
         token: &Token,
         recorded: &sim::ExecReport,
-    ) -> Result<(), CliError> {
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Option<&'static str>, CliError> {
         let text = token.encode();
         if self.views.any() {
             views::emit(
@@ -404,9 +405,12 @@ impl Outputs<'_> {
             )?;
         }
         if let Some(path) = &self.trace {
-            tracefile::write(path, &tracefile::render(sc, kernel, token, recorded))?;
+            match tracefile::render(sc, kernel, token, recorded, deadline) {
+                Some(text) => tracefile::write(path, &text)?,
+                None => return Ok(Some("the --timeout deadline passed while the trace file was rendered: it was not written")),
+            }
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -455,7 +459,8 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
     // The search and its shrinking stop at half of --timeout, the replays
     // that report the execution (its results, the events of its views) at
     // seven tenths: the rest is for writing them out, in time proportional
-    // to what those replays had time for.
+    // to what those replays had time for, and a trace file still being
+    // rendered at nine tenths is not written.
     let start = std::time::Instant::now();
     spec.explore.exec.deadline = Some(start + plan.timeout.mul_f64(0.5));
     spec.explore.exec.report_deadline = Some(start + plan.timeout.mul_f64(0.7));
@@ -490,7 +495,9 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
         // Exploration keeps only hashes; record the reported execution again.
         let (recorded, _) = replay_run(&spec, &out.explore.schedule, true);
         if !kernel::cut_by_deadline(&recorded, &out.explore.report) {
-            outputs.emit(sc, &plan.label, &patches, &token, &recorded)?;
+            let deadline = Some(start + plan.timeout.mul_f64(0.9));
+            let cut = outputs.emit(sc, &plan.label, &patches, &token, &recorded, deadline)?;
+            notes.extend(cut.map(str::to_string));
         } else {
             notes.push("the --timeout deadline passed while the execution was recorded: no view or trace file was written".to_string());
         }
@@ -649,7 +656,7 @@ pub fn replay(
         }
     }
     if outputs.wanted() {
-        outputs.emit(&sc, &plan.label, &patches, &token, &report)?;
+        outputs.emit(&sc, &plan.label, &patches, &token, &report, None)?;
     }
     let (strategy, seed, iteration) = match &token.schedule {
         Schedule::Random { seed, iteration } => ("random", *seed, *iteration),

@@ -4,9 +4,12 @@
 
 use crate::run::CliError;
 use scenario::Scenario;
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
 use serde_json::{json, Value};
 use sim::{EventKind, ExecReport, ObjId, Schedule, Token};
 use std::path::Path;
+use std::time::Instant;
 
 pub const FORMAT: &str = "nssim-trace";
 pub const FORMAT_VERSION: u64 = 1;
@@ -45,14 +48,76 @@ fn object(report: &ExecReport, obj: ObjId) -> Value {
         .map_or(Value::Null, |n| Value::String(n.clone()))
 }
 
-/// The trace file of a recorded execution.
-pub fn render(sc: &Scenario, kernel: &str, token: &Token, report: &ExecReport) -> String {
-    let events: Vec<Value> = report
-        .events
-        .iter()
-        .flatten()
-        .map(|e| {
-            json!({
+/// The trace file of a recorded execution, or `None` when `deadline`
+/// passes while it is rendered (an execution of a million steps is a file
+/// of hundreds of megabytes, and `--timeout` bounds the whole run).
+pub fn render(
+    sc: &Scenario,
+    kernel: &str,
+    token: &Token,
+    report: &ExecReport,
+    deadline: Option<Instant>,
+) -> Option<String> {
+    // The fields in alphabetical order: the order of a JSON object's keys
+    // in serde_json, which earlier versions of the file were written in.
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        detail: Option<String>,
+        events: Events<'a>,
+        file: String,
+        format: &'static str,
+        format_version: u64,
+        kernel: &'a str,
+        nssim_version: &'static str,
+        outcome: &'a str,
+        scenario: &'a str,
+        schedule: Value,
+        steps: u64,
+        tasks: &'a [String],
+        token: String,
+        trace_hash: String,
+        virtual_ns: u64,
+    }
+    let doc = Doc {
+        detail: report
+            .outcome
+            .is_failure()
+            .then(|| report.outcome.to_string()),
+        events: Events { report, deadline },
+        file: sc.path.display().to_string(),
+        format: FORMAT,
+        format_version: FORMAT_VERSION,
+        kernel,
+        nssim_version: env!("CARGO_PKG_VERSION"),
+        outcome: report.outcome.kind(),
+        scenario: &sc.name,
+        schedule: schedule_text(&token.schedule),
+        steps: report.steps,
+        tasks: &report.task_names,
+        token: token.encode(),
+        trace_hash: format!("{:016x}", report.trace_hash),
+        virtual_ns: report.virtual_ns,
+    };
+    // The only error serialising can give is the deadline's.
+    serde_json::to_string_pretty(&doc).ok().map(|s| s + "\n")
+}
+
+/// The events of a trace file, serialised one by one with the deadline
+/// read every few thousand of them.
+struct Events<'a> {
+    report: &'a ExecReport,
+    deadline: Option<Instant>,
+}
+
+impl Serialize for Events<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let report = self.report;
+        let mut seq = serializer.serialize_seq(None)?;
+        for (i, e) in report.events.iter().flatten().enumerate() {
+            if i % 4096 == 4095 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(serde::ser::Error::custom("the --timeout deadline passed"));
+            }
+            seq.serialize_element(&json!({
                 "step": e.step,
                 "time": e.time,
                 "task": report.task_names.get(e.task),
@@ -60,27 +125,10 @@ pub fn render(sc: &Scenario, kernel: &str, token: &Token, report: &ExecReport) -
                 "op": e.label,
                 "object": object(report, e.obj),
                 "value": e.value,
-            })
-        })
-        .collect();
-    let doc = json!({
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "nssim_version": env!("CARGO_PKG_VERSION"),
-        "scenario": sc.name,
-        "file": sc.path.display().to_string(),
-        "kernel": kernel,
-        "token": token.encode(),
-        "schedule": schedule_text(&token.schedule),
-        "outcome": report.outcome.kind(),
-        "detail": report.outcome.is_failure().then(|| report.outcome.to_string()),
-        "steps": report.steps,
-        "virtual_ns": report.virtual_ns,
-        "trace_hash": format!("{:016x}", report.trace_hash),
-        "tasks": report.task_names,
-        "events": events,
-    });
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            }))?;
+        }
+        seq.end()
+    }
 }
 
 /// What `replay` takes from a trace file: its token, and what the file
