@@ -5,7 +5,7 @@
 //! [`SCRATCH`], and a program there, run by the shell on this machine's
 //! kernel.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! The `nssim` binary against the scenario library: the acceptance checks
 //! of the foundation, each run the way a user runs them.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! The kernel is probed inside a child user namespace (`unshare -U -r`), so
 //! its limits are lowered only there; every child process is reaped.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

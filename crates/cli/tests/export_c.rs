@@ -5,7 +5,7 @@
 //! with an op the program cannot perform is refused with exit status 2 and
 //! the file named.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

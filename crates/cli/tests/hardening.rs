@@ -2,7 +2,7 @@
 //! abort: numbers out of the ranges of `sim::limits` (on the command line
 //! and in tokens), and input that would drive or flood the terminal.
 
-mod support;
+use crate::support;
 
 use sim::limits::{self, Limit};
 use sim::{Schedule, Segment, Token};

@@ -2,7 +2,7 @@
 //! name the same options, and every `--format json` help says what a
 //! line is.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use support::{nssim, root, stdout};

@@ -6,7 +6,7 @@
 //! in their index, in the book's SUMMARY.md and in docs/README.md, which
 //! lists every chapter of SUMMARY.md.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use support::root;

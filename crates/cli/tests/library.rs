@@ -2,7 +2,7 @@
 //! that is not the checkout: listed, shown, run by name and whole, and
 //! replayed, with the records a run in the checkout prints.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -4,7 +4,7 @@
 //! the child (`ru_maxrss` of the children waited for), so this binary
 //! holds this one test only.
 
-mod support;
+use crate::support;
 
 use support::{nssim, stdout};
 

@@ -3,7 +3,7 @@
 //! fair runs; every shard record carries its shard and global iteration,
 //! and a set of files that is not the shards of one run is refused.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@
 //!
 //! The generator is seeded: the same mutants on every run.
 
-mod support;
+use crate::support;
 
 use nssim_cli::fuzz::{self, Budget};
 use sim::limits::{self, Limit};

@@ -3,7 +3,7 @@
 //! no user namespaces) and then checks nothing; the tests run one at a
 //! time, since each counts the machine's processes and namespaces.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use support::{nssim, stdout};

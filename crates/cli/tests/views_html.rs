@@ -2,7 +2,7 @@
 //! the scripts run, the swimlanes are in the DOM on both axes, and the
 //! screenshot shows a drawn page.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,7 @@
 //! `--timeline` on the scenario library: the v6.2 ipc race, the ABBA
 //! deadlock and the use-after-free without a grace period.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
