@@ -3,6 +3,7 @@
 //! share the harness's threads, so that those that wait on a child
 //! process or on their turn on the kernel leave the cores to the others.
 //! `cargo test -p nssim-cli --test integration MODULE::` runs one file.
+//! `timeout.rs` is a binary of its own (Cargo.toml says why).
 
 mod book;
 mod cli;
@@ -18,7 +19,6 @@ mod merge;
 mod mutants;
 mod on_kernel;
 mod support;
-mod timeout;
 mod views_html;
 mod views_perfetto;
 mod views_timeline;

@@ -3,7 +3,7 @@
 //! hardening issue gives (a 2 s timeout ends within 3 s), not a measure of
 //! speed.
 
-use crate::support;
+mod support;
 
 use std::time::{Duration, Instant};
 use support::{nssim, stderr, stdout};
