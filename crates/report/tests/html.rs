@@ -2,7 +2,7 @@
 //! drawn for both axes.
 
 #[allow(dead_code)]
-mod support;
+use crate::support;
 
 use report::{html, Model};
 use support::{execution, LEXICON};

@@ -1,7 +1,7 @@
 //! The views' reading of a trace: spans, marks, flows, series.
 
 #[allow(dead_code)]
-mod support;
+use crate::support;
 
 use report::{nest, MarkKind, Model, Place, SpanKind};
 use support::{execution, find, LEXICON};

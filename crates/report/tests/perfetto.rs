@@ -2,7 +2,7 @@
 //! field and for nesting.
 
 #[allow(dead_code)]
-mod support;
+use crate::support;
 
 use report::{perfetto, Model};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! The terminal timeline of a synthetic execution.
 
 #[allow(dead_code)]
-mod support;
+use crate::support;
 
 use report::{timeline, Model};
 use support::{execution, LEXICON};

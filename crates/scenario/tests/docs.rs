@@ -50,7 +50,7 @@ fn blocks_with_seed(seed: &str) -> String {
 
 /// Every reference table of the format (ops, patches, profiles,
 /// invariants, sysctls, costs) is the rendering of its declarations.
-/// `NSSIM_BLESS=1 cargo test -p nssim-scenario --test docs` rewrites them.
+/// `NSSIM_BLESS=1 cargo test -p nssim-scenario --test integration docs::` rewrites them.
 #[test]
 fn reference_tables_match_the_declarations() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/scenario-format.md");
@@ -78,6 +78,6 @@ fn reference_tables_match_the_declarations() {
     assert!(
         stale.is_empty(),
         "docs/scenario-format.md's tables {stale:?} differ from the declarations; \
-         NSSIM_BLESS=1 cargo test -p nssim-scenario --test docs rewrites them"
+         NSSIM_BLESS=1 cargo test -p nssim-scenario --test integration docs:: rewrites them"
     );
 }
