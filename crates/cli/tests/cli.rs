@@ -402,17 +402,21 @@ fn the_whole_library_runs_as_expected_and_deterministically() {
     for line in json_lines(&o) {
         assert_eq!(line["as_expected"], true, "{line}");
     }
-    // Same seed, other thread count, other environment: the same bytes,
-    // trace hashes included.
+    // Same seed, other thread count, other environment, the copy built
+    // into the binary run from another directory: the same bytes, trace
+    // hashes included.
+    let elsewhere = support::empty_dir("whole");
     let again = Command::new(env!("CARGO_BIN_EXE_nssim"))
-        .args(["run", "sim-scenarios/", "--format", "json", "--jobs", "2"])
-        .current_dir(root())
+        .args(["run", "--library", "--format", "json", "--jobs", "2"])
+        .current_dir(&elsewhere)
+        .env("NO_COLOR", "1")
         .env("TZ", "Pacific/Kiritimati")
         .env("LANG", "de_DE.UTF-8")
         .env("NSSIM_UNRELATED", "x".repeat(1000))
         .output()
         .unwrap();
     assert_eq!(stdout(&o), stdout(&again));
+    let _ = std::fs::remove_dir_all(&elsewhere);
 }
 
 #[test]

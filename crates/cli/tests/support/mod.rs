@@ -19,6 +19,24 @@ pub fn nssim(args: &[&str]) -> Output {
         .expect("nssim runs")
 }
 
+/// `nssim args` run from `dir`, a directory that is not the checkout.
+pub fn nssim_elsewhere(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("nssim runs")
+}
+
+/// An empty directory of this test run's, named `name`.
+pub fn empty_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nssim-library-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
