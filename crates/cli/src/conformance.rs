@@ -135,7 +135,13 @@ fn scenario_verdict(
         let labels: Vec<&str> = failed.iter().map(|c| c.0.as_str()).collect();
         format!("NOT as expected ({})", labels.join(", "))
     };
-    let r: OnKernel = onkernel::on_kernel(sc, REPEAT, patches, Search::CONFORMANCE);
+    let r: OnKernel = onkernel::on_kernel(
+        sc,
+        REPEAT,
+        patches,
+        Search::CONFORMANCE,
+        onkernel::KERNEL_BUDGET,
+    );
     let kernel = match r.verdict {
         KernelVerdict::Skipped => Err(r.reason.clone().unwrap_or_default()),
         v => Ok(format!("{} ({} repeats)", v.name(), r.repeats)),

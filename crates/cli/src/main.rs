@@ -221,11 +221,12 @@ enum Command {
         /// Run each scenario on the running kernel (as root, with user namespaces) and
         /// check that every outcome the kernel shows is one the model reaches under
         /// the profile matching the kernel's release, with --patch toggles on top
-        /// (exit status 1 when not). Other exploration options do not apply.
+        /// (exit status 1 when not). --timeout bounds the kernel side of each
+        /// scenario (15 s at most); other exploration options do not apply.
         #[arg(long)]
         on_kernel: bool,
         /// --on-kernel: runs of each scenario on the kernel (bounded by 15 s of
-        /// wall-clock time per scenario).
+        /// wall-clock time per scenario, or --timeout if shorter).
         #[arg(long, value_name = "N", requires = "on_kernel",
               value_parser = clap::value_parser!(u32).range(1..=1000))]
         repeat: Option<u32>,
@@ -443,7 +444,7 @@ fn main() -> ExitCode {
             library,
             format,
             repeat.unwrap_or(onkernel::DEFAULT_REPEAT),
-            &overrides.patches,
+            &overrides,
             kernel_output.as_deref(),
         ),
         Command::Run {

@@ -22,9 +22,10 @@ use std::time::Duration;
 
 /// Repeats per scenario when `--repeat` is not given.
 pub const DEFAULT_REPEAT: u32 = 20;
-/// Wall-clock time the kernel side of one scenario may take; past it no
-/// further repeat starts and a running one is cut off.
-const KERNEL_BUDGET: Duration = Duration::from_secs(15);
+/// Wall-clock time the kernel side of one scenario may take (or
+/// `--timeout`, when shorter); past it no further repeat starts and a
+/// running one is cut off.
+pub const KERNEL_BUDGET: Duration = Duration::from_secs(15);
 /// Scheduling points the model side of one scenario may spend, over all
 /// its searches: a bound in the model's own units, so that what it
 /// reaches does not depend on the machine.
@@ -241,21 +242,15 @@ pub fn on_kernel(
     repeat: u32,
     patches: &kernel::ActivePatches,
     width: Search,
+    budget: Duration,
 ) -> OnKernel {
     let program = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => return skipped(format!("cannot find the nssim binary: {e}")),
     };
     let file = shown(&sc.path);
-    match kexec::execute(
-        &program,
-        &file,
-        &sc.source,
-        &sc.setup,
-        repeat,
-        KERNEL_BUDGET,
-    ) {
-        Ok(runs) => judge(sc, &runs, patches, width),
+    match kexec::execute(&program, &file, &sc.source, &sc.setup, repeat, budget) {
+        Ok(runs) => judge(sc, &runs, patches, width, budget),
         Err(kexec::Skip(why)) => skipped(why),
     }
 }
@@ -268,14 +263,15 @@ pub fn judge(
     runs: &kexec::KernelRuns,
     patches: &kernel::ActivePatches,
     width: Search,
+    budget: Duration,
 ) -> OnKernel {
     if runs.runs.is_empty() {
         return OnKernel {
             timed_out: runs.timed_out,
             wall: runs.wall,
             ..skipped(format!(
-                "no repeat finished within {} s",
-                KERNEL_BUDGET.as_secs()
+                "no repeat finished within {}",
+                scenario::format_duration(budget.as_nanos() as u64)
             ))
         };
     }
@@ -424,10 +420,12 @@ pub fn run(
     library: bool,
     format: Format,
     repeat: u32,
-    toggles: &[String],
+    overrides: &crate::Overrides,
     printed: Option<&Path>,
 ) -> Result<bool, CliError> {
-    let toggles = crate::run::parse_toggles(toggles)?;
+    let toggles = crate::run::parse_toggles(&overrides.patches)?;
+    let budget =
+        crate::run::timeout_given(overrides)?.map_or(KERNEL_BUDGET, |t| t.min(KERNEL_BUDGET));
     let scenarios = crate::run::load_scenarios(paths, library)?;
     if let Some(file) = printed {
         return run_printed(&scenarios, file, format, &toggles);
@@ -437,7 +435,7 @@ pub fn run(
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for sc in &scenarios {
-        let r = on_kernel(sc, repeat, &patches, Search::LIBRARY);
+        let r = on_kernel(sc, repeat, &patches, Search::LIBRARY, budget);
         *counts.entry(r.verdict.name()).or_default() += 1;
         print_record(sc, profile, &r, format);
     }
@@ -504,7 +502,7 @@ fn run_printed(
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
     let r = OnKernel {
         printed_in: Some(echo_path(&file.display().to_string())),
-        ..judge(sc, &runs, &patches, Search::LIBRARY)
+        ..judge(sc, &runs, &patches, Search::LIBRARY, KERNEL_BUDGET)
     };
     print_record(sc, profile, &r, format);
     Ok(r.verdict != Verdict::ModelMisses)

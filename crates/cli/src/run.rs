@@ -179,12 +179,19 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
 
 /// `--timeout`, ten minutes by default.
 fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
-    let ns = match &ov.timeout {
-        Some(t) => scenario::parse_duration(t)
-            .map_err(|m| CliError(format!("error: --timeout `{}`: {m}", echo(t))))?,
-        None => 600_000_000_000,
-    };
-    Ok(std::time::Duration::from_nanos(ns))
+    Ok(timeout_given(ov)?.unwrap_or(std::time::Duration::from_secs(600)))
+}
+
+/// `--timeout`, if it was given.
+pub(crate) fn timeout_given(ov: &Overrides) -> Result<Option<std::time::Duration>, CliError> {
+    ov.timeout
+        .as_ref()
+        .map(|t| {
+            scenario::parse_duration(t)
+                .map(std::time::Duration::from_nanos)
+                .map_err(|m| CliError(format!("error: --timeout `{}`: {m}", echo(t))))
+        })
+        .transpose()
 }
 
 /// A run stopped by a resource of this process (wall-clock time, memory)

@@ -191,16 +191,19 @@ fn a_run_cut_off_by_its_wall_clock_bound_leaves_nothing_behind() {
     let dir = std::env::temp_dir().join(format!("nssim-onkernel-{}", std::process::id()));
     let file = sleepers(&dir);
     let (before, _) = machine_state();
+    // --timeout shortens the kernel side's 15 s.
     let out = nssim(&[
         "run",
         "--on-kernel",
         "--repeat",
         "1",
+        "--timeout",
+        "2s",
         file.to_str().unwrap(),
     ]);
     let text = stdout(&out);
     assert!(
-        text.contains("skipped: no repeat finished within"),
+        text.contains("skipped: no repeat finished within 2s"),
         "{text}"
     );
     assert_nothing_left(&before);
