@@ -62,10 +62,18 @@ fn build(test: &str, scenario: &str) -> Option<PathBuf> {
         stderr(&o)
     );
     let program = dir.join("repro");
+    compile_cleanly(scenario, &source, &program, &[]);
+    Some(program)
+}
+
+/// `cc -Wall -Wextra -Werror -O2 EXTRA -o out source`, which must succeed.
+fn compile_cleanly(scenario: &str, source: &Path, out: &Path, extra: &[&str]) {
     let cc = Command::new("cc")
-        .args(["-Wall", "-Wextra", "-Werror", "-O2", "-o"])
-        .arg(&program)
-        .arg(&source)
+        .args(["-Wall", "-Wextra", "-Werror", "-O2"])
+        .args(extra)
+        .arg("-o")
+        .arg(out)
+        .arg(source)
         .output()
         .expect("cc runs");
     assert!(
@@ -73,7 +81,6 @@ fn build(test: &str, scenario: &str) -> Option<PathBuf> {
         "{scenario}: the program does not compile cleanly:\n{}",
         String::from_utf8_lossy(&cc.stderr)
     );
-    Some(program)
 }
 
 /// Run `program` `repeats` times on the kernel (holding the kernel's
@@ -269,17 +276,7 @@ fn every_library_scenario_compiles_cleanly_or_is_refused_for_its_op() {
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
         // Compiled, not linked (`-c`): linking took two fifths of the
         // time, and the tests above link and run a program of each kind.
-        let cc = Command::new("cc")
-            .args(["-Wall", "-Wextra", "-Werror", "-O2", "-c", "-o"])
-            .arg(dir.join(format!("{name}.o")))
-            .arg(&source)
-            .output()
-            .expect("cc runs");
-        assert!(
-            cc.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&cc.stderr)
-        );
+        compile_cleanly(name, &source, &dir.join(format!("{name}.o")), &["-c"]);
         compiled += 1;
     }
     assert!(compiled >= 30, "only {compiled} scenarios export");
