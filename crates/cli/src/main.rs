@@ -408,8 +408,12 @@ fn restore_sigpipe() {
 }
 
 /// Counts the heap in use, so that `--max-memory` can end a run cleanly.
+/// Over mimalloc: an exhaustive search makes and drops many small vectors
+/// per execution (its steps, clocks and footprints), where the system
+/// allocator spent a third of the run (see docs/performance.md).
 #[global_allocator]
-static ALLOC: sim::mem::CountingAlloc = sim::mem::CountingAlloc;
+static ALLOC: sim::mem::CountingAlloc<mimalloc::MiMalloc> =
+    sim::mem::CountingAlloc(mimalloc::MiMalloc);
 
 fn main() -> ExitCode {
     restore_sigpipe();

@@ -2,12 +2,14 @@
 //! limit past which an execution ends with outcome `limit` (memory) instead
 //! of the process being killed when the machine runs out.
 //!
-//! A binary opts in by installing [`CountingAlloc`] as its global
-//! allocator and calling [`set_limit`]; executions check the count every
+//! A binary opts in by installing [`CountingAlloc`] (over the system
+//! allocator, or another it names) as its global allocator and calling
+//! [`set_limit`]; executions check the count every
 //! 64 steps. The heap is not all a process holds (task stacks, memory the
 //! allocator keeps after a free), so executions also compare the
 //! process's resident set (`/proc/self/statm`) with the limit, every 16th
-//! time they look at the clock. Like the wall-clock timeout, the bound is a
+//! time they look at the clock and each time the heap has grown by 16 MiB
+//! since the last look. Like the wall-clock timeout, the bound is a
 //! resource of the process, not part of the model: it stops a run, it
 //! never steers one.
 
@@ -55,15 +57,20 @@ fn report_this_thread() {
     });
 }
 
-/// The system allocator, counting the bytes it has handed out and not yet
-/// been given back.
-pub struct CountingAlloc;
+/// An allocator (the system's by default), counting the bytes it has
+/// handed out and not yet been given back.
+pub struct CountingAlloc<A = System>(pub A);
 
-// SAFETY: every call is forwarded to `System` unchanged; only a counter is
-// updated on the side.
-unsafe impl GlobalAlloc for CountingAlloc {
+impl CountingAlloc {
+    /// The system allocator, counted.
+    pub const SYSTEM: CountingAlloc = CountingAlloc(System);
+}
+
+// SAFETY: every call is forwarded to the inner allocator unchanged; only a
+// counter is updated on the side.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
+        let p = unsafe { self.0.alloc(layout) };
         if !p.is_null() {
             count(layout.size() as isize);
         }
@@ -71,7 +78,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(layout) };
+        let p = unsafe { self.0.alloc_zeroed(layout) };
         if !p.is_null() {
             count(layout.size() as isize);
         }
@@ -79,12 +86,12 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { self.0.dealloc(ptr, layout) };
         count(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = unsafe { self.0.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             count(new_size as isize - layout.size() as isize);
         }
@@ -165,9 +172,32 @@ fn reported() -> usize {
     LIVE.load(Ordering::Relaxed).max(0) as usize
 }
 
-/// The live bytes, when they are past the limit.
+/// The heap's growth after which the resident set is read again: an
+/// allocator keeps more than it hands out (mimalloc some fifth more at
+/// times), so a heap under the limit can stand for a resident set past it.
+const RESIDENT_READ_EVERY: usize = 16 << 20;
+
+/// The live bytes at which the resident set is read next.
+static NEXT_RESIDENT_READ: AtomicUsize = AtomicUsize::new(0);
+
+/// The bytes the process holds, when they are past the limit: the live
+/// bytes, or the resident set, read each time the heap has grown by
+/// [`RESIDENT_READ_EVERY`] since the last read.
 #[inline]
 pub(crate) fn over_limit() -> Option<usize> {
     let live = reported();
-    (live > LIMIT.load(Ordering::Relaxed)).then_some(live)
+    let limit = LIMIT.load(Ordering::Relaxed);
+    if live > limit {
+        return Some(live);
+    }
+    if limit == usize::MAX || live < NEXT_RESIDENT_READ.load(Ordering::Relaxed) {
+        return None;
+    }
+    resident_after_growth(live, limit)
+}
+
+#[cold]
+fn resident_after_growth(live: usize, limit: usize) -> Option<usize> {
+    NEXT_RESIDENT_READ.store(live + RESIDENT_READ_EVERY, Ordering::Relaxed);
+    resident_bytes().filter(|r| *r > limit)
 }

@@ -5,7 +5,7 @@
 use sim::{costs::STEP, ExecConfig, Execution, ObjId, Outcome, Schedule};
 
 #[global_allocator]
-static ALLOC: sim::mem::CountingAlloc = sim::mem::CountingAlloc;
+static ALLOC: sim::mem::CountingAlloc = sim::mem::CountingAlloc::SYSTEM;
 
 #[test]
 fn a_run_past_the_memory_limit_ends_with_a_limit_outcome() {
