@@ -11,7 +11,9 @@
 //! directly before the second), and for each race whose reversal no
 //! explored or planned execution covers, it plans the shortest execution
 //! that reverses it, in the wakeup tree of the state before the first of
-//! the two. Sleep sets keep it from starting an execution equivalent to
+//! the two. A step's conflicts are looked up per object (its last write,
+//! and the reads since when the step writes it), not among every step
+//! before it. Sleep sets keep it from starting an execution equivalent to
 //! one already explored. Executions are run from the start each time (the
 //! scheduler keeps no states): a plan is the task to run at each step.
 //!
@@ -195,6 +197,8 @@ struct Event {
     fp: Footprint,
     /// Its index among its task's steps.
     local: u32,
+    /// Its task's step before it.
+    previous: Option<usize>,
     /// For each task, how many of its steps happen before this one or are
     /// it (a vector clock).
     clock: Vec<u32>,
@@ -240,6 +244,136 @@ struct Resume {
 struct Search {
     events: Vec<Event>,
     levels: Vec<Level>,
+    accesses: Accesses,
+}
+
+/// Which steps of the current execution touched each object: the steps a
+/// new step conflicts with are found among the few that can matter, not
+/// among every step before it.
+#[derive(Default)]
+struct Accesses {
+    /// Per object, by id, the steps that touched it, ascending.
+    by_object: Vec<Vec<usize>>,
+    /// The same for the few objects with ids past `DENSE_IDS` (the
+    /// scheduler's own, such as the table of objects).
+    sparse: Vec<(u32, Vec<usize>)>,
+    /// The steps that touched everything, ascending.
+    everything: Vec<usize>,
+}
+
+/// Object ids below this are kept by index; models make objects in order
+/// from 0, so those are all of them but the scheduler's own.
+const DENSE_IDS: u32 = 1 << 20;
+
+impl Accesses {
+    fn steps(&self, obj: u32) -> &[usize] {
+        if obj < DENSE_IDS {
+            return self.by_object.get(obj as usize).map_or(&[], Vec::as_slice);
+        }
+        self.sparse
+            .iter()
+            .find(|(o, _)| *o == obj)
+            .map_or(&[], |(_, steps)| steps.as_slice())
+    }
+
+    fn steps_mut(&mut self, obj: u32) -> &mut Vec<usize> {
+        if obj < DENSE_IDS {
+            let i = obj as usize;
+            if self.by_object.len() <= i {
+                self.by_object.resize_with(i + 1, Vec::new);
+            }
+            return &mut self.by_object[i];
+        }
+        let at = match self.sparse.iter().position(|(o, _)| *o == obj) {
+            Some(at) => at,
+            None => {
+                self.sparse.push((obj, Vec::new()));
+                self.sparse.len() - 1
+            }
+        };
+        &mut self.sparse[at].1
+    }
+
+    fn push(&mut self, i: usize, fp: &Footprint) {
+        if fp.everything {
+            self.everything.push(i);
+            return;
+        }
+        for &(obj, _) in &fp.objects {
+            self.steps_mut(obj).push(i);
+        }
+    }
+
+    /// Forget step `i`, the last one pushed.
+    fn pop(&mut self, i: usize, fp: &Footprint) {
+        if fp.everything {
+            let popped = self.everything.pop();
+            debug_assert_eq!(popped, Some(i));
+            return;
+        }
+        for &(obj, _) in &fp.objects {
+            let popped = self.steps_mut(obj).pop();
+            debug_assert_eq!(popped, Some(i));
+        }
+    }
+
+    /// The steps before `before` that a step with footprint `fp` may
+    /// conflict with, latest first, such that every step before `before`
+    /// it conflicts with is one of them or happens before one of them. Per
+    /// object: its last write, and when `fp` writes it the reads since
+    /// (an earlier access conflicts with that write, so it happens before
+    /// it); the last step that touched everything (an earlier one conflicts
+    /// with it). A step that touches everything may conflict with any.
+    fn conflict_candidates<'a>(
+        &self,
+        fp: &Footprint,
+        before: usize,
+        events: &[Event],
+        found: &'a mut Vec<usize>,
+    ) -> Candidates<'a> {
+        if fp.everything {
+            return Candidates::All((0..before).rev());
+        }
+        // While an execution is added, every step listed is before.
+        let earlier = |steps: &[usize]| match steps.last() {
+            Some(&last) if last >= before => steps.partition_point(|&k| k < before),
+            _ => steps.len(),
+        };
+        found.clear();
+        found.extend(self.everything[..earlier(&self.everything)].last());
+        for &(obj, writes) in &fp.objects {
+            let steps = self.steps(obj);
+            for &k in steps[..earlier(steps)].iter().rev() {
+                let k_writes = events[k].fp.writes(obj);
+                if writes || k_writes {
+                    found.push(k);
+                }
+                if k_writes {
+                    break;
+                }
+            }
+        }
+        found.sort_unstable_by(|a, b| b.cmp(a));
+        found.dedup();
+        Candidates::Some(found.iter())
+    }
+}
+
+/// Steps to look at for conflicts, latest first.
+enum Candidates<'a> {
+    All(std::iter::Rev<std::ops::Range<usize>>),
+    Some(std::slice::Iter<'a, usize>),
+}
+
+impl Iterator for Candidates<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Candidates::All(steps) => steps.next(),
+            Candidates::Some(steps) => steps.next().copied(),
+        }
+    }
 }
 
 impl Search {
@@ -268,6 +402,7 @@ impl Search {
         }
         let mut path: Option<Node> = None;
         let mut resume = resume;
+        let mut scratch = Vec::new();
         for m in from..end {
             let seen = &log.steps[m];
             let t = seen.task;
@@ -292,7 +427,11 @@ impl Search {
             }
             // Latest first: a step the clock already covers happens before
             // one joined already, so its own clock adds nothing.
-            for e in self.events.iter().rev() {
+            for k in self
+                .accesses
+                .conflict_candidates(&fp, m, &self.events, &mut scratch)
+            {
+                let e = &self.events[k];
                 if e.task != t && !covers(&clock, e) && e.fp.conflicts(&fp) {
                     join(&mut clock, &e.clock);
                 }
@@ -337,10 +476,12 @@ impl Search {
                 }
             };
             self.levels.push(level);
+            self.accesses.push(m, &fp);
             self.events.push(Event {
                 task: t,
                 fp,
                 local: locals[t],
+                previous,
                 clock,
                 enabler,
             });
@@ -373,13 +514,16 @@ impl Search {
     fn direct_races(&self, j: usize) -> Vec<usize> {
         let ev = &self.events[j];
         let t = ev.task;
-        let previous = (0..j).rev().find(|&p| self.events[p].task == t);
         let mut covered: Vec<u32> = Vec::new();
-        for d in previous.into_iter().chain(ev.enabler) {
+        for d in ev.previous.into_iter().chain(ev.enabler) {
             join(&mut covered, &self.events[d].clock);
         }
         let mut found = Vec::new();
-        for i in (0..j).rev() {
+        let mut scratch = Vec::new();
+        for i in self
+            .accesses
+            .conflict_candidates(&ev.fp, j, &self.events, &mut scratch)
+        {
             let e = &self.events[i];
             if e.task == t || Some(i) == ev.enabler || covers(&covered, e) {
                 continue;
@@ -514,6 +658,7 @@ impl Search {
     fn backtrack(&mut self, bound: u32) -> Option<Resume> {
         while let Some(mut level) = self.levels.pop() {
             let ev = self.events.pop().expect("a step per level");
+            self.accesses.pop(self.events.len(), &ev.fp);
             while !level.wut.is_empty() {
                 let branch = level.wut.remove(0);
                 let asleep = level.sleep.iter().any(|(q, _)| *q == branch.task);
@@ -608,6 +753,95 @@ pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> Ex
         resume = search.backtrack(bound);
         if resume.is_none() {
             return ExploreReport::ended(executions, report, schedule, true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::{any, prop_assert, prop_oneof, proptest, Just};
+    use proptest::strategy::Strategy as Gen;
+
+    /// A footprint: everything, nothing, or some of three objects and
+    /// the scheduler's table, each read or written.
+    fn footprint() -> impl Gen<Value = Footprint> {
+        let objects = proptest::collection::vec(
+            (
+                prop_oneof![0u32..3, Just(crate::footprint::OBJECT_TABLE)],
+                any::<bool>(),
+            ),
+            0..3,
+        );
+        prop_oneof![
+            1 => Just(Footprint::of_point(crate::ObjId::NONE, false, false)),
+            6 => objects.prop_map(|objects| {
+                let mut f = Footprint::default();
+                for (obj, write) in objects {
+                    f.add(obj, write);
+                }
+                f
+            }),
+        ]
+    }
+
+    /// The clock of a step of `task` with footprint `fp` after `events`,
+    /// from every step before it (the rule the candidates stand in for).
+    fn clock_from_all(events: &[Event], task: TaskId, fp: &Footprint) -> Vec<u32> {
+        let previous = events.iter().rposition(|e| e.task == task);
+        let mut clock = previous.map_or_else(Vec::new, |p| events[p].clock.clone());
+        for e in events {
+            if e.task != task && e.fp.conflicts(fp) {
+                join(&mut clock, &e.clock);
+            }
+        }
+        clock
+    }
+
+    proptest! {
+        /// Every step before that a new step conflicts with is a candidate
+        /// or happens before one, so the clocks the search computes from
+        /// the candidates are those computed from every step.
+        #[test]
+        fn candidates_stand_for_every_conflicting_step(
+            steps in proptest::collection::vec((0usize..3, footprint()), 1..40),
+        ) {
+            let mut events: Vec<Event> = Vec::new();
+            let mut accesses = Accesses::default();
+            let mut scratch = Vec::new();
+            for (m, (task, fp)) in steps.into_iter().enumerate() {
+                let candidates: Vec<usize> = accesses
+                    .conflict_candidates(&fp, m, &events, &mut scratch)
+                    .collect();
+                for (k, e) in events.iter().enumerate() {
+                    if e.fp.conflicts(&fp) {
+                        let stood_for = candidates
+                            .iter()
+                            .any(|&c| c == k || covers(&events[c].clock, e));
+                        prop_assert!(stood_for, "step {k} conflicts with step {m}");
+                    }
+                }
+                let mut clock = clock_from_all(&events, task, &fp);
+                let local = events.iter().filter(|e| e.task == task).count() as u32;
+                grow(&mut clock, task + 1, 0);
+                clock[task] = local + 1;
+                accesses.push(m, &fp);
+                events.push(Event {
+                    task,
+                    fp,
+                    local,
+                    previous: events.iter().rposition(|e| e.task == task),
+                    clock,
+                    enabler: None,
+                });
+            }
+            // Popped back to nothing, the lists are empty again.
+            while let Some(e) = events.pop() {
+                accesses.pop(events.len(), &e.fp);
+            }
+            prop_assert!(accesses.everything.is_empty());
+            prop_assert!(accesses.by_object.iter().all(Vec::is_empty));
+            prop_assert!(accesses.sparse.iter().all(|(_, steps)| steps.is_empty()));
         }
     }
 }

@@ -59,6 +59,13 @@ impl Footprint {
         }
     }
 
+    /// Whether the step wrote `obj` (not only read it).
+    pub(crate) fn writes(&self, obj: u32) -> bool {
+        self.objects
+            .binary_search_by_key(&obj, |(o, _)| *o)
+            .is_ok_and(|i| self.objects[i].1)
+    }
+
     /// Touches nothing shared: commutes with every step.
     pub fn is_empty(&self) -> bool {
         !self.everything && self.objects.is_empty()
