@@ -113,6 +113,8 @@ pub fn set_limit_as_given(bytes: Option<usize>, given: &str) {
     report_this_thread();
     INSTALLED.store(LIVE.load(Ordering::Relaxed) > 0, Ordering::Relaxed);
     LIMIT.store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
+    // A new limit is compared with the resident set at the next look.
+    NEXT_RESIDENT_READ.store(0, Ordering::Relaxed);
     *GIVEN.lock().unwrap_or_else(|e| e.into_inner()) = given.to_string();
 }
 
