@@ -12,6 +12,7 @@ mod onkernel;
 mod output;
 mod progress;
 mod run;
+mod side_by_side;
 mod tracefile;
 mod views;
 
@@ -115,8 +116,9 @@ pub struct Overrides {
     /// Report the failing execution as found, without searching for a shorter one.
     #[arg(long)]
     pub no_shrink: bool,
-    /// Threads running executions at once (default: every core). Results do not
-    /// depend on it.
+    /// Threads running executions at once (default: every core). Runs that take
+    /// one thread (dfs, fair, a single execution) go side by side, one per
+    /// thread. Results and output do not depend on it.
     #[arg(long, value_name = "N", value_parser = |s: &str| limits::JOBS.parse_u32(s))]
     pub jobs: Option<u32>,
     /// Run only shard K of N of every run's executions (K from 1); `nssim merge`

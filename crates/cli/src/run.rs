@@ -2,6 +2,7 @@
 
 use crate::output::{self, RunRecord};
 use crate::progress;
+use crate::side_by_side;
 use crate::tracefile;
 use crate::views::{self, ViewArgs, ViewContext};
 use crate::{Format, Overrides, StrategyArg};
@@ -327,25 +328,82 @@ pub fn run(
         all.extend(plans(sc, ov, &toggles)?.into_iter().map(|p| (sc, p)));
     }
     let single = all.len() == 1;
+    let jobs = all.first().map_or(1, |(_, plan)| plan.jobs);
     let mut cases = Vec::new();
-    for (sc, plan) in all {
-        let patches = plan_patches(sc, &plan)?;
-        if !run_spec(sc, &plan, &patches).explore.runs_in_shard() {
-            let skipped = output::SkippedRecord::new(sc, &plan.label, plan.shard);
+    let mut emit = |slot: Slot| match slot {
+        Slot::Skipped(skipped) => {
             output::print_skipped(&skipped, format);
             cases.push(skipped.junit_case());
-            continue;
         }
-        let outputs = Outputs {
-            views,
-            trace: trace_path(trace, sc, &plan.label, single),
-            json: format == Format::Json,
+        Slot::Ran(record) => {
+            output::print_record(&record.record, format);
+            cases.push(record.junit_case());
+        }
+    };
+    // Runs on one thread go side by side, the others one at a time.
+    let mut rest = all.as_slice();
+    while !rest.is_empty() {
+        let beside = rest
+            .iter()
+            .take_while(|(sc, plan)| !uses_many_threads(sc, plan))
+            .count();
+        let (now, after) = rest.split_at(beside.max(1));
+        let work = |i: usize| {
+            let (sc, plan) = &now[i];
+            let outputs = Outputs {
+                views,
+                trace: trace_path(trace, sc, &plan.label, single),
+                json: format == Format::Json,
+            };
+            make_slot(sc, plan, &outputs, now.len() == 1)
         };
-        let record = execute(sc, &plan, &outputs)?;
-        output::print_record(&record.record, format);
-        cases.push(record.junit_case());
+        side_by_side::in_order(now.len(), jobs, &work, &mut emit)?;
+        rest = after;
     }
     output::finish(&cases, format, junit_file)
+}
+
+/// What a run prints: its record, or that another shard makes it.
+enum Slot {
+    Skipped(output::SkippedRecord),
+    Ran(Box<RunRecord>),
+}
+
+/// Whether `plan` runs its executions on several threads (`--jobs`), and
+/// so runs beside no other run.
+fn uses_many_threads(sc: &Scenario, plan: &Plan) -> bool {
+    let one_thread = matches!(
+        plan.explore.strategy,
+        StrategyName::Dfs | StrategyName::Fair
+    ) || plan.explore.iterations < 2;
+    plan.jobs > 1 && !one_thread && in_shard(sc, plan)
+}
+
+fn in_shard(sc: &Scenario, plan: &Plan) -> bool {
+    plan_patches(sc, plan).is_ok_and(|patches| run_spec(sc, plan, &patches).explore.runs_in_shard())
+}
+
+/// Make one run's slot: skipped when another shard makes it. `alone`: no
+/// other run goes beside it (it may show a progress bar).
+fn make_slot(
+    sc: &Scenario,
+    plan: &Plan,
+    outputs: &Outputs<'_>,
+    alone: bool,
+) -> Result<side_by_side::Done<Slot>, CliError> {
+    let patches = plan_patches(sc, plan)?;
+    if !run_spec(sc, plan, &patches).explore.runs_in_shard() {
+        let skipped = output::SkippedRecord::new(sc, &plan.label, plan.shard);
+        return Ok(side_by_side::Done {
+            value: Slot::Skipped(skipped),
+            again_alone: false,
+        });
+    }
+    let (record, process_limit) = execute(sc, plan, outputs, alone)?;
+    Ok(side_by_side::Done {
+        value: Slot::Ran(Box::new(record)),
+        again_alone: process_limit && !alone,
+    })
 }
 
 fn plan_patches(sc: &Scenario, plan: &Plan) -> Result<ActivePatches, CliError> {
@@ -450,7 +508,7 @@ pub fn check_model(sc: &Scenario) -> Result<Vec<(String, bool, String)>, CliErro
             trace: None,
             json: false,
         };
-        let record = execute(sc, &plan, &outputs)?;
+        let (record, _) = execute(sc, &plan, &outputs, true)?;
         out.push((
             plan.label.clone(),
             record.as_expected,
@@ -460,7 +518,15 @@ pub fn check_model(sc: &Scenario) -> Result<Vec<(String, bool, String)>, CliErro
     Ok(out)
 }
 
-fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecord, CliError> {
+/// Run `plan` of `sc`: its record, and whether a limit of the whole
+/// process (memory, stacks) stopped the execution it reports. `alone`: no
+/// other run goes beside it, so it may show a progress bar.
+fn execute(
+    sc: &Scenario,
+    plan: &Plan,
+    outputs: &Outputs<'_>,
+    alone: bool,
+) -> Result<(RunRecord, bool), CliError> {
     let patches = plan_patches(sc, plan)?;
     let mut spec = run_spec(sc, plan, &patches);
     // The search and its shrinking stop at half of --timeout, the replays
@@ -474,7 +540,9 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
     if let Some(size) = plan.stack_size {
         spec.explore.exec.stack_size = size;
     }
-    let bar = progress::bar(sc, plan.label.as_str(), &spec.explore);
+    let bar = alone
+        .then(|| progress::bar(sc, plan.label.as_str(), &spec.explore))
+        .flatten();
     if let Some(bar) = &bar {
         spec.explore.progress = bar.reporter();
     }
@@ -509,7 +577,8 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
             notes.push("the --timeout deadline passed while the execution was recorded: no view or trace file was written".to_string());
         }
     }
-    Ok(RunRecord::new(
+    let process_limit = out.explore.report.outcome.is_shared_resource_limit();
+    let record = RunRecord::new(
         sc,
         &plan.label,
         &patches,
@@ -527,7 +596,8 @@ fn execute(sc: &Scenario, plan: &Plan, outputs: &Outputs<'_>) -> Result<RunRecor
             iteration: out.explore.iteration,
         },
     )
-    .with_notes(notes))
+    .with_notes(notes);
+    Ok((record, process_limit))
 }
 
 /// What a token carries besides its schedule: the kernel run's label, then

@@ -319,13 +319,6 @@ fn first_failure_sequential(
     last.expect("at least one iteration")
 }
 
-/// An outcome that says more about the process than about the execution:
-/// with other threads holding memory and stacks, an execution may run out
-/// of them where it would not alone.
-fn shared_resource_limit(outcome: &Outcome) -> bool {
-    matches!(outcome, Outcome::Limit { which, .. } if which == "memory" || which == "stacks")
-}
-
 /// Several threads take iterations in order; the lowest failing one is
 /// reported, as [`first_failure_sequential`] finds it. An execution that
 /// ran out of a resource of the process (memory, stacks) is run again
@@ -351,7 +344,7 @@ fn first_failure_parallel(
                 break;
             }
             let report = run(&schedule_of(indices.at(pos)));
-            if shared_resource_limit(&report.outcome) {
+            if report.outcome.is_shared_resource_limit() {
                 deferred.lock().unwrap_or_else(|e| e.into_inner()).push(pos);
                 continue;
             }

@@ -40,6 +40,13 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// A limit of the whole process (its memory, its stacks), not of the
+    /// execution: another thread's use may have brought it about, so an
+    /// execution it stopped beside others is run again alone.
+    pub fn is_shared_resource_limit(&self) -> bool {
+        matches!(self, Outcome::Limit { which, .. } if which == "memory" || which == "stacks")
+    }
+
     /// The outcome's name as printed in reports: `pass`, `violation`, ...
     pub fn kind(&self) -> &'static str {
         match self {
