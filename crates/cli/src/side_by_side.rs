@@ -8,6 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
+/// The stack of a thread that makes runs: what Linux gives the main thread
+/// by default.
+const MAIN_STACK: usize = 8 << 20;
+
 /// What one run made, and whether it must be made again alone: a limit of
 /// the whole process (memory, stacks) stopped it while others ran.
 pub(crate) struct Done<T> {
@@ -29,19 +33,28 @@ pub(crate) fn in_order<T: Send, E: Send>(
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let mut printed = 0;
+    // One run, or one thread: all on this thread, after the scope below.
+    let threads = if n < 2 || jobs < 2 { 0 } else { jobs.min(n) };
     std::thread::scope(|scope| {
         let (send, receive) = mpsc::channel();
-        for _ in 0..jobs.min(n) {
+        for t in 0..threads {
             let send = send.clone();
             let (next, stop) = (&next, &stop);
-            scope.spawn(move || {
+            let worker = move || {
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n || send.send((i, work(i))).is_err() {
                         break;
                     }
                 }
-            });
+            };
+            // A run's reports and views are made on its thread: give it
+            // the main thread's stack. One that cannot start leaves its
+            // runs to the others, or to this thread below.
+            let _ = std::thread::Builder::new()
+                .name(format!("nssim-run-{t}"))
+                .stack_size(MAIN_STACK)
+                .spawn_scoped(scope, worker);
         }
         drop(send);
         let mut waiting = BTreeMap::new();
