@@ -448,6 +448,27 @@ pub mod nssim {
         }
     }
 
+    /// One timed execution of the scale row: `total` tasks of three steps
+    /// each, at most `alive` at once, on 32 KiB stacks under the random
+    /// strategy; the set-up's spawns are timed too (the longer rows start
+    /// most of their tasks during the run).
+    pub fn scale_run(total: usize, alive: usize) -> (sim::ExecReport, Duration) {
+        let build = scale_build(total, alive, 3);
+        let cfg = ExecConfig {
+            stack_size: 32 * 1024,
+            ..ExecConfig::default()
+        };
+        let schedule = sim::Schedule::Random {
+            seed: 1,
+            iteration: 0,
+        };
+        timed(|| {
+            let mut e = Execution::new(cfg, &schedule);
+            build(&mut e);
+            e.run()
+        })
+    }
+
     fn scale_task(started: Rc<std::cell::Cell<usize>>, total: usize, steps: usize) {
         let n = started.get();
         started.set(n + 1);

@@ -5,10 +5,10 @@
 
 use bench::nssim::{
     count_steps, executions_run, ipc, mutex_build, pct_depth_build, pct_depth_tasks, pct_found,
-    pct_probe, scale_build, small,
+    pct_probe, scale_run, small,
 };
 use bench::{coroutine_round_trip, dur, median, ratio, secs, si, timed, Table};
-use sim::{ExecConfig, Execution, ExploreConfig, Outcome, Schedule, StrategySpec};
+use sim::{ExploreConfig, Outcome, StrategySpec};
 
 /// How much work each workload does.
 pub struct BenchPlan {
@@ -279,24 +279,7 @@ fn scale_table(plan: &BenchPlan) {
     ]);
     let mut first = None;
     for total in [alive, 3 * alive, 10 * alive] {
-        let run = || {
-            let build = scale_build(total, alive, 3);
-            let cfg = ExecConfig {
-                stack_size: 32 * 1024,
-                ..ExecConfig::default()
-            };
-            let schedule = Schedule::Random {
-                seed: 1,
-                iteration: 0,
-            };
-            // The set-up's spawns are timed too: the other rows start
-            // most of their tasks during the run.
-            timed(|| {
-                let mut e = Execution::new(cfg, &schedule);
-                build(&mut e);
-                e.run()
-            })
-        };
+        let run = || scale_run(total, alive);
         // The first run maps the stacks (they are kept for the next
         // execution) and is the one whose memory is measured; the best of
         // the next few is the time (a busy neighbour spoils one run, not
