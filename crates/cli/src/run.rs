@@ -348,14 +348,14 @@ pub fn run(
             .take_while(|(sc, plan)| !uses_many_threads(sc, plan))
             .count();
         let (now, after) = rest.split_at(beside.max(1));
-        let work = |i: usize| {
+        let work = |i: usize, alone: bool| {
             let (sc, plan) = &now[i];
             let outputs = Outputs {
                 views,
                 trace: trace_path(trace, sc, &plan.label, single),
                 json: format == Format::Json,
             };
-            make_slot(sc, plan, &outputs, now.len() == 1)
+            make_slot(sc, plan, &outputs, alone)
         };
         side_by_side::in_order(now.len(), jobs, &work, &mut emit)?;
         rest = after;

@@ -19,20 +19,22 @@ pub(crate) struct Done<T> {
     pub again_alone: bool,
 }
 
-/// `work(i)` for every `i` in `0..n`, on up to `jobs` threads, with
-/// `emit` given the results in order of `i`. From the first result that
-/// must be made again alone (or the first error), nothing new is started;
-/// once the runs in flight are done, that one and those after it are made
-/// one after another on this thread.
+/// `work(i, alone)` for every `i` in `0..n`, on up to `jobs` threads, with
+/// `emit` given the results in order of `i`; `alone` says no other run goes
+/// beside this one. From the first result that must be made again alone
+/// (or the first error), nothing new is started; once the runs in flight
+/// are done, that one is made again alone (an error is returned), and the
+/// runs after it not made yet are made one after another on this thread.
 pub(crate) fn in_order<T: Send, E: Send>(
     n: usize,
     jobs: usize,
-    work: &(dyn Fn(usize) -> Result<Done<T>, E> + Sync),
+    work: &(dyn Fn(usize, bool) -> Result<Done<T>, E> + Sync),
     emit: &mut dyn FnMut(T),
 ) -> Result<(), E> {
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let mut printed = 0;
+    let mut waiting = BTreeMap::new();
     // One run, or one thread: all on this thread, after the scope below.
     let threads = if n < 2 || jobs < 2 { 0 } else { jobs.min(n) };
     std::thread::scope(|scope| {
@@ -43,7 +45,7 @@ pub(crate) fn in_order<T: Send, E: Send>(
             let worker = move || {
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n || send.send((i, work(i))).is_err() {
+                    if i >= n || send.send((i, work(i, false))).is_err() {
                         break;
                     }
                 }
@@ -57,28 +59,33 @@ pub(crate) fn in_order<T: Send, E: Send>(
                 .spawn_scoped(scope, worker);
         }
         drop(send);
-        let mut waiting = BTreeMap::new();
         for (i, result) in receive {
             waiting.insert(i, result);
-            while let Some(result) = waiting.remove(&printed) {
-                match result {
-                    Ok(done) if !done.again_alone && !stop.load(Ordering::Relaxed) => {
+            while !stop.load(Ordering::Relaxed) {
+                match waiting.remove(&printed) {
+                    Some(Ok(done)) if !done.again_alone => {
                         emit(done.value);
                         printed += 1;
                     }
-                    other => {
-                        // Keep it for the rest, made one after another.
+                    Some(other) => {
+                        // Left for this thread once the others are done.
                         stop.store(true, Ordering::Relaxed);
                         waiting.insert(printed, other);
-                        break;
                     }
+                    None => break,
                 }
             }
         }
     });
-    // The runs not handed on yet (stopped, or never started), alone.
+    // What is left, in order: results made beside others that stand, the
+    // rest made here, alone.
     for i in printed..n {
-        emit(work(i)?.value);
+        let value = match waiting.remove(&i) {
+            Some(Ok(done)) if !done.again_alone => done.value,
+            Some(Err(e)) => return Err(e),
+            _ => work(i, true)?.value,
+        };
+        emit(value);
     }
     Ok(())
 }
@@ -90,12 +97,12 @@ mod tests {
     fn collect(n: usize, jobs: usize, again: &[usize]) -> (Vec<usize>, Vec<usize>) {
         let made = std::sync::Mutex::new(Vec::new());
         let mut out = Vec::new();
-        let work = |i: usize| -> Result<Done<usize>, ()> {
+        // A run in `again` is stopped whenever it runs beside others.
+        let work = |i: usize, alone: bool| -> Result<Done<usize>, ()> {
             made.lock().unwrap().push(i);
             Ok(Done {
                 value: i,
-                again_alone: again.contains(&i)
-                    && made.lock().unwrap().iter().filter(|&&m| m == i).count() == 1,
+                again_alone: again.contains(&i) && !alone,
             })
         };
         in_order(n, jobs, &work, &mut |v| out.push(v)).unwrap();
@@ -116,12 +123,16 @@ mod tests {
         let (out, made) = collect(10, 3, &[4]);
         assert_eq!(out, (0..10).collect::<Vec<_>>());
         assert_eq!(made.iter().filter(|&&m| m == 4).count(), 2, "{made:?}");
+        // The others are made once: those done beside it stand.
+        for i in (0..10).filter(|&i| i != 4) {
+            assert_eq!(made.iter().filter(|&&m| m == i).count(), 1, "{made:?}");
+        }
     }
 
     #[test]
     fn an_error_stops_the_runs_after_it() {
         let mut out = Vec::new();
-        let work = |i: usize| {
+        let work = |i: usize, _alone: bool| {
             if i == 3 {
                 Err(i)
             } else {
