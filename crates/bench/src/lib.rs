@@ -264,6 +264,42 @@ pub mod nssim {
         limit: i64,
         rounds: u64,
     ) -> ExploreReport {
+        let patches = kernel::resolve_patches("v6.2", &[]).expect("the v6.2 profile exists");
+        let every: Vec<&str> = kernel::catalog::INVARIANTS.iter().map(|i| i.name).collect();
+        let explore = config(strategy, seed, budget);
+        unshare_loopers(&patches, 1, limit, rounds, &every, explore)
+    }
+
+    /// The library's scenario `ipc-v6.3-window-loopers` under its entry
+    /// `v6.3+fix` (two tasks unsharing their ipc namespaces twice under
+    /// `max_ipc_namespaces = 3`, both candidate fixes applied, its three
+    /// invariants checked), explored as `explore` says: an exhaustive
+    /// search long enough to time.
+    pub fn ipc_loopers_fixed(explore: ExploreConfig) -> ExploreReport {
+        let fixes = [
+            ("ipc-retry-after-free".to_string(), true),
+            ("ipc-pending-at-release".to_string(), true),
+        ];
+        let patches =
+            kernel::resolve_patches("v6.3", &fixes).expect("the v6.3 profile and fixes exist");
+        let invariants = [
+            "ipc.no_false_enospc",
+            "ucounts.balanced",
+            "ipc.freed_eventually",
+        ];
+        unshare_loopers(&patches, 2, 3, 2, &invariants, explore)
+    }
+
+    /// `instances` tasks each looping `unshare(CLONE_NEWIPC)` `rounds`
+    /// times with `user.max_ipc_namespaces = limit`, `invariants` checked.
+    fn unshare_loopers(
+        patches: &kernel::ActivePatches,
+        instances: u32,
+        limit: i64,
+        rounds: u64,
+        invariants: &[&str],
+        explore: ExploreConfig,
+    ) -> ExploreReport {
         use kernel::setup::{clone_flags::CLONE_NEWIPC, Op, Setup, SysctlSpec, TaskSpec};
         let setup = Setup {
             user_namespaces: vec![],
@@ -274,7 +310,7 @@ pub mod nssim {
             }],
             tasks: vec![TaskSpec {
                 name: "looper".into(),
-                instances: 1,
+                instances,
                 userns: "init".into(),
                 uid: 0,
                 repeat: rounds,
@@ -285,16 +321,12 @@ pub mod nssim {
             }],
             ..Default::default()
         };
-        let patches = kernel::resolve_patches("v6.2", &[]).expect("the v6.2 profile exists");
-        let invariants: Vec<String> = kernel::catalog::INVARIANTS
-            .iter()
-            .map(|i| i.name.to_string())
-            .collect();
+        let invariants: Vec<String> = invariants.iter().map(|i| i.to_string()).collect();
         let spec = kernel::RunSpec {
             setup: &setup,
-            patches: &patches,
+            patches,
             invariants: &invariants,
-            explore: config(strategy, seed, budget),
+            explore,
         };
         kernel::explore_run(&spec).explore
     }

@@ -12,7 +12,9 @@
 
 use bench::nssim::small_build;
 use bench::FinalState;
-use sim::{ExecConfig, ExecReport, Execution, ExploreConfig, Footprint, Schedule, StrategySpec};
+use sim::{
+    ExecConfig, ExecReport, Execution, ExploreConfig, Footprint, Schedule, Split, StrategySpec,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex as StdMutex};
 use sync::{flush_work, schedule_work, AtomicI64, Mutex, Ordering, Work, Workqueue};
@@ -83,9 +85,10 @@ fn brute_force(build: &Build) -> (usize, BTreeSet<TraceKey>) {
     (executions, traces)
 }
 
-/// `dfs` unbounded, with or without reduction: executions and whether the
-/// space was exhausted.
-fn dfs(build: &Build, reduction: bool) -> (u64, bool) {
+/// `dfs` unbounded, with or without reduction, with the top of the tree
+/// `split` searched on `jobs` threads: executions, whether the space was
+/// exhausted, and the runs sleep sets cut short.
+fn dfs(build: &Build, reduction: bool, split: Split, jobs: usize) -> (u64, bool, u64) {
     let mut cfg = ExploreConfig::new(
         StrategySpec::Dfs {
             preemption_bound: u32::MAX,
@@ -96,10 +99,34 @@ fn dfs(build: &Build, reduction: bool) -> (u64, bool) {
     );
     cfg.shrink = false;
     cfg.reduction = reduction;
+    cfg.split = split;
+    cfg.jobs = jobs;
     let r = sim::explore(&cfg, build);
     assert!(!r.report.outcome.is_failure(), "{}", r.report.outcome);
-    (r.executions, r.exhausted)
+    (r.executions, r.exhausted, r.cut_short)
 }
+
+/// Tops of the tree: none, the first choice point, a few, every choice
+/// point up to a number of subtrees.
+const SHAPES: [Split; 5] = [
+    Split::NONE,
+    Split {
+        choices: 1,
+        subtrees: usize::MAX,
+    },
+    Split {
+        choices: 3,
+        subtrees: usize::MAX,
+    },
+    Split {
+        choices: 6,
+        subtrees: usize::MAX,
+    },
+    Split {
+        choices: u32::MAX,
+        subtrees: 8,
+    },
+];
 
 fn record(outcomes: &Outcomes, state: String) {
     outcomes.lock().expect("not poisoned").insert(state);
@@ -266,10 +293,12 @@ fn check(name: &str, make: impl Fn(Outcomes) -> Build) -> (usize, usize, u64) {
     let out: Outcomes = Arc::default();
     let build = make(Arc::clone(&out));
     let ((interleavings, traces), brute) = outcomes_of(&out, || brute_force(&build));
-    let ((full, full_done), unreduced) = outcomes_of(&out, || dfs(&build, false));
-    let ((reduced, reduced_done), found) = outcomes_of(&out, || dfs(&build, true));
+    let ((full, full_done, _), unreduced) =
+        outcomes_of(&out, || dfs(&build, false, Split::DEFAULT, 1));
+    let ((reduced, reduced_done, cut_short), found) =
+        outcomes_of(&out, || dfs(&build, true, Split::DEFAULT, 1));
     eprintln!(
-        "{name}: {interleavings} interleavings, {} traces; dfs {reduced} executions ({full} without reduction); {} outcomes",
+        "{name}: {interleavings} interleavings, {} traces; dfs {reduced} executions and {cut_short} cut short ({full} without reduction); {} outcomes",
         traces.len(),
         brute.len()
     );
@@ -282,6 +311,20 @@ fn check(name: &str, make: impl Fn(Outcomes) -> Build) -> (usize, usize, u64) {
         traces.len(),
         "{name}: one execution per trace"
     );
+    // Whatever the top of the tree whose subtrees are searched apart, and
+    // on one thread or two: the same executions, one per trace.
+    for split in SHAPES {
+        for jobs in [1, 2] {
+            let ((n, done, _), seen) = outcomes_of(&out, || dfs(&build, true, split, jobs));
+            assert!(done, "{name}: exhausted with {split:?} on {jobs} threads");
+            assert_eq!(seen, unreduced, "{name}: outcomes with {split:?}");
+            assert_eq!(
+                n as usize,
+                traces.len(),
+                "{name}: one execution per trace with {split:?} on {jobs} threads"
+            );
+        }
+    }
     (interleavings, traces.len(), reduced)
 }
 

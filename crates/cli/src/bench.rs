@@ -26,6 +26,9 @@ pub struct BenchPlan {
     pub tasks: usize,
     /// PCT executions per row of the depth table.
     pub pct_executions: u64,
+    /// The parallel exhaustive search: its preemption bound and budget.
+    pub dfs_bound: u32,
+    pub dfs_executions: u64,
 }
 
 impl BenchPlan {
@@ -38,6 +41,8 @@ impl BenchPlan {
                 rounds: 1,
                 tasks: 1000,
                 pct_executions: 2000,
+                dfs_bound: 2,
+                dfs_executions: 2000,
             }
         } else {
             BenchPlan {
@@ -47,6 +52,8 @@ impl BenchPlan {
                 rounds: 3,
                 tasks: 10_000,
                 pct_executions: 100_000,
+                dfs_bound: 3,
+                dfs_executions: 120_000,
             }
         }
     }
@@ -66,6 +73,7 @@ pub fn bench(plan: &BenchPlan) {
     exhaustive_table();
     pct_table(plan);
     jobs_table(plan);
+    dfs_jobs_table(plan);
     scale_table(plan);
     println!(
         "The same workloads against shuttle and loom, side by side: `cargo bench -p nssim-bench --features compare --bench compare`."
@@ -249,6 +257,55 @@ fn jobs_table(plan: &BenchPlan) {
         t.row(vec![
             jobs.to_string(),
             r.executions.to_string(),
+            dur(d),
+            si(r.executions as f64 / d.as_secs_f64()),
+            ratio(d1.as_secs_f64(), d.as_secs_f64()),
+            if same { "yes" } else { "NO" }.into(),
+        ]);
+    }
+    println!("{}", t.render());
+}
+
+/// One exhaustive search on 1 and `plan.jobs` threads: the subtrees below
+/// the top of its tree are searched apart, and the result is the same.
+fn dfs_jobs_table(plan: &BenchPlan) {
+    println!(
+        "## Parallel exhaustive search: `ipc-v6.3-window-loopers` under `v6.3+fix`, dfs within {} preemptions, at most {} executions, on 1 and {} threads (best of {} interleaved round(s))\n",
+        plan.dfs_bound, plan.dfs_executions, plan.jobs, plan.rounds
+    );
+    let mut t = Table::new(&[
+        "jobs",
+        "executions",
+        "cut short by sleep sets",
+        "wall time",
+        "executions/s",
+        "speed-up",
+        "same result",
+    ]);
+    let strategy = StrategySpec::Dfs {
+        preemption_bound: plan.dfs_bound,
+    };
+    let run = |jobs| {
+        let mut cfg = explore_cfg(strategy, 1, plan.dfs_executions, jobs);
+        cfg.shrink = false;
+        timed(|| bench::nssim::ipc_loopers_fixed(cfg))
+    };
+    let (one, mut d1) = run(1);
+    let (many, mut dn) = run(plan.jobs);
+    for _ in 1..plan.rounds {
+        d1 = d1.min(run(1).1);
+        dn = dn.min(run(plan.jobs).1);
+    }
+    let same = one.report.trace_hash == many.report.trace_hash
+        && one.executions == many.executions
+        && one.cut_short == many.cut_short
+        && one.exhausted == many.exhausted
+        && one.report.outcome == many.report.outcome;
+    for (jobs, r, d) in [(1, &one, d1), (plan.jobs, &many, dn)] {
+        t.row(vec![
+            jobs.to_string(),
+            r.executions.to_string(),
+            r.cut_short.to_string(),
             dur(d),
             si(r.executions as f64 / d.as_secs_f64()),
             ratio(d1.as_secs_f64(), d.as_secs_f64()),

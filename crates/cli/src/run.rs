@@ -427,6 +427,7 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
             shard: plan.shard,
             progress: Default::default(),
             reduction: plan.reduction,
+            split: sim::Split::DEFAULT,
         },
     }
 }
@@ -539,6 +540,11 @@ fn execute(
     spec.explore.exec.report_deadline = Some(start + plan.timeout.mul_f64(0.7));
     if let Some(size) = plan.stack_size {
         spec.explore.exec.stack_size = size;
+    }
+    if !alone {
+        // Beside other runs, one thread: `--jobs` is what they share (the
+        // result does not depend on it).
+        spec.explore.jobs = 1;
     }
     let bar = alone
         .then(|| progress::bar(sc, plan.label.as_str(), &spec.explore))

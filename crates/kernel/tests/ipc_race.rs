@@ -139,6 +139,7 @@ fn v6_3_leaves_a_window_that_exhaustive_search_finds() {
             shard: None,
             progress: Default::default(),
             reduction: true,
+            split: sim::Split::DEFAULT,
         },
     });
     assert_eq!(out.explore.report.outcome, Outcome::Pass);

@@ -72,6 +72,7 @@ impl Default for Config {
                 shard: None,
                 progress: Default::default(),
                 reduction: true,
+                split: sim::Split::DEFAULT,
             },
         }
     }

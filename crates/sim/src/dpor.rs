@@ -115,7 +115,11 @@ impl DporRun {
         let mut chosen = None;
         if !self.deviated && pos < self.plan.tasks.len() {
             let wanted = self.plan.tasks[pos];
-            if ctx.runnable.binary_search(&wanted).is_ok() && fits(wanted) {
+            // A planned step whose task is asleep would repeat an explored
+            // execution: the plan is left there, as where it cannot be
+            // followed, and the search goes on from that state.
+            let asleep = pos > sleep_from && self.sleep.iter().any(|(q, _)| *q == wanted);
+            if ctx.runnable.binary_search(&wanted).is_ok() && fits(wanted) && !asleep {
                 chosen = Some(wanted);
                 self.log.followed = pos + 1;
             } else {
@@ -192,6 +196,7 @@ fn asleep_after(
 }
 
 /// A step of the current execution.
+#[derive(Clone)]
 struct Event {
     task: TaskId,
     fp: Footprint,
@@ -206,6 +211,20 @@ struct Event {
     enabler: Option<usize>,
 }
 
+/// Steps of the current execution to plan, in order. The last, `moved`,
+/// is the second step of the race the sequence reverses: run before the
+/// first step, it reads what that step had not written yet, so it may
+/// touch other objects than it did here. Its footprint is taken to
+/// conflict with everything, and no step is taken to commute with it or
+/// to be free of it: the search then never takes a sequence for covered
+/// that it is not sure of, and a run it plans that repeats an explored
+/// one is cut short by the sleep sets that execution follows.
+#[derive(Debug, Clone)]
+struct Wakeup {
+    steps: Vec<usize>,
+    moved: usize,
+}
+
 /// A node of a wakeup tree: a step to run, with the footprint it had when
 /// it was planned, and the steps planned after it.
 #[derive(Debug, Clone)]
@@ -216,6 +235,7 @@ struct Node {
 }
 
 /// The state before a step of the current execution.
+#[derive(Clone)]
 struct Level {
     runnable: Vec<TaskId>,
     last: Option<TaskId>,
@@ -224,15 +244,46 @@ struct Level {
     /// Planned branches not explored yet, after the one being explored.
     wut: Vec<Node>,
     preemptions_before: u32,
+    /// Choice points (states with more than one runnable task) before it.
+    choices_before: u32,
+    /// In the top of the tree (see [`Split`]).
+    top: bool,
 }
 
 impl Level {
     fn preempts(&self, t: TaskId) -> u32 {
         self.last.is_some_and(|l| l != t) as u32
     }
+
+    fn is_choice(&self) -> bool {
+        self.runnable.len() > 1
+    }
+
+    /// A top state tries every runnable task not asleep, after `taken`:
+    /// the subtrees below it then need nothing from one another. Their
+    /// first steps' footprints are not known yet: they conflict with
+    /// everything, so that nothing planned later is taken for one of them
+    /// (nothing is planned into a top state; see [`Search::insert`]).
+    fn plan_every_task_but(&mut self, taken: TaskId, bound: u32) -> usize {
+        let before = self.wut.len();
+        for &t in &self.runnable {
+            let planned = self.wut.iter().any(|n| n.task == t);
+            let asleep = self.sleep.iter().any(|(q, _)| *q == t);
+            let within = self.preemptions_before.saturating_add(self.preempts(t)) <= bound;
+            if t != taken && !planned && !asleep && within {
+                self.wut.push(Node {
+                    task: t,
+                    fp: Footprint::EVERYTHING,
+                    children: Vec::new(),
+                });
+            }
+        }
+        self.wut.len() - before
+    }
 }
 
 /// Where the next execution starts anew, and what it follows there.
+#[derive(Clone)]
 struct Resume {
     at: usize,
     level: Level,
@@ -240,17 +291,27 @@ struct Resume {
 }
 
 /// The current execution, with the states before its steps.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Search {
     events: Vec<Event>,
     levels: Vec<Level>,
     accesses: Accesses,
+    /// Where the top of the tree ends: every runnable task not asleep is
+    /// tried there, so that the subtrees below it are searched apart.
+    split: Split,
+    /// Branches planned in the top so far, the current one included.
+    planned: usize,
+    /// The preemption bound (the top plans no branch past it).
+    bound: u32,
+    /// The states before this step are the top of the subtree being
+    /// searched: fixed, never planned into, never backtracked to.
+    floor: usize,
 }
 
 /// Which steps of the current execution touched each object: the steps a
 /// new step conflicts with are found among the few that can matter, not
 /// among every step before it.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Accesses {
     /// Per object, by id, the steps that touched it, ascending.
     by_object: Vec<Vec<usize>>,
@@ -444,16 +505,21 @@ impl Search {
                     r.level
                 }
                 None => {
-                    let (sleep, preemptions_before) = match m.checked_sub(1) {
+                    let (sleep, preemptions_before, choices_before, top) = match m.checked_sub(1) {
                         Some(p) => {
                             let (prev, ev) = (&self.levels[p], &self.events[p]);
                             (
                                 asleep_after(&prev.sleep, ev.task, &ev.fp),
                                 prev.preemptions_before + prev.preempts(ev.task),
+                                prev.choices_before + prev.is_choice() as u32,
+                                prev.top,
                             )
                         }
-                        None => (Vec::new(), 0),
+                        None => (Vec::new(), 0, 0, true),
                     };
+                    let top = top
+                        && choices_before < self.split.choices
+                        && self.planned < self.split.subtrees;
                     // The planned branches below the one being explored.
                     let mut wut = Vec::new();
                     if let Some(node) = path.take() {
@@ -466,13 +532,19 @@ impl Search {
                             wut = node.children;
                         }
                     }
-                    Level {
+                    let mut level = Level {
                         runnable: seen.runnable.clone(),
                         last: seen.last,
                         sleep,
                         wut,
                         preemptions_before,
+                        choices_before,
+                        top,
+                    };
+                    if top && level.is_choice() {
+                        self.planned += level.plan_every_task_but(t, self.bound);
                     }
+                    level
                 }
             };
             self.levels.push(level);
@@ -548,6 +620,7 @@ impl Search {
             .filter(|&k| !self.happens_before(i, k))
             .collect();
         v.push(j);
+        let v = Wakeup { steps: v, moved: j };
         let covered = self.levels[i]
             .sleep
             .iter()
@@ -570,13 +643,19 @@ impl Search {
             .rev()
             .find(|&c| self.levels[c].last != Some(ti))
             .unwrap_or(0);
-        if self.events[c].task == q || self.levels[c].runnable.binary_search(&q).is_err() {
+        if c < self.floor
+            || self.events[c].task == q
+            || self.levels[c].runnable.binary_search(&q).is_err()
+        {
             return;
         }
         let Some(k) = (c..self.events.len()).find(|&k| self.events[k].task == q) else {
             return;
         };
-        let w = vec![k];
+        let w = Wakeup {
+            steps: vec![k],
+            moved: k,
+        };
         let covered = self.levels[c]
             .sleep
             .iter()
@@ -591,31 +670,36 @@ impl Search {
     /// If task `p`, whose next step has footprint `fp`, is a weak initial
     /// of `w` (`w` can start with `p`'s step, or `p`'s step commutes with
     /// all of `w`), what is left of `w` after that step.
-    fn weak_initial(&self, w: &[usize], p: TaskId, fp: &Footprint) -> Option<Vec<usize>> {
-        match w.iter().position(|&k| self.events[k].task == p) {
+    fn weak_initial(&self, w: &Wakeup, p: TaskId, fp: &Footprint) -> Option<Wakeup> {
+        let steps = &w.steps;
+        match steps.iter().position(|&k| self.events[k].task == p) {
             Some(x) => {
-                let first = w[x];
-                if w[..x].iter().any(|&k| self.happens_before(k, first)) {
-                    return None;
-                }
-                let mut rest = w.to_vec();
-                rest.remove(x);
-                Some(rest)
+                let first = steps[x];
+                let free = if first == w.moved {
+                    x == 0
+                } else {
+                    !steps[..x].iter().any(|&k| self.happens_before(k, first))
+                };
+                free.then(|| {
+                    let mut rest = w.clone();
+                    rest.steps.remove(x);
+                    rest
+                })
             }
-            None => w
+            None => steps
                 .iter()
-                .all(|&k| !fp.conflicts(&self.events[k].fp))
-                .then(|| w.to_vec()),
+                .all(|&k| k != w.moved && !fp.conflicts(&self.events[k].fp))
+                .then(|| w.clone()),
         }
     }
 
     /// Insert `w` (steps of the current execution) into the wakeup tree of
     /// the state before step `at`: follow the branch being explored while
     /// it can start `w`, then the planned ones.
-    fn insert(&mut self, at: usize, w: Vec<usize>) {
+    fn insert(&mut self, at: usize, w: Wakeup) {
         let mut w = w;
         let mut m = at;
-        while m < self.events.len() && !w.is_empty() {
+        while m < self.events.len() && !w.steps.is_empty() {
             let e = &self.events[m];
             match self.weak_initial(&w, e.task, &e.fp) {
                 Some(rest) => {
@@ -623,6 +707,11 @@ impl Search {
                     m += 1;
                 }
                 None => {
+                    // A top state already tries every task (a sequence
+                    // starting with one tried or asleep there is covered).
+                    if m < self.floor {
+                        return;
+                    }
                     let mut wut = std::mem::take(&mut self.levels[m].wut);
                     self.insert_into(&mut wut, w);
                     self.levels[m].wut = wut;
@@ -632,21 +721,26 @@ impl Search {
         }
     }
 
-    fn insert_into(&self, nodes: &mut Vec<Node>, w: Vec<usize>) {
+    fn insert_into(&self, nodes: &mut Vec<Node>, w: Wakeup) {
         for node in nodes.iter_mut() {
             if let Some(rest) = self.weak_initial(&w, node.task, &node.fp) {
-                if node.children.is_empty() || rest.is_empty() {
+                if node.children.is_empty() || rest.steps.is_empty() {
                     return;
                 }
                 return self.insert_into(&mut node.children, rest);
             }
         }
         let mut chain: Option<Node> = None;
-        for &k in w.iter().rev() {
+        for &k in w.steps.iter().rev() {
             let e = &self.events[k];
+            let fp = if k == w.moved {
+                Footprint::EVERYTHING
+            } else {
+                e.fp.clone()
+            };
             chain = Some(Node {
                 task: e.task,
-                fp: e.fp.clone(),
+                fp,
                 children: chain.into_iter().collect(),
             });
         }
@@ -654,11 +748,21 @@ impl Search {
     }
 
     /// The next planned branch within the bound, from the deepest state
-    /// that has one; the current execution's steps after it are dropped.
-    fn backtrack(&mut self, bound: u32) -> Option<Resume> {
-        while let Some(mut level) = self.levels.pop() {
+    /// that has one, above the floor and before step `skip_from` (the
+    /// branches planned from there on are left); the current execution's
+    /// steps after it are dropped.
+    fn backtrack(&mut self, bound: u32, skip_from: usize) -> Option<Resume> {
+        while self.levels.len() > self.floor {
+            let mut level = self.levels.pop().expect("above the floor");
             let ev = self.events.pop().expect("a step per level");
             self.accesses.pop(self.events.len(), &ev.fp);
+            if self.levels.len() >= skip_from {
+                continue;
+            }
+            // The step explored here is asleep for every branch after it
+            // (a branch of its task, planned where the execution left its
+            // plan, repeats it).
+            level.sleep.push((ev.task, ev.fp));
             while !level.wut.is_empty() {
                 let branch = level.wut.remove(0);
                 let asleep = level.sleep.iter().any(|(q, _)| *q == branch.task);
@@ -669,7 +773,6 @@ impl Search {
                 if asleep || !within {
                     continue;
                 }
-                level.sleep.push((ev.task, ev.fp));
                 return Some(Resume {
                     at: self.levels.len(),
                     level,
@@ -699,61 +802,523 @@ fn join(into: &mut Vec<u32>, other: &[u32]) {
     }
 }
 
-/// Runs one execution of a plan.
-pub(crate) type DporRunFn<'a> = dyn FnMut(Plan) -> ExecReport + 'a;
+/// Runs one execution of a plan, from any of the search's threads.
+pub(crate) type DporRunFn<'a> = dyn Fn(Plan) -> ExecReport + Sync + 'a;
 
-/// Explore every trace (within `bound` preemptions) with at most
-/// `iterations` executions.
-pub(crate) fn search(iterations: u64, bound: u32, run: &mut DporRunFn<'_>) -> ExploreReport {
-    let mut search = Search::default();
-    let mut resume: Option<Resume> = None;
-    let mut executions = 0;
-    loop {
-        let plan = match &resume {
-            None => Plan {
+/// The top of the search tree: the states where every runnable task not
+/// asleep is tried, so that below them the tree falls into subtrees that
+/// are searched apart, one per path through the top, in any order and on
+/// any thread. A state is in the top when the one before it is, it is
+/// among an execution's first `choices` choice points, and fewer than
+/// `subtrees` branches were planned in the top before it (in depth-first
+/// order, so the first paths, whose subtrees are the largest, are split
+/// the deepest). It depends on the tree alone: never on threads, shards
+/// or time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Split {
+    pub choices: u32,
+    pub subtrees: usize,
+}
+
+impl Split {
+    /// Deep enough that on two threads the largest subtree of the
+    /// library's longest searches is a small part of the whole; the
+    /// number of subtrees keeps the top small where tasks are independent
+    /// (every path of independent steps is a subtree, most of them cut
+    /// short by sleep sets).
+    pub const DEFAULT: Split = Split {
+        choices: 50,
+        subtrees: 4096,
+    };
+
+    /// No top: one subtree, the whole search.
+    pub const NONE: Split = Split {
+        choices: 0,
+        subtrees: 0,
+    };
+}
+
+impl Search {
+    fn new(split: Split, bound: u32) -> Search {
+        Search {
+            split,
+            bound,
+            planned: 1,
+            ..Search::default()
+        }
+    }
+
+    /// The search with only the steps before `end` of the current
+    /// execution.
+    fn top_part(&self, end: usize) -> Search {
+        let mut top = Search {
+            events: self.events[..end].to_vec(),
+            levels: self.levels[..end].to_vec(),
+            accesses: Accesses::default(),
+            split: self.split,
+            planned: self.planned,
+            bound: self.bound,
+            floor: self.floor,
+        };
+        for (i, e) in top.events.iter().enumerate() {
+            top.accesses.push(i, &e.fp);
+        }
+        top
+    }
+
+    /// The first state after the top of the current execution.
+    fn top_end(&self) -> usize {
+        self.levels
+            .iter()
+            .position(|l| !l.top)
+            .unwrap_or(self.levels.len())
+    }
+
+    /// The plan of the next execution: the steps kept of the current one,
+    /// then the branch planned where it resumes.
+    fn plan(&self, resume: Option<&Resume>, bound: u32) -> Plan {
+        let Some(r) = resume else {
+            return Plan {
                 tasks: Vec::new(),
                 sleep_from: 0,
                 sleep: Vec::new(),
                 bound,
-            },
-            Some(r) => {
-                let mut tasks: Vec<TaskId> = search.events.iter().map(|e| e.task).collect();
-                let mut node = Some(&r.branch);
-                while let Some(n) = node {
-                    tasks.push(n.task);
-                    node = n.children.first();
-                }
-                Plan {
-                    tasks,
-                    sleep_from: r.at,
-                    sleep: r.level.sleep.clone(),
-                    bound,
-                }
-            }
+            };
         };
-        let mut report = run(plan);
-        executions += 1;
-        let log = report.dpor.take().unwrap_or_default();
-        let schedule = Schedule::Choices(trimmed_choices(&report.choices));
-        if report.outcome.is_failure() || executions >= iterations {
-            // Ends here: the search's tree is not grown from this one (a run
-            // stopped by a resource limit must not grow it past the limit).
-            report.footprints = Vec::new();
-            return ExploreReport::ended(executions, report, schedule, false);
+        let mut tasks: Vec<TaskId> = self.events.iter().map(|e| e.task).collect();
+        let mut node = Some(&r.branch);
+        while let Some(n) = node {
+            tasks.push(n.task);
+            node = n.children.first();
         }
-        let from = search.extend(&log, &report.footprints, resume.take());
-        report.footprints = Vec::new();
+        Plan {
+            tasks,
+            sleep_from: r.at,
+            sleep: r.level.sleep.clone(),
+            bound,
+        }
+    }
+}
+
+/// One execution of the search, run.
+struct Ran {
+    report: ExecReport,
+    schedule: Schedule,
+    log: RunLog,
+    footprints: Vec<(TaskId, Footprint)>,
+}
+
+impl Ran {
+    fn of(run: &DporRunFn<'_>, plan: Plan) -> Ran {
+        let mut report = run(plan);
+        let log = report.dpor.take().unwrap_or_default();
+        let footprints = std::mem::take(&mut report.footprints);
+        let schedule = Schedule::Choices(trimmed_choices(&report.choices));
+        Ran {
+            report,
+            schedule,
+            log,
+            footprints,
+        }
+    }
+
+    /// Every runnable task was asleep at one of its steps: from there it
+    /// repeats explored executions, so it is not one of the search's (a
+    /// failure still counts).
+    fn cut_short(&self) -> bool {
+        self.log.blocked.is_some() && !self.report.outcome.is_failure()
+    }
+}
+
+/// The first execution below one path through the top of the tree, and
+/// the search's state once it was added.
+struct Subtree {
+    search: Search,
+    /// Where its first execution left the one before it.
+    from: usize,
+    first: (ExecReport, Schedule, bool),
+}
+
+impl Subtree {
+    /// A subtree whose first execution ends the search.
+    fn ended(first: (ExecReport, Schedule, bool)) -> Subtree {
+        Subtree {
+            search: Search::default(),
+            from: 0,
+            first,
+        }
+    }
+}
+
+/// What the search of one subtree (or of all of them) found.
+#[derive(Default)]
+struct Found {
+    executions: u64,
+    cut_short: u64,
+    /// The failing execution, or the last one run.
+    last: Option<(ExecReport, Schedule)>,
+    failed: bool,
+}
+
+impl Found {
+    /// Count an execution (unless sleep sets cut it short); true when the
+    /// search ends with it: a failure, or `cap` executions run.
+    fn add(&mut self, report: ExecReport, schedule: Schedule, cut_short: bool, cap: u64) -> bool {
+        if cut_short {
+            self.cut_short += 1;
+            return false;
+        }
+        self.executions += 1;
+        self.failed = report.outcome.is_failure();
+        self.last = Some((report, schedule));
+        self.failed || self.executions >= cap
+    }
+
+    /// The memory limit was passed after the last execution.
+    fn stop_at(&mut self, limit: crate::Outcome) {
+        if let Some((report, _)) = &mut self.last {
+            report.outcome = limit;
+            self.failed = true;
+        }
+    }
+
+    fn is_shared_resource_limit(&self) -> bool {
+        self.last
+            .as_ref()
+            .is_some_and(|(r, _)| r.outcome.is_shared_resource_limit())
+    }
+
+    fn ended(self, exhausted: bool) -> ExploreReport {
+        let (report, schedule) = self.last.expect("the first execution is counted");
+        let mut r = ExploreReport::ended(self.executions, report, schedule, exhausted);
+        r.cut_short = self.cut_short;
+        r
+    }
+}
+
+/// The top of the tree, enumerated in depth-first order one path at a
+/// time: each path's first execution is the first of its subtree. Its
+/// search holds only the top's states, so that a copy is small.
+#[derive(Clone)]
+struct Top {
+    search: Search,
+    resume: Option<Resume>,
+    /// Subtrees handed out so far.
+    made: usize,
+    /// Their first executions that count.
+    counted: u64,
+    done: bool,
+}
+
+impl Top {
+    fn new(split: Split, bound: u32) -> Top {
+        Top {
+            search: Search::new(split, bound),
+            resume: None,
+            made: 0,
+            counted: 0,
+            done: false,
+        }
+    }
+
+    /// The next subtree, with its index and the counted first executions
+    /// before it; `None` once the top is enumerated, or once a first
+    /// execution failed or the budget is spent by first executions alone.
+    fn next(
+        &mut self,
+        iterations: u64,
+        bound: u32,
+        run: &DporRunFn<'_>,
+    ) -> Option<(usize, Subtree, u64)> {
+        if self.done {
+            return None;
+        }
+        let ran = Ran::of(run, self.search.plan(self.resume.as_ref(), bound));
+        let cut_short = ran.cut_short();
+        let before = self.counted;
+        self.counted += !cut_short as u64;
+        let index = self.made;
+        self.made += 1;
+        if ran.report.outcome.is_failure() || self.counted >= iterations {
+            // The search ends with this execution: its tree is not grown
+            // from it (one stopped by a resource limit must not grow it
+            // past the limit).
+            self.done = true;
+            let first = (ran.report, ran.schedule, cut_short);
+            return Some((index, Subtree::ended(first), before));
+        }
+        let from = self
+            .search
+            .extend(&ran.log, &ran.footprints, self.resume.take());
+        let top_end = self.search.top_end();
+        // The subtree takes the execution; the top keeps its own states.
+        let top = self.search.top_part(top_end);
+        let mut below = std::mem::replace(&mut self.search, top);
+        below.floor = top_end;
+        // Below the top, no state is part of it.
+        below.split.subtrees = 0;
+        self.done = crate::explore::memory_limit().is_some();
+        if !self.done {
+            self.resume = self.search.backtrack(bound, top_end);
+            self.done = self.resume.is_none();
+        }
+        let subtree = Subtree {
+            search: below,
+            from,
+            first: (ran.report, ran.schedule, cut_short),
+        };
+        Some((index, subtree, before))
+    }
+}
+
+/// Search one subtree, with at most `cap` executions.
+fn search_subtree(sub: Subtree, cap: u64, bound: u32, run: &DporRunFn<'_>) -> Found {
+    let Subtree {
+        mut search,
+        mut from,
+        first: (report, schedule, cut_short),
+    } = sub;
+    let mut found = Found::default();
+    if found.add(report, schedule, cut_short, cap) {
+        return found;
+    }
+    let bounded = bound != u32::MAX;
+    loop {
         // The search's tree grows between executions, where no execution
         // looks.
         if let Some(limit) = crate::explore::memory_limit() {
-            report.outcome = limit;
-            return ExploreReport::ended(executions, report, schedule, false);
+            found.stop_at(limit);
+            return found;
         }
-        search.races(from, bound != u32::MAX);
-        resume = search.backtrack(bound);
-        if resume.is_none() {
-            return ExploreReport::ended(executions, report, schedule, true);
+        search.races(from, bounded);
+        let Some(resume) = search.backtrack(bound, usize::MAX) else {
+            return found;
+        };
+        let ran = Ran::of(run, search.plan(Some(&resume), bound));
+        let cut_short = ran.cut_short();
+        if found.add(ran.report, ran.schedule, cut_short, cap) {
+            return found;
         }
+        from = search.extend(&ran.log, &ran.footprints, Some(resume));
+    }
+}
+
+/// Explore every trace (within `bound` preemptions) with at most
+/// `iterations` executions, on up to `jobs` threads.
+///
+/// The top of the tree ([`Split`]) is enumerated in full, with sleep
+/// sets; below each path through it the search is optimal, and the
+/// subtrees need nothing from one another, so that threads can search
+/// them at once. What is reported is what a search of the subtrees one
+/// after another, in depth-first order, finds: the failure of the first
+/// subtree that fails, after the executions of the subtrees before it;
+/// with the budget spent, the execution that spent it. The executions
+/// are the same whatever the top's shape, one per trace when the bound is
+/// unlimited (the test `crates/bench/tests/traces.rs` counts them at
+/// several shapes).
+pub(crate) fn search(
+    iterations: u64,
+    bound: u32,
+    jobs: usize,
+    split: Split,
+    run: &DporRunFn<'_>,
+) -> ExploreReport {
+    let mut searched = search_subtrees(iterations, bound, jobs, split, run);
+    let mut all = Found::default();
+    for (i, slot) in searched.found.into_iter().enumerate() {
+        let cap = iterations - all.executions;
+        let found = match slot {
+            Some(f)
+                if f.executions <= cap && !(searched.beside && f.is_shared_resource_limit()) =>
+            {
+                f
+            }
+            // Searched with a larger budget than was left, beside others
+            // when a resource of the process ran out, or not searched.
+            _ => {
+                let top = searched.tops.remove(&i);
+                search_again(top, i, cap, iterations, bound, split, run)
+            }
+        };
+        all.executions += found.executions;
+        all.cut_short += found.cut_short;
+        if found.last.is_some() {
+            all.last = found.last;
+        }
+        if found.failed || all.executions >= iterations {
+            return all.ended(false);
+        }
+    }
+    all.ended(true)
+}
+
+/// Subtree `index` searched alone with at most `cap` executions: made
+/// again from the top as it was before it, or else from the start.
+fn search_again(
+    top: Option<Top>,
+    index: usize,
+    cap: u64,
+    iterations: u64,
+    bound: u32,
+    split: Split,
+    run: &DporRunFn<'_>,
+) -> Found {
+    let mut top = top.unwrap_or_else(|| Top::new(split, bound));
+    loop {
+        let (i, sub, _) = top
+            .next(iterations, bound, run)
+            .expect("the subtree was made before");
+        if i == index {
+            return search_subtree(sub, cap, bound, run);
+        }
+    }
+}
+
+/// Every subtree's search, in order (`None` where none was made).
+struct Searched {
+    found: Vec<Option<Found>>,
+    /// The top before each subtree that may have to be searched again.
+    tops: std::collections::BTreeMap<usize, Top>,
+    /// Threads searched side by side.
+    beside: bool,
+}
+
+/// Where the subtrees' searches stand, as threads report them.
+struct Board {
+    found: Vec<Option<Found>>,
+    /// The top as it was before each subtree not yet known to stand as
+    /// searched, to make it again alone from there (dropped once the
+    /// prefix passes it).
+    tops: std::collections::BTreeMap<usize, Top>,
+    /// The subtrees before this one are searched.
+    prefix: usize,
+    /// And these are their executions.
+    prefix_executions: u64,
+    /// No subtree after this one is wanted: one failed, or the budget
+    /// was spent before it.
+    last_wanted: usize,
+    /// The subtree of the prefix whose last execution is kept.
+    kept: Option<usize>,
+}
+
+impl Board {
+    fn put(&mut self, index: usize, found: Found, iterations: u64) {
+        if self.found.len() <= index {
+            self.found.resize_with(index + 1, || None);
+        }
+        if found.failed && !found.is_shared_resource_limit() {
+            self.last_wanted = self.last_wanted.min(index);
+        }
+        self.found[index] = Some(found);
+        // Advance over the searched subtrees that stand as they are (a
+        // failure ends the run there, or is searched again alone).
+        while self.prefix_executions < iterations && self.prefix <= self.last_wanted {
+            let Some(Some(f)) = self.found.get(self.prefix) else {
+                break;
+            };
+            if f.failed {
+                break;
+            }
+            let executions = f.executions;
+            self.prefix_executions += executions;
+            if executions > 0 {
+                // Only the run's last execution is reported: an earlier
+                // subtree's last one is dropped.
+                if let Some(Some(before)) =
+                    self.kept.replace(self.prefix).map(|k| &mut self.found[k])
+                {
+                    before.last = None;
+                }
+            }
+            self.tops.remove(&self.prefix);
+            self.prefix += 1;
+            if self.prefix_executions >= iterations {
+                self.last_wanted = self.last_wanted.min(self.prefix - 1);
+            }
+        }
+    }
+
+    /// The budget of subtree `index`: what its predecessors left, when
+    /// they are all searched; else what their first executions left, at
+    /// least as much (its result then stands where it ran no more
+    /// executions than were left).
+    fn cap(&self, index: usize, counted_before: u64, iterations: u64) -> u64 {
+        if self.prefix == index {
+            iterations.saturating_sub(self.prefix_executions)
+        } else {
+            iterations.saturating_sub(counted_before)
+        }
+    }
+}
+
+/// Each thread takes the next subtree from the top (enumerating it one
+/// path further) and searches it, until the top is done or no later
+/// subtree is wanted.
+fn search_subtrees(
+    iterations: u64,
+    bound: u32,
+    jobs: usize,
+    split: Split,
+    run: &DporRunFn<'_>,
+) -> Searched {
+    use std::sync::Mutex;
+    let top = Mutex::new(Top::new(split, bound));
+    let board = Mutex::new(Board {
+        found: Vec::new(),
+        prefix: 0,
+        prefix_executions: 0,
+        last_wanted: usize::MAX,
+        kept: None,
+        tops: std::collections::BTreeMap::new(),
+    });
+    let work = || {
+        loop {
+            let next = {
+                let mut top = top.lock().unwrap_or_else(|e| e.into_inner());
+                let last_wanted = board.lock().unwrap_or_else(|e| e.into_inner()).last_wanted;
+                if top.made > last_wanted {
+                    None
+                } else {
+                    let before = top.clone();
+                    top.next(iterations, bound, run).map(|n| (n, before))
+                }
+            };
+            let Some(((index, sub, counted_before), before)) = next else {
+                break;
+            };
+            let cap = {
+                let mut board = board.lock().unwrap_or_else(|e| e.into_inner());
+                board.tops.insert(index, before);
+                board.cap(index, counted_before, iterations)
+            };
+            let found = search_subtree(sub, cap.max(1), bound, run);
+            board
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .put(index, found, iterations);
+        }
+        // What this thread mapped is not kept for a later run.
+        crate::exec::trim_stack_pool(0);
+    };
+    let jobs = jobs.clamp(1, crate::limits::JOBS.max as usize);
+    let mut beside = false;
+    std::thread::scope(|scope| {
+        for i in 1..jobs {
+            let spawned = std::thread::Builder::new()
+                .name(format!("nssim-dfs-{i}"))
+                .spawn_scoped(scope, work);
+            if spawned.is_err() {
+                break;
+            }
+            beside = true;
+        }
+        work();
+    });
+    let board = board.into_inner().unwrap_or_else(|e| e.into_inner());
+    Searched {
+        found: board.found,
+        tops: board.tops,
+        beside,
     }
 }
 

@@ -68,6 +68,11 @@ pub struct ExploreConfig {
     /// `dfs`: run one execution per class of interleavings that only
     /// reorder independent steps (optimal partial-order reduction).
     pub reduction: bool,
+    /// `dfs` with reduction: the top of the tree, whose subtrees are
+    /// searched apart (on `jobs` threads). Part of what the search is: a
+    /// different top may order and, under a preemption bound, choose the
+    /// executions differently.
+    pub split: crate::dpor::Split,
 }
 
 impl ExploreConfig {
@@ -83,6 +88,7 @@ impl ExploreConfig {
             shard: None,
             progress: Progress::default(),
             reduction: true,
+            split: crate::dpor::Split::DEFAULT,
         }
     }
 
@@ -134,6 +140,10 @@ pub struct ExploreReport {
     /// Where `report` is in the whole run's order, whatever the shard: the
     /// iteration of a seeded run, the execution's index in a search.
     pub iteration: u64,
+    /// `dfs` only: runs cut short by sleep sets (every runnable task was
+    /// asleep: the rest repeated explored executions), not counted in
+    /// `executions`.
+    pub cut_short: u64,
 }
 
 /// Explore the executions that `build` sets up (it is called once per
@@ -211,22 +221,30 @@ fn search(
         StrategySpec::Random => strategy::random::explore(cfg, run),
         StrategySpec::Pct { depth } => strategy::pct::explore(cfg, run, depth),
         StrategySpec::Dfs { preemption_bound } => {
-            let mut done = 0;
+            let done = std::sync::atomic::AtomicU64::new(0);
+            let tell = || {
+                let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                cfg.progress.tell(done);
+            };
             let mut exec = cfg.exec.clone();
             exec.log_steps = true;
             if cfg.reduction {
-                return crate::dpor::search(iterations, preemption_bound, &mut |plan| {
-                    done += 1;
-                    cfg.progress.tell(done);
-                    let mut e = Execution::new(exec.clone(), &Schedule::Choices(Vec::new()));
-                    e.set_plan(plan);
-                    build(&mut e);
-                    e.run()
-                });
+                return crate::dpor::search(
+                    iterations,
+                    preemption_bound,
+                    cfg.jobs,
+                    cfg.split,
+                    &|plan| {
+                        tell();
+                        let mut e = Execution::new(exec.clone(), &Schedule::Choices(Vec::new()));
+                        e.set_plan(plan);
+                        build(&mut e);
+                        e.run()
+                    },
+                );
             }
             dfs(iterations, preemption_bound, &mut |s| {
-                done += 1;
-                cfg.progress.tell(done);
+                tell();
                 let mut e = Execution::new(exec.clone(), s);
                 build(&mut e);
                 e.run()
@@ -299,6 +317,7 @@ pub(crate) fn seeded(
         shrink: None,
         unnamed_at_deadline: false,
         iteration: indices.at(position),
+        cut_short: 0,
     }
 }
 
@@ -446,6 +465,7 @@ impl ExploreReport {
             shrink: None,
             unnamed_at_deadline: false,
             iteration: executions.saturating_sub(1),
+            cut_short: 0,
         }
     }
 }

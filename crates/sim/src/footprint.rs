@@ -38,6 +38,12 @@ pub struct Footprint {
 }
 
 impl Footprint {
+    /// A step that may touch anything: it conflicts with every step.
+    pub(crate) const EVERYTHING: Footprint = Footprint {
+        everything: true,
+        objects: Vec::new(),
+    };
+
     /// The footprint a step starts with: its scheduling point's object
     /// (`reads`: only read), nothing for a `local` step.
     pub(crate) fn of_point(obj: ObjId, local: bool, reads: bool) -> Footprint {

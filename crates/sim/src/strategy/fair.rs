@@ -20,6 +20,7 @@ pub(crate) fn explore(run: &Run<'_>) -> ExploreReport {
         exhausted: false,
         shrink: None,
         unnamed_at_deadline: false,
+        cut_short: 0,
         iteration: 0,
     }
 }
