@@ -276,10 +276,14 @@ pub mod nssim {
     /// invariants checked), explored as `explore` says: an exhaustive
     /// search long enough to time.
     pub fn ipc_loopers_fixed(explore: ExploreConfig) -> ExploreReport {
-        let fixes = [
-            ("ipc-retry-after-free".to_string(), true),
-            ("ipc-pending-at-release".to_string(), true),
-        ];
+        ipc_loopers(&["ipc-retry-after-free", "ipc-pending-at-release"], explore)
+    }
+
+    /// The same scenario on v6.3 with the patches `fixes` added (none: its
+    /// entry `v6.3-dfs`, whose false ENOSPC `dfs` finds after some
+    /// hundreds of executions).
+    pub fn ipc_loopers(fixes: &[&str], explore: ExploreConfig) -> ExploreReport {
+        let fixes: Vec<(String, bool)> = fixes.iter().map(|f| (f.to_string(), true)).collect();
         let patches =
             kernel::resolve_patches("v6.3", &fixes).expect("the v6.3 profile and fixes exist");
         let invariants = [

@@ -341,7 +341,7 @@ enum Command {
     /// `cargo bench -p nssim-bench --features compare --bench compare`. Run on a quiet machine
     /// and read the ratios, not the absolute figures.
     Bench {
-        /// A small run (under a second) instead of the full one (about ten seconds).
+        /// A small run (under a second) instead of the full one (about a minute and a half).
         #[arg(long)]
         quick: bool,
         /// Threads for the parallel-exploration row (default: the number of cores).

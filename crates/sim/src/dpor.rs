@@ -37,6 +37,9 @@ use crate::runq::RunQueue;
 use crate::strategy::{default_choice, ChoicePoint, PickCtx, Strategy, StrategyLog};
 use crate::token::Schedule;
 use crate::TaskId;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// What one execution of the search is asked to do.
 pub(crate) struct Plan {
@@ -1071,15 +1074,16 @@ impl Top {
     }
 }
 
-/// Search one subtree, with at most `cap` executions.
-fn search_subtree(sub: Subtree, cap: u64, bound: u32, run: &DporRunFn<'_>) -> Found {
+/// Search one subtree, with at most `cap` executions (lowered, from
+/// another thread, once the subtrees before it are searched).
+fn search_subtree(sub: Subtree, cap: &AtomicU64, bound: u32, run: &DporRunFn<'_>) -> Found {
     let Subtree {
         mut search,
         mut from,
         first: (report, schedule, cut_short),
     } = sub;
     let mut found = Found::default();
-    if found.add(report, schedule, cut_short, cap) {
+    if found.add(report, schedule, cut_short, cap.load(Ordering::Relaxed)) {
         return found;
     }
     let bounded = bound != u32::MAX;
@@ -1096,7 +1100,12 @@ fn search_subtree(sub: Subtree, cap: u64, bound: u32, run: &DporRunFn<'_>) -> Fo
         };
         let ran = Ran::of(run, search.plan(Some(&resume), bound));
         let cut_short = ran.cut_short();
-        if found.add(ran.report, ran.schedule, cut_short, cap) {
+        if found.add(
+            ran.report,
+            ran.schedule,
+            cut_short,
+            cap.load(Ordering::Relaxed),
+        ) {
             return found;
         }
         from = search.extend(&ran.log, &ran.footprints, Some(resume));
@@ -1169,7 +1178,7 @@ fn search_again(
             .next(iterations, bound, run)
             .expect("the subtree was made before");
         if i == index {
-            return search_subtree(sub, cap, bound, run);
+            return search_subtree(sub, &AtomicU64::new(cap), bound, run);
         }
     }
 }
@@ -1178,7 +1187,7 @@ fn search_again(
 struct Searched {
     found: Vec<Option<Found>>,
     /// The top before each subtree that may have to be searched again.
-    tops: std::collections::BTreeMap<usize, Top>,
+    tops: BTreeMap<usize, Top>,
     /// Threads searched side by side.
     beside: bool,
 }
@@ -1189,7 +1198,7 @@ struct Board {
     /// The top as it was before each subtree not yet known to stand as
     /// searched, to make it again alone from there (dropped once the
     /// prefix passes it).
-    tops: std::collections::BTreeMap<usize, Top>,
+    tops: BTreeMap<usize, Top>,
     /// The subtrees before this one are searched.
     prefix: usize,
     /// And these are their executions.
@@ -1199,6 +1208,8 @@ struct Board {
     last_wanted: usize,
     /// The subtree of the prefix whose last execution is kept.
     kept: Option<usize>,
+    /// The budgets of the subtrees being searched.
+    running: BTreeMap<usize, Arc<AtomicU64>>,
 }
 
 impl Board {
@@ -1236,6 +1247,17 @@ impl Board {
                 self.last_wanted = self.last_wanted.min(self.prefix - 1);
             }
         }
+        // The next subtree's budget is now known: what is left; a subtree
+        // after the last one wanted stops at once.
+        if let Some(cap) = self.running.get(&self.prefix) {
+            cap.store(
+                iterations.saturating_sub(self.prefix_executions),
+                Ordering::Relaxed,
+            );
+        }
+        for (_, cap) in self.running.range(self.last_wanted.saturating_add(1)..) {
+            cap.store(0, Ordering::Relaxed);
+        }
     }
 
     /// The budget of subtree `index`: what its predecessors left, when
@@ -1269,7 +1291,8 @@ fn search_subtrees(
         prefix_executions: 0,
         last_wanted: usize::MAX,
         kept: None,
-        tops: std::collections::BTreeMap::new(),
+        tops: BTreeMap::new(),
+        running: BTreeMap::new(),
     });
     let work = || {
         loop {
@@ -1289,13 +1312,15 @@ fn search_subtrees(
             let cap = {
                 let mut board = board.lock().unwrap_or_else(|e| e.into_inner());
                 board.tops.insert(index, before);
-                board.cap(index, counted_before, iterations)
+                let cap = board.cap(index, counted_before, iterations).max(1);
+                let cap = Arc::new(AtomicU64::new(cap));
+                board.running.insert(index, Arc::clone(&cap));
+                cap
             };
-            let found = search_subtree(sub, cap.max(1), bound, run);
-            board
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .put(index, found, iterations);
+            let found = search_subtree(sub, &cap, bound, run);
+            let mut board = board.lock().unwrap_or_else(|e| e.into_inner());
+            board.running.remove(&index);
+            board.put(index, found, iterations);
         }
         // What this thread mapped is not kept for a later run.
         crate::exec::trim_stack_pool(0);
