@@ -1060,11 +1060,15 @@ impl Top {
         below.floor = top_end;
         // Below the top, no state is part of it.
         below.split.subtrees = 0;
-        self.done = crate::explore::memory_limit().is_some();
-        if !self.done {
-            self.resume = self.search.backtrack(bound, top_end);
-            self.done = self.resume.is_none();
+        // The tree grows between executions, where no execution looks.
+        if let Some(limit) = crate::explore::memory_limit() {
+            self.done = true;
+            let mut report = ran.report;
+            report.outcome = limit;
+            return Some((index, Subtree::ended((report, ran.schedule, false)), before));
         }
+        self.resume = self.search.backtrack(bound, top_end);
+        self.done = self.resume.is_none();
         let subtree = Subtree {
             search: below,
             from,
@@ -1284,6 +1288,7 @@ fn search_subtrees(
     run: &DporRunFn<'_>,
 ) -> Searched {
     use std::sync::Mutex;
+    let jobs = jobs.clamp(1, crate::limits::JOBS.max as usize);
     let top = Mutex::new(Top::new(split, bound));
     let board = Mutex::new(Board {
         found: Vec::new(),
@@ -1302,7 +1307,9 @@ fn search_subtrees(
                 if top.made > last_wanted {
                     None
                 } else {
-                    let before = top.clone();
+                    // On one thread every budget is exact: nothing is
+                    // searched again, and the top is not copied.
+                    let before = (jobs > 1).then(|| top.clone());
                     top.next(iterations, bound, run).map(|n| (n, before))
                 }
             };
@@ -1311,7 +1318,9 @@ fn search_subtrees(
             };
             let cap = {
                 let mut board = board.lock().unwrap_or_else(|e| e.into_inner());
-                board.tops.insert(index, before);
+                if let Some(before) = before {
+                    board.tops.insert(index, before);
+                }
                 let cap = board.cap(index, counted_before, iterations).max(1);
                 let cap = Arc::new(AtomicU64::new(cap));
                 board.running.insert(index, Arc::clone(&cap));
@@ -1325,7 +1334,6 @@ fn search_subtrees(
         // What this thread mapped is not kept for a later run.
         crate::exec::trim_stack_pool(0);
     };
-    let jobs = jobs.clamp(1, crate::limits::JOBS.max as usize);
     let mut beside = false;
     std::thread::scope(|scope| {
         for i in 1..jobs {
