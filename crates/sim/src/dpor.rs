@@ -1331,22 +1331,8 @@ fn search_subtrees(
             board.running.remove(&index);
             board.put(index, found, iterations);
         }
-        // What this thread mapped is not kept for a later run.
-        crate::exec::trim_stack_pool(0);
     };
-    let mut beside = false;
-    std::thread::scope(|scope| {
-        for i in 1..jobs {
-            let spawned = std::thread::Builder::new()
-                .name(format!("nssim-dfs-{i}"))
-                .spawn_scoped(scope, work);
-            if spawned.is_err() {
-                break;
-            }
-            beside = true;
-        }
-        work();
-    });
+    let beside = crate::explore::on_threads(jobs, "nssim-dfs", &work);
     let board = board.into_inner().unwrap_or_else(|e| e.into_inner());
     Searched {
         found: board.found,

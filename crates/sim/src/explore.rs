@@ -356,41 +356,27 @@ fn first_failure_parallel(
     let first_failure = AtomicUsize::new(usize::MAX);
     let kept: Mutex<Vec<(usize, ExecReport)>> = Mutex::new(Vec::new());
     let deferred: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-    let work = || {
-        loop {
-            let pos = next.fetch_add(1, Ordering::Relaxed);
-            if pos >= indices.len || pos > first_failure.load(Ordering::Relaxed) {
-                break;
-            }
-            let report = run(&schedule_of(indices.at(pos)));
-            if report.outcome.is_shared_resource_limit() {
-                deferred.lock().unwrap_or_else(|e| e.into_inner()).push(pos);
-                continue;
-            }
-            let failed = report.outcome.is_failure();
-            if failed {
-                first_failure.fetch_min(pos, Ordering::Relaxed);
-            }
-            if failed || pos == indices.len - 1 {
-                kept.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((pos, report));
-            }
+    let work = || loop {
+        let pos = next.fetch_add(1, Ordering::Relaxed);
+        if pos >= indices.len || pos > first_failure.load(Ordering::Relaxed) {
+            break;
         }
-        // What this thread mapped is not kept for a later run.
-        crate::exec::trim_stack_pool(0);
+        let report = run(&schedule_of(indices.at(pos)));
+        if report.outcome.is_shared_resource_limit() {
+            deferred.lock().unwrap_or_else(|e| e.into_inner()).push(pos);
+            continue;
+        }
+        let failed = report.outcome.is_failure();
+        if failed {
+            first_failure.fetch_min(pos, Ordering::Relaxed);
+        }
+        if failed || pos == indices.len - 1 {
+            kept.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((pos, report));
+        }
     };
-    std::thread::scope(|scope| {
-        for i in 1..jobs {
-            let spawned = std::thread::Builder::new()
-                .name(format!("nssim-job-{i}"))
-                .spawn_scoped(scope, work);
-            if spawned.is_err() {
-                break;
-            }
-        }
-        work();
-    });
+    on_threads(jobs, "nssim-job", &work);
     let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut deferred = deferred.into_inner().unwrap_or_else(|e| e.into_inner());
     deferred.sort_unstable();
@@ -411,6 +397,31 @@ fn first_failure_parallel(
         .position(|(pos, _)| *pos == wanted)
         .expect("the reported execution was kept");
     kept.swap_remove(at)
+}
+
+/// Run `work` on `jobs` threads, this one among them, until each returns;
+/// what each thread mapped for its executions' stacks is not kept for a
+/// later run. A thread that cannot be started leaves its share to the
+/// others. True when another thread ran beside this one.
+pub(crate) fn on_threads(jobs: usize, name: &str, work: &(dyn Fn() + Sync)) -> bool {
+    let work = || {
+        work();
+        crate::exec::trim_stack_pool(0);
+    };
+    let mut beside = false;
+    std::thread::scope(|scope| {
+        for i in 1..jobs {
+            let spawned = std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn_scoped(scope, work);
+            if spawned.is_err() {
+                break;
+            }
+            beside = true;
+        }
+        work();
+    });
+    beside
 }
 
 struct Frame {
