@@ -121,9 +121,10 @@ pub struct Overrides {
     /// thread. Results and output do not depend on it.
     #[arg(long, value_name = "N", value_parser = |s: &str| limits::JOBS.parse_u32(s))]
     pub jobs: Option<u32>,
-    /// Run only shard K of N of every run's executions (K from 1); `nssim merge`
-    /// makes the N shards' JSON outputs into the unsharded run's. dfs and fair
-    /// runs belong to shard 1 (the others list them as skipped).
+    /// Run only shard K of N of every run's executions (K from 1), of a dfs
+    /// search its subtrees i with i mod N = K - 1; `nssim merge` makes the N
+    /// shards' JSON outputs into the unsharded run's. fair runs, and dfs runs
+    /// with --no-reduction, belong to shard 1 (the others list them as skipped).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
 }

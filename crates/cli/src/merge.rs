@@ -3,8 +3,11 @@
 //! run prints, in text, JSON and JUnit.
 //!
 //! Each shard lists every (scenario, kernel) run in the same order: the
-//! ones it made as records, the others as skipped. A dfs or fair run is
-//! shard 1's alone and is taken as it is. A random or PCT run's shards each
+//! ones it made as records, the others as skipped. A fair run (or a dfs
+//! run without reduction) is shard 1's alone and is taken as it is. Each
+//! shard of a dfs run searched some subtrees of the search, whose counts
+//! its record carries; the unsharded search is made of them
+//! (`sim::merge_dfs_shards`). A random or PCT run's shards each
 //! stop at their own first failure, or report their last iteration: the
 //! unsharded run reports the failure of lowest iteration, or else its last
 //! iteration, after that iteration plus one executions.
@@ -208,6 +211,7 @@ fn combine(entries: &[&Entry]) -> Result<Record, CliError> {
                 "error: no shard ran {file} [{kernel}]: every output lists it as skipped"
             )));
         }
+        several if several.iter().any(|r| r.dfs_shard.is_some()) => combine_dfs(several)?,
         [only] => (*only).clone(),
         several => {
             let failed = |r: &&&Record| r.outcome != sim::Outcome::Pass.kind();
@@ -224,6 +228,66 @@ fn combine(entries: &[&Entry]) -> Result<Record, CliError> {
     };
     merged.shard = output::shard_text(None);
     Ok(merged)
+}
+
+/// A dfs run: every shard searched some subtrees of the one search; the
+/// unsharded search is made of them, and its record is the one of the
+/// shard whose execution it reports (or shard 1's first execution, when
+/// the budget ran out), with the search's counts.
+fn combine_dfs(shards: &[&Record]) -> Result<Record, CliError> {
+    let refused = |what: String| {
+        CliError(format!(
+            "error: {} [{}]: {what}: not the shards of one run",
+            shards[0].file, shards[0].kernel
+        ))
+    };
+    let mut parts = Vec::new();
+    for r in shards {
+        let Some(part) = &r.dfs_shard else {
+            return Err(refused(format!(
+                "shard {} has no part of the dfs search",
+                r.shard
+            )));
+        };
+        let (k, _) = parse_shard(&r.shard).expect("checked when read");
+        parts.push((k, *r, part));
+    }
+    let (_, _, first) = parts[0];
+    if let Some((k, _, _)) = parts.iter().find(|(_, _, p)| {
+        p.iterations != first.iterations || p.expect_exhausted != first.expect_exhausted
+    }) {
+        return Err(refused(format!(
+            "shard {k} searched with another budget or expectation"
+        )));
+    }
+    let counts = parts
+        .iter()
+        .flat_map(|(_, _, p)| p.subtrees.iter().copied());
+    let merged = sim::merge_dfs_shards(first.iterations, counts).map_err(refused)?;
+    let n = parts.len() as u64;
+    let mut record = match merged.reported {
+        sim::Reported::Failure { subtree } | sim::Reported::LastOf { subtree } => {
+            let owner = subtree % n + 1;
+            let (_, r, _) = parts
+                .iter()
+                .find(|(k, _, _)| *k == owner)
+                .expect("every shard");
+            (*r).clone()
+        }
+        sim::Reported::First => {
+            let (_, _, part) = parts.iter().find(|(k, _, _)| *k == 1).expect("shard 1");
+            let first = part.first.as_ref();
+            *first
+                .ok_or_else(|| refused("shard 1 has no record of the first execution".into()))?
+                .clone()
+        }
+    };
+    record.executions = merged.executions;
+    record.exhausted = merged.exhausted;
+    record.iteration = merged.iteration;
+    record.dfs_shard = None;
+    record.judge(first.expect_exhausted);
+    Ok(record)
 }
 
 pub fn merge(

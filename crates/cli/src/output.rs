@@ -45,6 +45,25 @@ pub struct Record {
     /// The reported execution's index in the whole run's order: the
     /// iteration of a random or PCT run, the execution of a dfs run.
     pub iteration: u64,
+    /// A shard's part of a dfs search (absent unsharded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dfs_shard: Option<DfsShardRecord>,
+}
+
+/// What a shard's record of a dfs run carries for `nssim merge`: its
+/// subtrees of the search (`sim::merge_dfs_shards` makes the unsharded
+/// search of them) and, in shard 1, the record of the search's first
+/// execution, which the unsharded run reports when its budget runs out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DfsShardRecord {
+    /// The run's budget of executions.
+    pub iterations: u64,
+    /// The run expects its search exhausted: judged once merged.
+    pub expect_exhausted: bool,
+    pub subtrees: Vec<sim::SubtreeCount>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<Box<Record>>,
 }
 
 /// One op's results in a run record.
@@ -158,21 +177,8 @@ impl RunRecord {
         place: Place,
     ) -> RunRecord {
         let outcome = &report.outcome;
-        let mut mismatches =
-            expect.map_or_else(Vec::new, |e| result_mismatches(&e.results, results));
-        if expect.is_some_and(|e| e.exhausted) && !exhausted {
-            mismatches.push(format!(
-                "the search was not exhausted: {executions} executions reached the iteration limit before every schedule within the bounds was explored (raise `iterations`)"
-            ));
-        }
-        let as_expected = mismatches.is_empty()
-            && expect.is_none_or(|e| {
-                e.outcome.as_str() == outcome.kind()
-                    && e.invariant
-                        .as_deref()
-                        .is_none_or(|i| Some(i) == outcome.invariant())
-            });
-        let record = Record {
+        let mismatches = expect.map_or_else(Vec::new, |e| result_mismatches(&e.results, results));
+        let mut record = Record {
             scenario: sc.name.clone(),
             file: sc.path.display().to_string(),
             kernel: label.to_string(),
@@ -185,7 +191,7 @@ impl RunRecord {
             detail: outcome.is_failure().then(|| outcome.to_string()),
             expected: expect.map(|e| e.outcome.as_str().to_string()),
             expected_invariant: expect.and_then(|e| e.invariant.clone()),
-            as_expected,
+            as_expected: false,
             executions,
             exhausted,
             shrink,
@@ -198,9 +204,11 @@ impl RunRecord {
             notes: Vec::new(),
             shard: shard_text(place.shard),
             iteration: place.iteration,
+            dfs_shard: None,
         };
+        record.judge(expect.is_some_and(|e| e.exhausted));
         RunRecord {
-            as_expected,
+            as_expected: record.as_expected,
             record,
         }
     }
@@ -222,7 +230,41 @@ impl RunRecord {
     }
 }
 
+/// How the mismatch of a search expected exhausted begins.
+const NOT_EXHAUSTED: &str = "the search was not exhausted";
+
 impl Record {
+    /// Judge the record against its expectation, `expect_exhausted`
+    /// included (again, when `nssim merge` made its counts): a mismatch
+    /// of an unexhausted search is made from them.
+    pub fn judge(&mut self, expect_exhausted: bool) {
+        self.result_mismatches
+            .retain(|m| !m.starts_with(NOT_EXHAUSTED));
+        if expect_exhausted && !self.exhausted {
+            self.result_mismatches.push(format!(
+                "{NOT_EXHAUSTED}: {} executions reached the iteration limit before every schedule within the bounds was explored (raise `iterations`)",
+                self.executions
+            ));
+        }
+        self.as_expected = self.result_mismatches.is_empty()
+            && self.expected.as_ref().is_none_or(|e| *e == self.outcome)
+            && self
+                .expected_invariant
+                .as_ref()
+                .is_none_or(|i| Some(i) == self.invariant.as_ref());
+    }
+
+    /// Attach a dfs shard's part of the search. The part is judged as far
+    /// as it can be: a failure it found counts against an expectation it
+    /// does not meet, but a part that passes is as expected (the failure
+    /// expected may be in another shard's subtrees, and the search is
+    /// exhausted or not only as a whole): `nssim merge` judges the search.
+    pub fn with_dfs_shard(mut self, part: DfsShardRecord) -> Record {
+        self.dfs_shard = Some(part);
+        self.as_expected |= self.outcome == sim::Outcome::Pass.kind();
+        self
+    }
+
     fn expectation(&self) -> String {
         match (&self.expected, &self.expected_invariant) {
             (Some(e), Some(i)) => format!("expected {e} of {i}"),
@@ -275,6 +317,13 @@ impl Record {
         }
         for n in &self.notes {
             text.push_str(&format!("\n    note: {n}"));
+        }
+        if let Some(part) = &self.dfs_shard {
+            text.push_str(&format!(
+                "\n    shard {}: {} subtree(s) of the dfs search; `nssim merge` of every shard's JSON judges the whole search",
+                self.shard,
+                part.subtrees.len()
+            ));
         }
         text.push_str(&format!(
             "\n    token {}\n    replay: nssim replay {} {}",
@@ -392,8 +441,8 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
     out
 }
 
-/// A run this shard leaves to another (dfs and fair runs belong to shard
-/// 1): a line of text, a JSON record.
+/// A run this shard leaves to another (fair runs, and dfs runs without
+/// reduction, belong to shard 1): a line of text, a JSON record.
 pub fn print_skipped(r: &SkippedRecord, format: Format) {
     match format {
         Format::Text => println!("skip {} [{}]: {}", r.scenario, r.kernel, r.reason),

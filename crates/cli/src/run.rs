@@ -584,7 +584,7 @@ fn execute(
         }
     }
     let process_limit = out.explore.report.outcome.is_shared_resource_limit();
-    let record = RunRecord::new(
+    let mut record = RunRecord::new(
         sc,
         &plan.label,
         &patches,
@@ -603,7 +603,58 @@ fn execute(
         },
     )
     .with_notes(notes);
+    if let Some(part) = &out.explore.dfs_shard {
+        let part = dfs_shard_record(sc, plan, &spec, &token, part);
+        record.record = record.record.with_dfs_shard(part);
+        record.as_expected = record.record.as_expected;
+    }
     Ok((record, process_limit))
+}
+
+/// A dfs shard's part of the search, for `nssim merge`: shard 1 adds the
+/// record of the search's first execution as the unsharded run reports it
+/// when the budget runs out (after every execution of the budget).
+fn dfs_shard_record(
+    sc: &Scenario,
+    plan: &Plan,
+    spec: &RunSpec<'_>,
+    token: &Token,
+    part: &sim::DfsShard,
+) -> output::DfsShardRecord {
+    let iterations = spec.explore.iterations.max(1);
+    let first = plan.shard.is_some_and(|(k, _)| k == 1).then(|| {
+        let (report, schedule) = &*part.first;
+        let (_, results) = replay_run(spec, schedule, false);
+        let token = Token {
+            schedule: schedule.clone(),
+            ..token.clone()
+        };
+        let record = RunRecord::new(
+            sc,
+            &plan.label,
+            spec.patches,
+            plan.explore.strategy.as_str(),
+            plan.explore.seed,
+            plan.expect.as_ref(),
+            iterations,
+            false,
+            None,
+            report,
+            token.encode(),
+            &results,
+            output::Place {
+                shard: None,
+                iteration: 0,
+            },
+        );
+        Box::new(record.record)
+    });
+    output::DfsShardRecord {
+        iterations,
+        expect_exhausted: plan.expect.as_ref().is_some_and(|e| e.exhausted),
+        subtrees: part.subtrees.clone(),
+        first,
+    }
 }
 
 /// What a token carries besides its schedule: the kernel run's label, then

@@ -103,15 +103,30 @@ fn three_shards_merge_into_the_unsharded_run() {
     let skipped: Vec<&Value> = records.iter().filter(|r| r["skipped"] == true).collect();
     assert!(skipped
         .iter()
-        .any(|r| r["kernel"] == "v6.3-dfs" && r["shard"] == "2/3"));
+        .any(|r| r["kernel"] == "v6.3" && r["shard"] == "2/3"));
     assert!(skipped.iter().all(|r| r["reason"] == "not in this shard"));
     let shard_xml = dir.join("shard.xml");
     run(&["--shard", "2/3", "--junit", shard_xml.to_str().unwrap()]);
     let xml = std::fs::read_to_string(&shard_xml).unwrap();
     assert!(
-        xml.contains("name=\"v6.3-dfs\">\n      <skipped message=\"not in this shard\"/>"),
+        xml.contains("name=\"v6.3\">\n      <skipped message=\"not in this shard\"/>"),
         "{xml}"
     );
+    // Every shard searched its own subtrees of each dfs search.
+    for kernel in ["v6.3-dfs", "v6.3+fix"] {
+        let mut seen = std::collections::BTreeSet::new();
+        for r in records.iter().filter(|r| r["kernel"] == kernel) {
+            let k: u64 = r["shard"].as_str().unwrap()[..1].parse().unwrap();
+            let subtrees = r["dfs_shard"]["subtrees"].as_array().unwrap();
+            assert!(!subtrees.is_empty(), "{kernel} in shard {k}");
+            for s in subtrees {
+                let index = s["index"].as_u64().unwrap();
+                assert_eq!(index % 3 + 1, k, "{kernel}: subtree {index}");
+                assert!(seen.insert(index), "{kernel}: subtree {index} twice");
+            }
+        }
+        assert_eq!(seen.len() as u64, seen.last().unwrap() + 1, "{kernel}");
+    }
     let whole: Vec<Value> = stdout(&run(&["--format", "json"]))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -121,6 +136,39 @@ fn three_shards_merge_into_the_unsharded_run() {
     assert_eq!(pct["iteration"], first, "the failure of lowest iteration");
     assert_eq!(pct["executions"], first + 1);
     assert_eq!(pct["shard"], "1/1");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn dfs_shards_merge_where_the_budget_runs_out() {
+    // Budgets that end the dfs searches of ipc-v6.3-window in their first
+    // subtree, further on, and past the failure of v6.3-dfs.
+    let dir = scratch("budget");
+    let file = SCENARIOS[0];
+    for iterations in ["1", "40", "300"] {
+        let with = |extra: &[&str]| {
+            let mut args = vec!["run", file, "--iterations", iterations];
+            args.extend(extra);
+            nssim(&args)
+        };
+        let files: Vec<String> = (1..=3)
+            .map(|k| {
+                let out = with(&["--shard", &format!("{k}/3"), "--format", "json"]);
+                let f = dir.join(format!("{iterations}-{k}.json"));
+                std::fs::write(&f, &out.stdout).unwrap();
+                f.display().to_string()
+            })
+            .collect();
+        let whole = with(&["--format", "json"]);
+        let merged = merge(&files, &["--format", "json"]);
+        assert_eq!(merged.status.code(), whole.status.code(), "{iterations}");
+        assert_eq!(stdout(&merged), stdout(&whole), "{iterations}: JSON");
+        assert_eq!(
+            stdout(&merge(&files, &[])),
+            stdout(&with(&[])),
+            "{iterations}: text"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

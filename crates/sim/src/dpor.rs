@@ -841,6 +841,122 @@ impl Split {
     };
 }
 
+/// How a shard's search of one subtree ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SubtreeEnd {
+    /// Every execution in it was run.
+    Searched,
+    /// Its last execution failed.
+    Failed,
+    /// It ran as many executions as the budget could leave it (the whole
+    /// budget less the first executions of the subtrees before it).
+    Budget,
+}
+
+/// One subtree a shard of a `dfs` search searched: subtree i is shard
+/// k's of n when i mod n = k - 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubtreeCount {
+    pub index: u64,
+    pub executions: u64,
+    pub end: SubtreeEnd,
+}
+
+/// What a shard of a `dfs` search reports besides its execution.
+#[derive(Debug, Clone)]
+pub struct DfsShard {
+    /// Its subtrees in order, up to the first that failed or spent its
+    /// budget (no later one can matter).
+    pub subtrees: Vec<SubtreeCount>,
+    /// The search's first execution, which every shard runs: what the
+    /// search reports when its budget runs out.
+    pub first: Box<(ExecReport, Schedule)>,
+}
+
+/// Which execution the unsharded search reports, as
+/// [`merge_dfs_shards`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reported {
+    /// The failure of this subtree: its shard's execution.
+    Failure { subtree: u64 },
+    /// The budget ran out: the search's first execution.
+    First,
+    /// The search was exhausted: the last execution of this subtree, its
+    /// shard's execution.
+    LastOf { subtree: u64 },
+}
+
+/// The unsharded search, from its shards' subtrees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Merged {
+    pub executions: u64,
+    pub exhausted: bool,
+    /// The reported execution's index in the search.
+    pub iteration: u64,
+    pub reported: Reported,
+}
+
+/// What the unsharded search of at most `iterations` executions reports,
+/// from the subtrees of all its shards: the subtrees are taken in order,
+/// each with what the ones before it left of the budget, as one thread
+/// searches them. Every subtree up to the one that ends the search must
+/// be there once.
+pub fn merge_dfs_shards(
+    iterations: u64,
+    subtrees: impl IntoIterator<Item = SubtreeCount>,
+) -> Result<Merged, String> {
+    let mut subtrees: Vec<SubtreeCount> = subtrees.into_iter().collect();
+    subtrees.sort_by_key(|s| s.index);
+    let iterations = iterations.max(1);
+    let (mut before, mut last) = (0u64, None);
+    for (i, s) in subtrees.iter().enumerate() {
+        if s.index != i as u64 {
+            let what = if s.index < i as u64 {
+                "twice"
+            } else {
+                "by no shard"
+            };
+            return Err(format!("subtree {i} of the search was searched {what}"));
+        }
+        let left = iterations.saturating_sub(before);
+        let spent = match s.end {
+            SubtreeEnd::Failed if s.executions <= left => {
+                return Ok(Merged {
+                    executions: before + s.executions,
+                    exhausted: false,
+                    iteration: before + s.executions - 1,
+                    reported: Reported::Failure { subtree: s.index },
+                })
+            }
+            SubtreeEnd::Failed | SubtreeEnd::Budget => true,
+            SubtreeEnd::Searched => s.executions >= left,
+        };
+        if spent {
+            return Ok(Merged {
+                executions: iterations,
+                exhausted: false,
+                iteration: 0,
+                reported: Reported::First,
+            });
+        }
+        before += s.executions;
+        if s.executions > 0 {
+            last = Some(s.index);
+        }
+    }
+    let Some(subtree) = last else {
+        return Err("no shard ran an execution of the search".into());
+    };
+    Ok(Merged {
+        executions: before,
+        exhausted: true,
+        iteration: before - 1,
+        reported: Reported::LastOf { subtree },
+    })
+}
+
 impl Search {
     fn new(split: Split, bound: u32) -> Search {
         Search {
@@ -961,6 +1077,8 @@ struct Found {
     /// The failing execution, or the last one run.
     last: Option<(ExecReport, Schedule)>,
     failed: bool,
+    /// It stopped at its budget without a failure.
+    capped: bool,
 }
 
 impl Found {
@@ -973,8 +1091,20 @@ impl Found {
         }
         self.executions += 1;
         self.failed = report.outcome.is_failure();
+        self.capped = !self.failed && self.executions >= cap;
         self.last = Some((report, schedule));
-        self.failed || self.executions >= cap
+        self.failed || self.capped
+    }
+
+    /// How the search of this subtree ended, for a shard's report.
+    fn end(&self) -> SubtreeEnd {
+        if self.failed {
+            SubtreeEnd::Failed
+        } else if self.capped {
+            SubtreeEnd::Budget
+        } else {
+            SubtreeEnd::Searched
+        }
     }
 
     /// The memory limit was passed after the last execution.
@@ -1134,9 +1264,13 @@ pub(crate) fn search(
     bound: u32,
     jobs: usize,
     split: Split,
+    shard: Option<(u64, u64)>,
     run: &DporRunFn<'_>,
 ) -> ExploreReport {
-    let mut searched = search_subtrees(iterations, bound, jobs, split, run);
+    let mut searched = search_subtrees(iterations, bound, jobs, split, shard, run);
+    if shard.is_some() {
+        return shard_report(searched);
+    }
     let mut all = Found::default();
     for (i, slot) in searched.found.into_iter().enumerate() {
         let cap = iterations - all.executions;
@@ -1158,11 +1292,55 @@ pub(crate) fn search(
         if found.last.is_some() {
             all.last = found.last;
         }
-        if found.failed || all.executions >= iterations {
+        if found.failed {
             return all.ended(false);
+        }
+        if all.executions >= iterations {
+            let first = searched.first.take().expect("the first subtree is made");
+            let mut r = ExploreReport::budget_spent(all.executions, first);
+            r.cut_short = all.cut_short;
+            return r;
         }
     }
     all.ended(true)
+}
+
+/// A shard's report: its subtrees' counts, and as its execution the
+/// failure of the first of them that failed, else the last execution of
+/// the last of them (else the search's first execution).
+fn shard_report(searched: Searched) -> ExploreReport {
+    let first = searched.first.expect("the first subtree is made");
+    let mut subtrees = Vec::new();
+    let (mut executions, mut cut_short) = (0, 0);
+    let mut reported = None;
+    for (index, found) in searched.found.into_iter().enumerate() {
+        let Some(found) = found.filter(|_| index <= searched.last_wanted) else {
+            continue;
+        };
+        let end = found.end();
+        subtrees.push(SubtreeCount {
+            index: index as u64,
+            executions: found.executions,
+            end,
+        });
+        executions += found.executions;
+        cut_short += found.cut_short;
+        reported = found.last.or(reported);
+        if end != SubtreeEnd::Searched {
+            break;
+        }
+    }
+    let ended_early = subtrees
+        .last()
+        .is_some_and(|s| s.end != SubtreeEnd::Searched);
+    let (report, schedule) = reported.unwrap_or_else(|| first.clone());
+    let mut r = ExploreReport::ended(executions, report, schedule, !ended_early);
+    r.cut_short = cut_short;
+    r.dfs_shard = Some(DfsShard {
+        subtrees,
+        first: Box::new(first),
+    });
+    r
 }
 
 /// Subtree `index` searched alone with at most `cap` executions: made
@@ -1194,6 +1372,10 @@ struct Searched {
     tops: BTreeMap<usize, Top>,
     /// Threads searched side by side.
     beside: bool,
+    /// The search's first execution (of subtree 0).
+    first: Option<(ExecReport, Schedule)>,
+    /// No subtree after this one was wanted.
+    last_wanted: usize,
 }
 
 /// Where the subtrees' searches stand, as threads report them.
@@ -1214,6 +1396,10 @@ struct Board {
     kept: Option<usize>,
     /// The budgets of the subtrees being searched.
     running: BTreeMap<usize, Arc<AtomicU64>>,
+    /// A shard's search: a subtree that ran out of budget ends it too
+    /// (the budgets of a shard are at least the unsharded ones, and the
+    /// unsharded search ends there at the latest).
+    sharded: bool,
 }
 
 impl Board {
@@ -1221,7 +1407,7 @@ impl Board {
         if self.found.len() <= index {
             self.found.resize_with(index + 1, || None);
         }
-        if found.failed && !found.is_shared_resource_limit() {
+        if (found.failed && !found.is_shared_resource_limit()) || (self.sharded && found.capped) {
             self.last_wanted = self.last_wanted.min(index);
         }
         self.found[index] = Some(found);
@@ -1285,8 +1471,11 @@ fn search_subtrees(
     bound: u32,
     jobs: usize,
     split: Split,
+    shard: Option<(u64, u64)>,
     run: &DporRunFn<'_>,
 ) -> Searched {
+    let (k, n) = shard.unwrap_or((1, 1));
+    let mine = |index: usize| index as u64 % n == k - 1;
     use std::sync::Mutex;
     let jobs = jobs.clamp(1, crate::limits::JOBS.max as usize);
     let top = Mutex::new(Top::new(split, bound));
@@ -1298,7 +1487,9 @@ fn search_subtrees(
         kept: None,
         tops: BTreeMap::new(),
         running: BTreeMap::new(),
+        sharded: shard.is_some(),
     });
+    let first = Mutex::new(None);
     let work = || {
         loop {
             let next = {
@@ -1308,14 +1499,24 @@ fn search_subtrees(
                     None
                 } else {
                     // On one thread every budget is exact: nothing is
-                    // searched again, and the top is not copied.
-                    let before = (jobs > 1).then(|| top.clone());
+                    // searched again, and the top is not copied; nor in
+                    // a shard, whose budgets are its own.
+                    let before = (jobs > 1 && shard.is_none()).then(|| top.clone());
                     top.next(iterations, bound, run).map(|n| (n, before))
                 }
             };
             let Some(((index, sub, counted_before), before)) = next else {
                 break;
             };
+            if index == 0 {
+                let (report, schedule, _) = &sub.first;
+                *first.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((report.clone(), schedule.clone()));
+            }
+            if !mine(index) {
+                // Another shard's: its first execution only extended the top.
+                continue;
+            }
             let cap = {
                 let mut board = board.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(before) = before {
@@ -1338,6 +1539,8 @@ fn search_subtrees(
         found: board.found,
         tops: board.tops,
         beside,
+        first: first.into_inner().unwrap_or_else(|e| e.into_inner()),
+        last_wanted: board.last_wanted,
     }
 }
 

@@ -60,8 +60,10 @@ pub struct ExploreConfig {
     /// is the same for any number.
     pub jobs: usize,
     /// `Some((k, n))`: run only the executions of shard k of n (1-based):
-    /// iterations i with i mod n = k - 1. The union of the n shards is the
-    /// unsharded run. `dfs` and `fair` runs belong whole to shard 1.
+    /// iterations i with i mod n = k - 1; with `dfs` (and reduction), the
+    /// subtrees below the top of the tree whose index i has i mod n =
+    /// k - 1. The union of the n shards is the unsharded run. `fair` runs,
+    /// and `dfs` runs without reduction, belong whole to shard 1.
     pub shard: Option<(u64, u64)>,
     /// Progress reports, for a progress bar; they never change a result.
     pub progress: Progress,
@@ -96,6 +98,7 @@ impl ExploreConfig {
     pub fn runs_in_shard(&self) -> bool {
         match (self.shard, self.strategy) {
             (None, _) => true,
+            (Some((k, n)), StrategySpec::Dfs { .. }) if self.reduction => k <= n,
             (Some((k, _)), StrategySpec::Dfs { .. } | StrategySpec::Fair) => k == 1,
             (Some((k, n)), _) => k - 1 < self.iterations.max(1) && k <= n,
         }
@@ -144,6 +147,9 @@ pub struct ExploreReport {
     /// asleep: the rest repeated explored executions), not counted in
     /// `executions`.
     pub cut_short: u64,
+    /// A shard of a `dfs` search: the subtrees it searched, for
+    /// [`merge_dfs_shards`](crate::dpor::merge_dfs_shards).
+    pub dfs_shard: Option<crate::dpor::DfsShard>,
 }
 
 /// Explore the executions that `build` sets up (it is called once per
@@ -234,6 +240,7 @@ fn search(
                     preemption_bound,
                     cfg.jobs,
                     cfg.split,
+                    cfg.shard,
                     &|plan| {
                         tell();
                         let mut e = Execution::new(exec.clone(), &Schedule::Choices(Vec::new()));
@@ -318,6 +325,7 @@ pub(crate) fn seeded(
         unnamed_at_deadline: false,
         iteration: indices.at(position),
         cut_short: 0,
+        dfs_shard: None,
     }
 }
 
@@ -477,7 +485,17 @@ impl ExploreReport {
             unnamed_at_deadline: false,
             iteration: executions.saturating_sub(1),
             cut_short: 0,
+            dfs_shard: None,
         }
+    }
+
+    /// The report of an exhaustive search whose budget of `executions`
+    /// ran out: it reports its first execution (`first`), which every
+    /// shard of the search runs, so that merged shards report it too.
+    pub(crate) fn budget_spent(executions: u64, first: (ExecReport, Schedule)) -> ExploreReport {
+        let mut r = ExploreReport::ended(executions, first.0, first.1, false);
+        r.iteration = 0;
+        r
     }
 }
 
@@ -499,6 +517,7 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
     let mut stack: Vec<Frame> = Vec::new();
     let mut prefix: Vec<u32> = Vec::new();
     let mut executions = 0;
+    let mut first = None;
     loop {
         let mut report = run(&Schedule::Choices(prefix.clone()));
         executions += 1;
@@ -506,8 +525,12 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
         // The choice points are the search's memory: moved into its frames
         // when it goes on, dropped at once when it ends.
         let choices = std::mem::take(&mut report.choices);
-        if report.outcome.is_failure() || executions >= iterations {
+        if report.outcome.is_failure() {
             return ExploreReport::ended(executions, report, schedule, false);
+        }
+        let first = first.get_or_insert_with(|| (report.clone(), schedule.clone()));
+        if executions >= iterations {
+            return ExploreReport::budget_spent(executions, first.clone());
         }
         for point in choices.into_iter().skip(stack.len()) {
             let before = stack

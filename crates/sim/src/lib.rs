@@ -47,7 +47,7 @@ pub mod token;
 mod trace;
 
 pub use cost::{CostKey, CostTable};
-pub use dpor::Split;
+pub use dpor::{merge_dfs_shards, DfsShard, Merged, Reported, Split, SubtreeCount, SubtreeEnd};
 pub use exec::{ExecConfig, ExecReport, Execution, StepRec};
 pub use explore::{
     explore, segments_of, shrink_failure, shrink_failure_until, ExploreConfig, ExploreReport,

@@ -21,6 +21,7 @@ pub(crate) fn explore(run: &Run<'_>) -> ExploreReport {
         shrink: None,
         unnamed_at_deadline: false,
         cut_short: 0,
+        dfs_shard: None,
         iteration: 0,
     }
 }
