@@ -249,7 +249,15 @@ fn combine_dfs(shards: &[&Record]) -> Result<Record, CliError> {
                 r.shard
             )));
         };
-        let (k, _) = parse_shard(&r.shard).expect("checked when read");
+        let (k, n) = parse_shard(&r.shard).expect("checked when read");
+        if let Some(s) = part.subtrees.iter().find(|s| s.index % n + 1 != k) {
+            return Err(refused(format!(
+                "shard {} lists subtree {}, which is shard {}'s",
+                r.shard,
+                s.index,
+                s.index % n + 1
+            )));
+        }
         parts.push((k, *r, part));
     }
     let (_, _, first) = parts[0];

@@ -196,6 +196,16 @@ fn files_that_are_not_the_shards_of_one_run_are_refused() {
     std::fs::write(&other, &one.stdout).unwrap();
     let other = other.display().to_string();
     refused(&[&files[0], &other, &files[2]], "not the shards of one run");
+    // A dfs part that claims another shard's subtree.
+    let stolen = dir.join("stolen.json");
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    assert!(text.contains("\"index\":1}"), "shard 2 searched subtree 1");
+    std::fs::write(&stolen, text.replacen("\"index\":1}", "\"index\":2}", 1)).unwrap();
+    let stolen = stolen.display().to_string();
+    refused(
+        &[&files[0], &stolen, &files[2]],
+        "shard 2/3 lists subtree 2, which is shard 3's",
+    );
     refused(
         &[&root().join("README.md").display().to_string()],
         "README.md:1:",

@@ -913,12 +913,14 @@ pub fn merge_dfs_shards(
     let (mut before, mut last) = (0u64, None);
     for (i, s) in subtrees.iter().enumerate() {
         if s.index != i as u64 {
-            let what = if s.index < i as u64 {
-                "twice"
+            return Err(if s.index < i as u64 {
+                format!("subtree {} of the search was searched twice", s.index)
             } else {
-                "by no shard"
-            };
-            return Err(format!("subtree {i} of the search was searched {what}"));
+                format!("subtree {i} of the search was searched by no shard")
+            });
+        }
+        if s.end == SubtreeEnd::Failed && s.executions == 0 {
+            return Err(format!("subtree {i} failed without an execution"));
         }
         let left = iterations.saturating_sub(before);
         let spent = match s.end {
@@ -941,6 +943,7 @@ pub fn merge_dfs_shards(
                 reported: Reported::First,
             });
         }
+        // Below the budget (else it was spent), so no overflow.
         before += s.executions;
         if s.executions > 0 {
             last = Some(s.index);
@@ -1547,6 +1550,43 @@ fn search_subtrees(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn count(index: u64, executions: u64, end: SubtreeEnd) -> SubtreeCount {
+        SubtreeCount {
+            index,
+            executions,
+            end,
+        }
+    }
+
+    #[test]
+    fn shards_that_are_not_one_search_do_not_merge() {
+        use SubtreeEnd::*;
+        let merge = |counts: &[SubtreeCount]| merge_dfs_shards(10, counts.iter().copied());
+        let gap = merge(&[count(0, 1, Searched), count(2, 1, Searched)]);
+        assert_eq!(
+            gap.unwrap_err(),
+            "subtree 1 of the search was searched by no shard"
+        );
+        let twice = merge(&[count(0, 1, Searched), count(0, 1, Searched)]);
+        assert_eq!(
+            twice.unwrap_err(),
+            "subtree 0 of the search was searched twice"
+        );
+        let empty = merge(&[count(0, 0, Failed)]);
+        assert_eq!(empty.unwrap_err(), "subtree 0 failed without an execution");
+        assert!(merge(&[]).is_err());
+        // A failure past what the budget leaves it is not reached.
+        let late = merge(&[count(0, 6, Searched), count(1, 5, Failed)]).unwrap();
+        assert_eq!(late.reported, Reported::First);
+        assert_eq!((late.executions, late.exhausted), (10, false));
+        let reached = merge(&[count(0, 6, Searched), count(1, 4, Failed)]).unwrap();
+        assert_eq!(reached.reported, Reported::Failure { subtree: 1 });
+        assert_eq!((reached.executions, reached.iteration), (10, 9));
+        let whole = merge(&[count(0, 6, Searched), count(1, 0, Searched)]).unwrap();
+        assert_eq!(whole.reported, Reported::LastOf { subtree: 0 });
+        assert_eq!((whole.executions, whole.exhausted), (6, true));
+    }
     use proptest::prelude::{any, prop_assert, prop_oneof, proptest, Just};
     use proptest::strategy::Strategy as Gen;
 
