@@ -1077,6 +1077,8 @@ impl Subtree {
 struct Found {
     executions: u64,
     cut_short: u64,
+    /// For each run cut short, the executions counted before it.
+    cut_short_at: Vec<u64>,
     /// The failing execution, or the last one run.
     last: Option<(ExecReport, Schedule)>,
     failed: bool,
@@ -1090,6 +1092,7 @@ impl Found {
     fn add(&mut self, report: ExecReport, schedule: Schedule, cut_short: bool, cap: u64) -> bool {
         if cut_short {
             self.cut_short += 1;
+            self.cut_short_at.push(self.executions);
             return false;
         }
         self.executions += 1;
@@ -1097,6 +1100,23 @@ impl Found {
         self.capped = !self.failed && self.executions >= cap;
         self.last = Some((report, schedule));
         self.failed || self.capped
+    }
+
+    /// What the search would have found with at most `cap` executions: a
+    /// search with more runs the same executions first, and one that ran
+    /// past `cap` spent that budget (its last execution is not the one
+    /// reported: a search whose budget runs out reports its first).
+    fn within(mut self, cap: u64) -> Found {
+        if self.executions <= cap {
+            return self;
+        }
+        self.executions = cap;
+        self.cut_short_at.retain(|&before| before < cap);
+        self.cut_short = self.cut_short_at.len() as u64;
+        self.failed = false;
+        self.capped = true;
+        self.last = None;
+        self
     }
 
     /// How the search of this subtree ended, for a shard's report.
@@ -1258,7 +1278,9 @@ fn search_subtree(sub: Subtree, cap: &AtomicU64, bound: u32, run: &DporRunFn<'_>
 /// them at once. What is reported is what a search of the subtrees one
 /// after another, in depth-first order, finds: the failure of the first
 /// subtree that fails, after the executions of the subtrees before it;
-/// with the budget spent, the execution that spent it. The executions
+/// with the budget spent, the search's first execution (a subtree that
+/// ran past what was left is cut there: its first executions are those a
+/// search with the exact budget runs). The executions
 /// are the same whatever the top's shape, one per trace when the bound is
 /// unlimited (the test `crates/bench/tests/traces.rs` counts them at
 /// several shapes).
@@ -1278,17 +1300,10 @@ pub(crate) fn search(
     for (i, slot) in searched.found.into_iter().enumerate() {
         let cap = iterations - all.executions;
         let found = match slot {
-            Some(f)
-                if f.executions <= cap && !(searched.beside && f.is_shared_resource_limit()) =>
-            {
-                f
-            }
-            // Searched with a larger budget than was left, beside others
-            // when a resource of the process ran out, or not searched.
-            _ => {
-                let top = searched.tops.remove(&i);
-                search_again(top, i, cap, iterations, bound, split, run)
-            }
+            Some(f) if !(searched.beside && f.is_shared_resource_limit()) => f.within(cap),
+            // Stopped by a resource of the process that others held (or
+            // not searched): searched again alone.
+            _ => search_again(i, cap, iterations, bound, split, run),
         };
         all.executions += found.executions;
         all.cut_short += found.cut_short;
@@ -1349,7 +1364,6 @@ fn shard_report(searched: Searched) -> ExploreReport {
 /// Subtree `index` searched alone with at most `cap` executions: made
 /// again from the top as it was before it, or else from the start.
 fn search_again(
-    top: Option<Top>,
     index: usize,
     cap: u64,
     iterations: u64,
@@ -1357,7 +1371,7 @@ fn search_again(
     split: Split,
     run: &DporRunFn<'_>,
 ) -> Found {
-    let mut top = top.unwrap_or_else(|| Top::new(split, bound));
+    let mut top = Top::new(split, bound);
     loop {
         let (i, sub, _) = top
             .next(iterations, bound, run)
@@ -1371,8 +1385,6 @@ fn search_again(
 /// Every subtree's search, in order (`None` where none was made).
 struct Searched {
     found: Vec<Option<Found>>,
-    /// The top before each subtree that may have to be searched again.
-    tops: BTreeMap<usize, Top>,
     /// Threads searched side by side.
     beside: bool,
     /// The search's first execution (of subtree 0).
@@ -1384,10 +1396,6 @@ struct Searched {
 /// Where the subtrees' searches stand, as threads report them.
 struct Board {
     found: Vec<Option<Found>>,
-    /// The top as it was before each subtree not yet known to stand as
-    /// searched, to make it again alone from there (dropped once the
-    /// prefix passes it).
-    tops: BTreeMap<usize, Top>,
     /// The subtrees before this one are searched.
     prefix: usize,
     /// And these are their executions.
@@ -1414,8 +1422,8 @@ impl Board {
             self.last_wanted = self.last_wanted.min(index);
         }
         self.found[index] = Some(found);
-        // Advance over the searched subtrees that stand as they are (a
-        // failure ends the run there, or is searched again alone).
+        // Advance over the searched subtrees (a failure ends the run there,
+        // or is past what the budget leaves it).
         while self.prefix_executions < iterations && self.prefix <= self.last_wanted {
             let Some(Some(f)) = self.found.get(self.prefix) else {
                 break;
@@ -1434,7 +1442,6 @@ impl Board {
                     before.last = None;
                 }
             }
-            self.tops.remove(&self.prefix);
             self.prefix += 1;
             if self.prefix_executions >= iterations {
                 self.last_wanted = self.last_wanted.min(self.prefix - 1);
@@ -1488,7 +1495,6 @@ fn search_subtrees(
         prefix_executions: 0,
         last_wanted: usize::MAX,
         kept: None,
-        tops: BTreeMap::new(),
         running: BTreeMap::new(),
         sharded: shard.is_some(),
     });
@@ -1501,14 +1507,10 @@ fn search_subtrees(
                 if top.made > last_wanted {
                     None
                 } else {
-                    // On one thread every budget is exact: nothing is
-                    // searched again, and the top is not copied; nor in
-                    // a shard, whose budgets are its own.
-                    let before = (jobs > 1 && shard.is_none()).then(|| top.clone());
-                    top.next(iterations, bound, run).map(|n| (n, before))
+                    top.next(iterations, bound, run)
                 }
             };
-            let Some(((index, sub, counted_before), before)) = next else {
+            let Some((index, sub, counted_before)) = next else {
                 break;
             };
             if index == 0 {
@@ -1522,9 +1524,6 @@ fn search_subtrees(
             }
             let cap = {
                 let mut board = board.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(before) = before {
-                    board.tops.insert(index, before);
-                }
                 let cap = board.cap(index, counted_before, iterations).max(1);
                 let cap = Arc::new(AtomicU64::new(cap));
                 board.running.insert(index, Arc::clone(&cap));
@@ -1540,7 +1539,6 @@ fn search_subtrees(
     let board = board.into_inner().unwrap_or_else(|e| e.into_inner());
     Searched {
         found: board.found,
-        tops: board.tops,
         beside,
         first: first.into_inner().unwrap_or_else(|e| e.into_inner()),
         last_wanted: board.last_wanted,
