@@ -49,19 +49,17 @@ fn a_timeout_bounds_the_search_shrinking_and_reporting() {
     let loopers = scenario("loopers.toml", ALLOC_VS_FREE, |t| {
         t.replace("repeat = 20", "instances = 1000\nrepeat = 20")
     });
-    let out = ends_within(
-        &[
-            "run",
-            &loopers,
-            "--kernel",
-            "v6.2",
-            "--seed",
-            "8",
-            "--timeout",
-            "2s",
-        ],
-        guard,
-    );
+    let run = [
+        "run",
+        &loopers,
+        "--kernel",
+        "v6.2",
+        "--seed",
+        "8",
+        "--timeout",
+        "2s",
+    ];
+    let out = ends_within(&run, guard);
     assert!(out.contains("violation"), "{out}");
     assert!(
         out.contains("stopped at the --timeout deadline")
@@ -71,23 +69,8 @@ fn a_timeout_bounds_the_search_shrinking_and_reporting() {
     // Also with a trace file and a view to write.
     let dir = std::env::temp_dir().join(format!("nssim-timeout-{}", std::process::id()));
     let trace = dir.join("trace.json");
-    ends_within(
-        &[
-            "run",
-            &loopers,
-            "--kernel",
-            "v6.2",
-            "--seed",
-            "8",
-            "--timeout",
-            "2s",
-            "--trace",
-            trace.to_str().unwrap(),
-            "--jobs",
-            "2",
-        ],
-        guard,
-    );
+    let with_trace = ["--trace", trace.to_str().unwrap(), "--jobs", "2"];
+    ends_within(&[&run[..], &with_trace[..]].concat(), guard);
     // Many short executions: the clock is read as each one starts.
     let out = ends_within(
         &[
