@@ -1294,7 +1294,18 @@ pub(crate) fn search(
 ) -> ExploreReport {
     let mut searched = search_subtrees(iterations, bound, jobs, split, shard, run);
     if shard.is_some() {
-        return shard_report(searched);
+        // A subtree stopped by a resource of the process that others held
+        // is searched again alone, with the whole budget (a shard's budgets
+        // need only be at least the unsharded ones).
+        let beside = searched.beside;
+        let again = |index: usize| search_again(index, iterations, iterations, bound, split, run);
+        return shard_report(searched, &|index, found| {
+            if beside && found.is_shared_resource_limit() {
+                again(index)
+            } else {
+                found
+            }
+        });
     }
     let mut all = Found::default();
     for (i, slot) in searched.found.into_iter().enumerate() {
@@ -1326,7 +1337,7 @@ pub(crate) fn search(
 /// A shard's report: its subtrees' counts, and as its execution the
 /// failure of the first of them that failed, else the last execution of
 /// the last of them (else the search's first execution).
-fn shard_report(searched: Searched) -> ExploreReport {
+fn shard_report(searched: Searched, standing: &dyn Fn(usize, Found) -> Found) -> ExploreReport {
     let first = searched.first.expect("the first subtree is made");
     let mut subtrees = Vec::new();
     let (mut executions, mut cut_short) = (0, 0);
@@ -1335,6 +1346,7 @@ fn shard_report(searched: Searched) -> ExploreReport {
         let Some(found) = found.filter(|_| index <= searched.last_wanted) else {
             continue;
         };
+        let found = standing(index, found);
         let end = found.end();
         subtrees.push(SubtreeCount {
             index: index as u64,
