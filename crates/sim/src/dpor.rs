@@ -1155,7 +1155,6 @@ impl Found {
 /// The top of the tree, enumerated in depth-first order one path at a
 /// time: each path's first execution is the first of its subtree. Its
 /// search holds only the top's states, so that a copy is small.
-#[derive(Clone)]
 struct Top {
     search: Search,
     resume: Option<Resume>,
@@ -1298,24 +1297,19 @@ pub(crate) fn search(
         // is searched again alone, with the whole budget (a shard's budgets
         // need only be at least the unsharded ones).
         let beside = searched.beside;
-        let again = |index: usize| search_again(index, iterations, iterations, bound, split, run);
         return shard_report(searched, &|index, found| {
-            if beside && found.is_shared_resource_limit() {
-                again(index)
-            } else {
-                found
-            }
+            standing(Some(found), beside, || {
+                search_again(index, iterations, iterations, bound, split, run)
+            })
         });
     }
     let mut all = Found::default();
     for (i, slot) in searched.found.into_iter().enumerate() {
         let cap = iterations - all.executions;
-        let found = match slot {
-            Some(f) if !(searched.beside && f.is_shared_resource_limit()) => f.within(cap),
-            // Stopped by a resource of the process that others held (or
-            // not searched): searched again alone.
-            _ => search_again(i, cap, iterations, bound, split, run),
-        };
+        let found = standing(slot, searched.beside, || {
+            search_again(i, cap, iterations, bound, split, run)
+        })
+        .within(cap);
         all.executions += found.executions;
         all.cut_short += found.cut_short;
         if found.last.is_some() {
@@ -1332,6 +1326,16 @@ pub(crate) fn search(
         }
     }
     all.ended(true)
+}
+
+/// A subtree's search as it stands, or made `again` alone when it was not
+/// searched, or a resource of the process that other threads held (they
+/// ran `beside` it) stopped it.
+fn standing(slot: Option<Found>, beside: bool, again: impl FnOnce() -> Found) -> Found {
+    match slot {
+        Some(f) if !(beside && f.is_shared_resource_limit()) => f,
+        _ => again(),
+    }
 }
 
 /// A shard's report: its subtrees' counts, and as its execution the
