@@ -53,7 +53,7 @@ impl BenchPlan {
                 tasks: 10_000,
                 pct_executions: 100_000,
                 dfs_bound: 3,
-                dfs_executions: 120_000,
+                dfs_executions: 250_000,
             }
         }
     }

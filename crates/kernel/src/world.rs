@@ -113,9 +113,16 @@ pub struct RunOutput {
 /// execution of a `fair` run, else from running the reported schedule once
 /// more (executions may run on several threads, and shrinking runs many).
 pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
+    // A fair run is one execution, whose world holds its results; the
+    // worlds of a search are not kept (with `--jobs`, one thread dropping
+    // another's world would free all of it across threads).
+    let fair = matches!(spec.explore.strategy, sim::StrategySpec::Fair);
     let last: Mutex<Option<Arc<World>>> = Mutex::new(None);
     let build = |e: &mut Execution| {
-        *last.lock() = Some(build_world(e, spec));
+        let world = build_world(e, spec);
+        if fair {
+            *last.lock() = Some(world);
+        }
     };
     let explore = sim::explore(&spec.explore, &build);
     let (results, results_complete) = match (&explore.schedule, last.into_inner()) {
