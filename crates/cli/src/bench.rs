@@ -334,20 +334,32 @@ fn scale_table(plan: &BenchPlan) {
         "per task started",
         "outcome",
     ]);
-    let mut first = None;
-    for total in [alive, 3 * alive, 10 * alive] {
-        let run = || scale_run(total, alive);
-        // The first run maps the stacks (they are kept for the next
-        // execution) and is the one whose memory is measured; the best of
-        // the next few is the time (a busy neighbour spoils one run, not
-        // the ratio).
-        let before = peak_rss_reset();
-        run();
-        let added = peak_rss_kib().zip(before).map(|(p, b)| p.saturating_sub(b));
-        let (r, mut d) = run();
-        for _ in 1..SCALE_ROUNDS {
-            d = d.min(run().1);
+    let totals = [alive, 3 * alive, 10 * alive];
+    // The first run of each row maps the stacks (they are kept for the
+    // next execution) and is the one whose memory is measured; the timed
+    // runs then go round the rows, and each row keeps its best (a busy
+    // neighbour spoils one round, not the ratio).
+    let added: Vec<Option<u64>> = totals
+        .iter()
+        .map(|&total| {
+            let before = peak_rss_reset();
+            scale_run(total, alive);
+            peak_rss_kib().zip(before).map(|(p, b)| p.saturating_sub(b))
+        })
+        .collect();
+    let mut best: Vec<Option<(sim::ExecReport, std::time::Duration)>> =
+        totals.iter().map(|_| None).collect();
+    for _ in 0..SCALE_ROUNDS {
+        for (row, &total) in best.iter_mut().zip(&totals) {
+            let (r, d) = scale_run(total, alive);
+            if row.as_ref().is_none_or(|(_, b)| d < *b) {
+                *row = Some((r, d));
+            }
         }
+    }
+    let mut first = None;
+    for ((&total, added), row) in totals.iter().zip(added).zip(best) {
+        let (r, d) = row.expect("SCALE_ROUNDS is at least one");
         let kib =
             |n: usize| added.map_or("n/a".into(), |a| format!("{:.2} KiB", a as f64 / n as f64));
         let base = *first.get_or_insert(d.as_secs_f64());
@@ -369,13 +381,13 @@ fn scale_table(plan: &BenchPlan) {
     }
     println!("{}", t.render());
     println!(
-        "Each row runs several times: the first run's peak resident memory is shown (in the first row it includes the stacks, {} KiB reserved per task and kept for later executions), the best of the next {} runs is the time, set-up included.\n",
+        "Each row runs once for its memory (the peak resident set that run added; in the first row it includes the stacks, {} KiB reserved per task and kept for later executions), then {} times, the rows taking turns; the time is each row's best, set-up included.\n",
         32, SCALE_ROUNDS
     );
 }
 
 /// Timed runs of each scale row.
-const SCALE_ROUNDS: usize = 3;
+const SCALE_ROUNDS: usize = 7;
 
 /// Reset the process's peak resident set to its current size (Linux:
 /// `/proc/self/clear_refs`) and return that size in KiB.

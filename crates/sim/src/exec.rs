@@ -99,7 +99,7 @@ const STACK_RED_ZONE: usize = 16 * 1024;
 
 /// Stack a task must have left, above the red zone, to pick its successor
 /// and run the invariants on its own stack; with less it switches out.
-const DECIDE_ROOM: usize = 32 * 1024;
+pub(crate) const DECIDE_ROOM: usize = 32 * 1024;
 
 fn stack_size_of(s: &TaskStack) -> usize {
     s.base().get() - s.limit().get()
@@ -322,6 +322,7 @@ impl Execution {
         let shared = Shared {
             sched,
             tasks: Vec::new(),
+            task_names: Vec::new(),
             slots: Vec::new(),
             current: 0,
             step: 0,
@@ -367,7 +368,7 @@ impl Execution {
         f: impl FnOnce() + 'static,
     ) -> Option<TaskId> {
         let mut s = self.shared();
-        let id = s.add_task(rt::new_task(name.into(), daemon, 0))?;
+        let id = s.add_task(name.into(), rt::new_task(daemon, 0))?;
         s.spawned.push((id, Box::new(f)));
         Some(id)
     }
@@ -438,7 +439,6 @@ impl Execution {
                 let mut s = self.shared();
                 let task = &mut s.tasks[id];
                 task.stack_limit = stack.limit().get() + red_zone;
-                task.decide_limit = task.stack_limit + DECIDE_ROOM;
             }
             let shared: *const StateCell<Shared> = &self.core.shared;
             let co = Coroutine::with_stack(stack, move |y: &corosensei::Yielder<(), ()>, ()| {
@@ -471,7 +471,7 @@ impl Execution {
                 s.set_run(t, RunState::Finished);
                 s.note("panic", ObjId::NONE, 0);
                 Some(Outcome::Panic {
-                    task: s.tasks[t].name.clone(),
+                    task: s.task_names[t].clone(),
                     message,
                 })
             }
@@ -541,7 +541,7 @@ impl Execution {
             virtual_ns,
             trace_hash: s.trace.hash,
             events: s.trace.events.take(),
-            task_names: s.tasks.iter().map(|t| t.name.clone()).collect(),
+            task_names: s.task_names.clone(),
             choices,
             diverged_at,
             step_log,
@@ -687,6 +687,7 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
         runnable: s.runnable.as_slice(),
         last: still_runnable,
         tasks: &s.tasks,
+        task_names: &s.task_names,
         step: s.step,
         previous: s.footprints.as_ref().and_then(|f| f.last()).map(|(_, f)| f),
     };
@@ -884,7 +885,7 @@ fn quiescent(s: &Shared) -> Option<Outcome> {
             _ => ObjId::NONE,
         };
         WaitLink {
-            task: s.tasks[t].name.clone(),
+            task: s.task_names[t].clone(),
             resource: s.object_name(on),
         }
     };

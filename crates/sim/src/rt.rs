@@ -56,18 +56,20 @@ pub(crate) struct PendingOp {
     pub reads: bool,
 }
 
+/// What a scheduling point reads of a task, kept small: the records of
+/// the tasks alive at once are read in random order (the random strategy)
+/// and should stay in the processor's caches. Names are kept apart.
 pub(crate) struct TaskState {
-    pub name: String,
     pub daemon: bool,
     pub run: RunState,
     pub clock: u64,
     pub pending: PendingOp,
     pub yielder: *const Yielder<(), ()>,
-    /// Lowest stack address the task may reach before it is stopped.
+    /// Lowest stack address the task may reach before it is stopped;
+    /// [`DECIDE_ROOM`](crate::exec::DECIDE_ROOM) above it, the task
+    /// switches out at a scheduling point rather than pick its successor
+    /// on its own stack.
     pub stack_limit: usize,
-    /// Below this address the task switches out at a scheduling point
-    /// rather than pick its successor on its own stack.
-    pub decide_limit: usize,
 }
 
 pub(crate) struct ObjInfo {
@@ -85,6 +87,8 @@ pub(crate) struct Shared {
     /// The scheduler: strategy, limits, and the hand-over between steps.
     pub sched: Sched,
     pub tasks: Vec<TaskState>,
+    /// Each task's name, by id (read when something is reported).
+    pub task_names: Vec<String>,
     /// Each task's words that static [`TaskSlot`](crate::TaskSlot)s name,
     /// apart from `tasks`, which every step reads.
     pub slots: Vec<[u64; MAX_TASK_SLOTS]>,
@@ -264,7 +268,7 @@ impl Shared {
         if sp >= t.stack_limit {
             return Switch::Suspend {
                 yielder: t.yielder,
-                decide: sp >= t.decide_limit,
+                decide: sp >= t.stack_limit + crate::exec::DECIDE_ROOM,
             };
         }
         self.abort = Some(Outcome::Limit {
@@ -354,7 +358,7 @@ impl Shared {
     /// same whatever the machine or the number of threads.
     ///
     /// [`limits::TASKS`]: crate::limits::TASKS
-    pub(crate) fn add_task(&mut self, task: TaskState) -> Option<TaskId> {
+    pub(crate) fn add_task(&mut self, name: String, task: TaskState) -> Option<TaskId> {
         let max = crate::limits::TASKS.max;
         if self.live as u64 >= max {
             self.abort.get_or_insert(Outcome::Limit {
@@ -366,6 +370,7 @@ impl Shared {
         self.live += 1;
         let id = self.tasks.len();
         self.tasks.push(task);
+        self.task_names.push(name);
         self.slots.push([0; MAX_TASK_SLOTS]);
         self.runnable.push_new(id);
         Some(id)
@@ -650,7 +655,7 @@ pub fn current_task() -> Option<TaskId> {
 }
 
 pub fn task_name(t: TaskId) -> String {
-    with(|s| s.tasks.get(t).map(|x| x.name.clone()))
+    with(|s| s.task_names.get(t).cloned())
         .flatten()
         .unwrap_or_else(|| format!("task{t}"))
 }
@@ -672,16 +677,15 @@ pub fn spawn(name: impl Into<String>, daemon: bool, f: impl FnOnce() + 'static) 
     with(|s| {
         s.created();
         let clock = s.tasks.get(s.current).map_or(0, |t| t.clock);
-        let id = s.add_task(new_task(name, daemon, clock))?;
+        let id = s.add_task(name, new_task(daemon, clock))?;
         s.spawned.push((id, f.take().expect("taken once")));
         Some(id)
     })
     .flatten()
 }
 
-pub(crate) fn new_task(name: String, daemon: bool, clock: u64) -> TaskState {
+pub(crate) fn new_task(daemon: bool, clock: u64) -> TaskState {
     TaskState {
-        name,
         daemon,
         run: RunState::Runnable,
         clock,
@@ -694,7 +698,6 @@ pub(crate) fn new_task(name: String, daemon: bool, clock: u64) -> TaskState {
         },
         yielder: std::ptr::null(),
         stack_limit: 0,
-        decide_limit: 0,
     }
 }
 
@@ -749,8 +752,8 @@ pub fn touch(obj: ObjId, what: &'static str) {
         s.note("use-after-free", obj, by as i64);
         s.abort = Some(Outcome::UseAfterFree {
             object: s.object_name(obj),
-            freed_by: s.tasks[by].name.clone(),
-            touched_by: s.tasks[s.current].name.clone(),
+            freed_by: s.task_names[by].clone(),
+            touched_by: s.task_names[s.current].clone(),
             at: what.to_string(),
         });
         s.set_pending("use-after-free", obj, 0);

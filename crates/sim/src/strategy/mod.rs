@@ -28,8 +28,10 @@ pub(crate) struct PickCtx<'a> {
     pub runnable: &'a [TaskId],
     /// The task that ran the previous step, if it is still runnable.
     pub last: Option<TaskId>,
-    /// Every task, indexed by id (names, clocks, pending operations).
+    /// Every task, indexed by id (clocks, pending operations).
     pub tasks: &'a [TaskState],
+    /// Every task's name, indexed by id.
+    pub task_names: &'a [String],
     /// Steps taken so far.
     pub step: u64,
     /// The footprint of the step before, when footprints are kept.

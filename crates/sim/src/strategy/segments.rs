@@ -60,10 +60,10 @@ impl Segments {
         if self.diverged.is_some() {
             return fallback;
         }
-        for (id, task) in ctx.tasks.iter().enumerate().skip(self.indexed) {
-            self.by_name.entry(task.name.clone()).or_default().push(id);
+        for (id, name) in ctx.task_names.iter().enumerate().skip(self.indexed) {
+            self.by_name.entry(name.clone()).or_default().push(id);
         }
-        self.indexed = ctx.tasks.len();
+        self.indexed = ctx.task_names.len();
         loop {
             if let Some((t, left)) = self.current {
                 if ctx.runnable.binary_search(&t).is_err() {
