@@ -1,5 +1,5 @@
-//! The scale row of `nssim bench` alone, for a steadier ratio than the
-//! bench's three runs: one execution of each `TOTAL` tasks of three steps,
+//! The scale row of `nssim bench` alone, under the system allocator and
+//! with a choice of rows: one execution of each `TOTAL` tasks of three steps,
 //! at most `ALIVE` alive at once, rows interleaved, best of `ROUNDS`.
 //!
 //! `cargo run --release -p nssim-bench --example scale_speed -- [ALIVE [ROUNDS [TOTAL...]]]`
@@ -18,11 +18,13 @@ fn main() {
     }
     let mut best = vec![Duration::MAX; totals.len()];
     let mut steps = vec![0; totals.len()];
+    let mut outcomes = vec![String::new(); totals.len()];
     // One round more than counted: the first maps the stacks.
     for round in 0..=rounds {
         for (i, &total) in totals.iter().enumerate() {
             let (r, d) = scale_run(total, alive);
             steps[i] = r.steps;
+            outcomes[i] = r.outcome.to_string();
             if round > 0 {
                 best[i] = best[i].min(d);
             }
@@ -30,11 +32,12 @@ fn main() {
     }
     for (i, &total) in totals.iter().enumerate() {
         println!(
-            "{total:>7} tasks: {:>7} steps, best {:.1} ms, {:.0} ns/step, {:.2}x the first row",
+            "{total:>7} tasks: {:>7} steps, best {:.1} ms, {:.0} ns/step, {:.2}x the first row, {}",
             steps[i],
             best[i].as_secs_f64() * 1e3,
             best[i].as_secs_f64() * 1e9 / steps[i] as f64,
-            best[i].as_secs_f64() / best[0].as_secs_f64()
+            best[i].as_secs_f64() / best[0].as_secs_f64(),
+            outcomes[i]
         );
     }
 }
