@@ -43,7 +43,7 @@ pub use rlimit::{
 pub use sysctl::SysctlError;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering as StdOrdering};
+use std::sync::atomic::Ordering as StdOrdering;
 use sync::{Arc, AtomicI64, Ordering, SpinLock};
 
 /// `enum ucount_type`: what a namespace-level counter counts, in the
@@ -139,8 +139,6 @@ impl UcountType {
 /// in every namespace in this model.
 pub const UCOUNT_MAX_LIMIT: i64 = i32::MAX as i64;
 
-static NEXT_NS_ID: AtomicU32 = AtomicU32::new(0);
-
 /// The ucounts side of a user namespace.
 pub struct UcountsNs {
     /// Stable id within a run (creation order), used as the table key.
@@ -211,11 +209,6 @@ impl UcountsNs {
             rlimit_max: creator_rlimits.map(rlimit::clamp_to_long),
             ucounts,
         })
-    }
-
-    /// A fresh id for a namespace made outside a simulation run.
-    pub fn next_id() -> u32 {
-        NEXT_NS_ID.fetch_add(1, StdOrdering::Relaxed)
     }
 
     /// Read `max_*` (a READ_ONCE in the kernel: a scheduling point).
