@@ -214,6 +214,7 @@ fn combine(entries: &[&Entry]) -> Result<Record, CliError> {
         several if several.iter().any(|r| r.dfs_shard.is_some()) => combine_dfs(several)?,
         [only] => (*only).clone(),
         several => {
+            check_iterations(several)?;
             let failed = |r: &&&Record| r.outcome != sim::Outcome::Pass.kind();
             let reported = several
                 .iter()
@@ -228,6 +229,30 @@ fn combine(entries: &[&Entry]) -> Result<Record, CliError> {
     };
     merged.shard = output::shard_text(None);
     Ok(merged)
+}
+
+/// Every record of a random or PCT run reports an iteration of its own
+/// shard (shard k of n runs the iterations i with i mod n = k - 1), one
+/// that a run can reach: the merged run has run that many plus one.
+fn check_iterations(shards: &[&Record]) -> Result<(), CliError> {
+    for r in shards {
+        let (k, n) = parse_shard(&r.shard).expect("checked when read");
+        let refused = |why: String| {
+            CliError(format!(
+                "error: {} [{}]: shard {} reports iteration {}, {why}: not the shards of one run",
+                r.file, r.kernel, r.shard, r.iteration
+            ))
+        };
+        let owner = r.iteration % n + 1;
+        if owner != k {
+            return Err(refused(format!("which shard {owner}/{n} runs")));
+        }
+        // Iterations are numbered below their count, a u64.
+        if r.iteration == u64::MAX {
+            return Err(refused("past the last a run can have".into()));
+        }
+    }
+    Ok(())
 }
 
 /// A dfs run: every shard searched some subtrees of the one search; the

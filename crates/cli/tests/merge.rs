@@ -196,6 +196,38 @@ fn files_that_are_not_the_shards_of_one_run_are_refused() {
     std::fs::write(&other, &one.stdout).unwrap();
     let other = other.display().to_string();
     refused(&[&files[0], &other, &files[2]], "not the shards of one run");
+    // A random run's record of an iteration its shard does not run, and
+    // of one no run reaches (u64::MAX is shard 1's: 3 divides 2^64 - 1).
+    let shifted = |file: &str, name: &str, to: &dyn Fn(u64) -> u64| {
+        let text = std::fs::read_to_string(file).unwrap();
+        let mut changed = false;
+        let lines: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let mut v: Value = serde_json::from_str(line).unwrap();
+                if !changed && v["strategy"] == "random" {
+                    changed = true;
+                    v["iteration"] = to(v["iteration"].as_u64().unwrap()).into();
+                }
+                v.to_string()
+            })
+            .collect();
+        assert!(changed, "{file} has a random run");
+        let out = dir.join(name);
+        std::fs::write(&out, lines.join("\n")).unwrap();
+        out.display().to_string()
+    };
+    let wrong = shifted(&files[1], "wrong.json", &|i| i + 1);
+    refused(
+        &[&files[0], &wrong, &files[2]],
+        "shard 2/3 reports iteration",
+    );
+    refused(&[&files[0], &wrong, &files[2]], "which shard 3/3 runs");
+    let past = shifted(&files[0], "past.json", &|_| u64::MAX);
+    refused(
+        &[&past, &files[1], &files[2]],
+        "past the last a run can have",
+    );
     // A dfs part that claims another shard's subtree.
     let stolen = dir.join("stolen.json");
     let text = std::fs::read_to_string(&files[1]).unwrap();
