@@ -243,7 +243,7 @@ fn check_iterations(shards: &[&Record]) -> Result<(), CliError> {
                 r.file, r.kernel, r.shard, r.iteration
             ))
         };
-        let owner = r.iteration % n + 1;
+        let owner = sim::shard_of(r.iteration, n);
         if owner != k {
             return Err(refused(format!("which shard {owner}/{n} runs")));
         }
@@ -275,12 +275,16 @@ fn combine_dfs(shards: &[&Record]) -> Result<Record, CliError> {
             )));
         };
         let (k, n) = parse_shard(&r.shard).expect("checked when read");
-        if let Some(s) = part.subtrees.iter().find(|s| s.index % n + 1 != k) {
+        if let Some(s) = part
+            .subtrees
+            .iter()
+            .find(|s| sim::shard_of(s.index, n) != k)
+        {
             return Err(refused(format!(
                 "shard {} lists subtree {}, which is shard {}'s",
                 r.shard,
                 s.index,
-                s.index % n + 1
+                sim::shard_of(s.index, n)
             )));
         }
         parts.push((k, *r, part));
@@ -300,7 +304,7 @@ fn combine_dfs(shards: &[&Record]) -> Result<Record, CliError> {
     let n = parts.len() as u64;
     let mut record = match merged.reported {
         sim::Reported::Failure { subtree } | sim::Reported::LastOf { subtree } => {
-            let owner = subtree % n + 1;
+            let owner = sim::shard_of(subtree, n);
             let (_, r, _) = parts
                 .iter()
                 .find(|(k, _, _)| *k == owner)

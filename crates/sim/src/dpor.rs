@@ -1501,7 +1501,7 @@ fn search_subtrees(
     run: &DporRunFn<'_>,
 ) -> Searched {
     let (k, n) = shard.unwrap_or((1, 1));
-    let mine = |index: usize| index as u64 % n == k - 1;
+    let mine = |index: usize| crate::explore::shard_of(index as u64, n) == k;
     use std::sync::Mutex;
     let jobs = jobs.clamp(1, crate::limits::JOBS.max as usize);
     let top = Mutex::new(Top::new(split, bound));

@@ -105,6 +105,12 @@ impl ExploreConfig {
     }
 }
 
+/// The shard (1-based, of `n`) that runs iteration `index` of a random or
+/// PCT run, or subtree `index` of a `dfs` search: index mod n, plus one.
+pub fn shard_of(index: u64, n: u64) -> u64 {
+    index % n + 1
+}
+
 /// Most executions one shrink may run: a count, not a time, so that the
 /// shrunk schedule is the same on every machine.
 pub const SHRINK_BUDGET: usize = 2000;
@@ -753,5 +759,33 @@ impl Shrinker<'_> {
             improved |= self.try_candidate(c);
         }
         improved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The iterations a shard runs are the ones `shard_of` gives it, and
+    /// the shards together run every iteration once.
+    #[test]
+    fn a_shards_iterations_are_the_ones_shard_of_names() {
+        for total in [1u64, 2, 7, 30] {
+            for n in 1..=5u64 {
+                let mut seen = vec![0; total as usize];
+                for k in 1..=n {
+                    let mut cfg =
+                        ExploreConfig::new(StrategySpec::Random, 1, total, ExecConfig::default());
+                    cfg.shard = Some((k, n));
+                    let its = ShardIterations::of(&cfg);
+                    for p in 0..its.len {
+                        let i = its.at(p);
+                        assert_eq!(shard_of(i, n), k, "iteration {i} of {total}, {n} shards");
+                        seen[i as usize] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&c| c == 1), "{total} over {n}: {seen:?}");
+            }
+        }
     }
 }

@@ -50,8 +50,8 @@ pub use cost::{CostKey, CostTable};
 pub use dpor::{merge_dfs_shards, DfsShard, Merged, Reported, Split, SubtreeCount, SubtreeEnd};
 pub use exec::{ExecConfig, ExecReport, Execution, StepRec};
 pub use explore::{
-    explore, segments_of, shrink_failure, shrink_failure_until, ExploreConfig, ExploreReport,
-    Progress, ShrinkReport, StrategySpec, SHRINK_BUDGET,
+    explore, segments_of, shard_of, shrink_failure, shrink_failure_until, ExploreConfig,
+    ExploreReport, Progress, ShrinkReport, StrategySpec, SHRINK_BUDGET,
 };
 pub use footprint::Footprint;
 pub use keys::{Singleton, TaskSlot, MAX_SINGLETONS, MAX_TASK_SLOTS};
