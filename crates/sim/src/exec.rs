@@ -228,6 +228,13 @@ pub(crate) struct Sched {
     next_check: u64,
     config: ExecConfig,
     step_log: Vec<StepRec>,
+    /// An end of the run a step asked for (an abort), taken at the next
+    /// pick or by the run loop. Set only through [`Sched::abort_with`]
+    /// and [`Sched::abort_unless_aborted`], which make that pick look.
+    abort: Option<Outcome>,
+    /// Tasks spawned by the step running now, started by the run loop
+    /// before the next pick; added only through [`Sched::start_later`].
+    spawned: Vec<(TaskId, TaskFn)>,
     /// How far the task that last ran got in deciding its successor.
     handoff: Handoff,
     /// Why the execution ends, once something has ended it (kept here
@@ -315,6 +322,8 @@ impl Execution {
             next_check: 0,
             config,
             step_log: Vec::new(),
+            abort: None,
+            spawned: Vec::new(),
             handoff: Handoff::Undecided,
             stop: None,
             choice_points: 0,
@@ -333,9 +342,7 @@ impl Execution {
             singletons: [ObjId::NONE; crate::MAX_SINGLETONS],
             exit_wakes: Vec::new(),
             waiters: Vec::new(),
-            abort: None,
             trace,
-            spawned: Vec::new(),
             teardown: false,
             setting_up: false,
             in_task: false,
@@ -369,7 +376,7 @@ impl Execution {
     ) -> Option<TaskId> {
         let mut s = self.shared();
         let id = s.add_task(name.into(), rt::new_task(daemon, 0))?;
-        s.spawned.push((id, Box::new(f)));
+        s.sched.start_later(id, Box::new(f));
         Some(id)
     }
 
@@ -411,7 +418,7 @@ impl Execution {
     }
 
     fn start_spawned(&mut self) {
-        let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared().spawned);
+        let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared().sched.spawned);
         let size = self.core.shared.borrow().sched.config.stack_size;
         for (id, f) in spawned {
             let pooled = STACKS.with(|p| {
@@ -425,7 +432,7 @@ impl Execution {
                 Err(_) => {
                     // The process's resource, not the model's: the value is
                     // the task that found no stack.
-                    self.shared().abort.get_or_insert(Outcome::Limit {
+                    self.shared().sched.abort_unless_aborted(Outcome::Limit {
                         which: "stacks".into(),
                         value: id as u64,
                     });
@@ -581,7 +588,7 @@ impl Execution {
     /// Start the tasks the last step spawned, then pick and charge the
     /// next step; `None` when the run ends (with `Sched::stop`).
     fn start_and_pick(&mut self, last: Option<TaskId>) -> Option<TaskId> {
-        if !self.core.shared.borrow().spawned.is_empty() {
+        if !self.core.shared.borrow().sched.spawned.is_empty() {
             self.start_spawned();
         }
         // The pick's borrow ends before the end of the run borrows again.
@@ -616,7 +623,7 @@ impl Execution {
 impl Core {
     /// After a step: an abort the step asked for, or a failed invariant.
     fn after_step(&self) -> Option<Outcome> {
-        if let Some(o) = self.shared.borrow_mut().abort.take() {
+        if let Some(o) = self.shared.borrow_mut().sched.abort.take() {
             return Some(o);
         }
         self.run_checks(false)
@@ -661,28 +668,19 @@ impl Core {
 /// an abort is deferred to the run loop.
 #[inline(never)]
 fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
-    if s.abort.is_some() {
-        if from_task {
-            return Next::Defer;
+    // An abort, spawned tasks and every limit are looked at only when
+    // `next_check` comes: setting either makes it come at once.
+    if s.step >= s.sched.next_check {
+        if let Some(next) = look_before_pick(s, from_task) {
+            return next;
         }
-        let abort = s.abort.take().expect("checked");
-        return s.sched.stop_with(abort);
-    }
-    if from_task && !s.spawned.is_empty() {
-        return Next::Defer;
     }
     if s.runnable.is_empty() {
         return Next::Idle;
     }
     let sched = &mut s.sched;
-    if s.step >= sched.next_check {
-        if let Some(limit) = sched.limit_reached(s.step, s.last_progress) {
-            return sched.stop_with(limit);
-        }
-        sched.next_check = sched.next_check_after(s.step, s.last_progress);
-    }
     let last = if from_task { Some(s.current) } else { last };
-    let still_runnable = last.filter(|&l| s.tasks[l].run == RunState::Runnable);
+    let still_runnable = last.filter(|&l| matches!(s.tasks[l].run, RunState::Runnable));
     let ctx = || PickCtx {
         runnable: s.runnable.as_slice(),
         last: still_runnable,
@@ -721,11 +719,57 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     Next::Run(t)
 }
 
+/// The checks a pick makes only when `Sched::next_check` comes, in the
+/// order they apply: an abort the step asked for, tasks it spawned (from
+/// a task: both are the run loop's), nothing runnable, then the limits.
+/// `Some` when the pick ends here; otherwise the next check is set.
+#[cold]
+#[inline(never)]
+fn look_before_pick(s: &mut Shared, from_task: bool) -> Option<Next> {
+    if s.sched.abort.is_some() {
+        if from_task {
+            return Some(Next::Defer);
+        }
+        let abort = s.sched.abort.take().expect("checked");
+        return Some(s.sched.stop_with(abort));
+    }
+    if from_task && !s.sched.spawned.is_empty() {
+        return Some(Next::Defer);
+    }
+    if s.runnable.is_empty() {
+        return Some(Next::Idle);
+    }
+    let sched = &mut s.sched;
+    if let Some(limit) = sched.limit_reached(s.step, s.last_progress) {
+        return Some(sched.stop_with(limit));
+    }
+    sched.next_check = sched.next_check_after(s.step, s.last_progress);
+    None
+}
+
 impl Sched {
     /// Whether invariants run after every step.
     #[inline]
     pub(crate) fn checks_every_step(&self) -> bool {
         self.each_step > 0
+    }
+
+    /// End the run with `outcome` at the next pick (or in the run loop).
+    pub(crate) fn abort_with(&mut self, outcome: Outcome) {
+        self.abort = Some(outcome);
+        self.next_check = 0;
+    }
+
+    /// Like [`Sched::abort_with`], unless an abort is already asked for.
+    pub(crate) fn abort_unless_aborted(&mut self, outcome: Outcome) {
+        self.abort.get_or_insert(outcome);
+        self.next_check = 0;
+    }
+
+    /// Start task `id` with `f` before the next pick.
+    pub(crate) fn start_later(&mut self, id: TaskId, f: TaskFn) {
+        self.spawned.push((id, f));
+        self.next_check = 0;
     }
 
     #[cold]
@@ -790,7 +834,7 @@ impl Sched {
 pub(crate) fn decide_in_task(core: &Core) -> bool {
     {
         let s = core.shared.borrow();
-        if !s.spawned.is_empty() || s.abort.is_some() {
+        if !s.sched.spawned.is_empty() || s.sched.abort.is_some() {
             return false;
         }
     }

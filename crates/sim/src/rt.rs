@@ -107,13 +107,11 @@ pub(crate) struct Shared {
     /// `ObjId::NONE`); the lists keep their capacity, so blocking allocates
     /// nothing after warm-up.
     pub waiters: Vec<Vec<TaskId>>,
-    pub abort: Option<Outcome>,
     /// The step of the last note: model code records a note for every
     /// result, free, wake-up or change of lock holder, so a long run of
     /// steps without one is tasks spinning without progress.
     pub last_progress: u64,
     pub trace: Trace,
-    pub spawned: Vec<(TaskId, TaskFn)>,
     pub teardown: bool,
     /// True while the world is being built: objects and tasks may be made,
     /// but nothing runs, waits or is traced.
@@ -271,7 +269,7 @@ impl Shared {
                 decide: sp >= t.stack_limit + crate::exec::DECIDE_ROOM,
             };
         }
-        self.abort = Some(Outcome::Limit {
+        self.sched.abort_with(Outcome::Limit {
             which: "stack".into(),
             value: self.current as u64,
         });
@@ -343,9 +341,9 @@ impl Shared {
     /// Change a task's state, keeping the runnable list in step.
     #[inline]
     pub(crate) fn set_run(&mut self, t: TaskId, run: RunState) {
-        let was = self.tasks[t].run == RunState::Runnable;
+        let was = matches!(self.tasks[t].run, RunState::Runnable);
         self.tasks[t].run = run;
-        let is = run == RunState::Runnable;
+        let is = matches!(run, RunState::Runnable);
         if was && !is {
             self.runnable.remove(t);
         } else if is && !was {
@@ -361,7 +359,7 @@ impl Shared {
     pub(crate) fn add_task(&mut self, name: String, task: TaskState) -> Option<TaskId> {
         let max = crate::limits::TASKS.max;
         if self.live as u64 >= max {
-            self.abort.get_or_insert(Outcome::Limit {
+            self.sched.abort_unless_aborted(Outcome::Limit {
                 which: "tasks".into(),
                 value: max,
             });
@@ -678,7 +676,7 @@ pub fn spawn(name: impl Into<String>, daemon: bool, f: impl FnOnce() + 'static) 
         s.created();
         let clock = s.tasks.get(s.current).map_or(0, |t| t.clock);
         let id = s.add_task(name, new_task(daemon, clock))?;
-        s.spawned.push((id, f.take().expect("taken once")));
+        s.sched.start_later(id, f.take().expect("taken once"));
         Some(id)
     })
     .flatten()
@@ -750,12 +748,13 @@ pub fn touch(obj: ObjId, what: &'static str) {
             return false;
         };
         s.note("use-after-free", obj, by as i64);
-        s.abort = Some(Outcome::UseAfterFree {
+        let uaf = Outcome::UseAfterFree {
             object: s.object_name(obj),
             freed_by: s.task_names[by].clone(),
             touched_by: s.task_names[s.current].clone(),
             at: what.to_string(),
-        });
+        };
+        s.sched.abort_with(uaf);
         s.set_pending("use-after-free", obj, 0);
         true
     });
@@ -778,7 +777,7 @@ pub fn access(obj: ObjId) {
 
 /// End the execution now with `outcome` (model code found a violation).
 pub fn fail(outcome: Outcome) {
-    if with_running(|s| s.abort = Some(outcome)).is_some() {
+    if with_running(|s| s.sched.abort_with(outcome)).is_some() {
         abort_current();
     }
 }

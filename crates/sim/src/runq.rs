@@ -110,11 +110,19 @@ impl RunQueue {
         }
     }
 
-    #[inline]
+    /// Move to the tree once the list is long enough: the test inline,
+    /// the move (once an execution) out of the way.
+    #[inline(always)]
     fn grow_tree(&mut self) {
         if self.list.len() >= self.tree_from {
-            self.tree = Some(IdTree::of(&std::mem::take(&mut self.list)));
+            self.move_to_tree();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn move_to_tree(&mut self) {
+        self.tree = Some(IdTree::of(&std::mem::take(&mut self.list)));
     }
 }
 

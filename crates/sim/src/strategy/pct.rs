@@ -22,6 +22,9 @@ pub(crate) struct Pct {
     /// Choice points (scheduling points with two or more runnable tasks)
     /// where the task about to run drops, with the low priority it gets.
     change_points: Vec<(u64, u64)>,
+    /// The earliest change point still to come (`u64::MAX`: none): the
+    /// common choice point compares with it alone.
+    next_change: u64,
     choice_step: u64,
     depth: u32,
     /// Change points reached so far.
@@ -70,12 +73,13 @@ impl Strategy for Pct {
         let mut rng = rng_for(*seed, *iteration);
         let depth = (*depth).max(1);
         let k = (*steps_hint).max(1);
-        let change_points = (1..depth as u64)
+        let change_points: Vec<(u64, u64)> = (1..depth as u64)
             .map(|j| (rng.random_range(1..=k), j))
             .collect();
         Some(Pct {
             rng,
             priority: Vec::new(),
+            next_change: next_change_after(&change_points, 0),
             change_points,
             choice_step: 0,
             depth,
@@ -91,13 +95,15 @@ impl Strategy for Pct {
 }
 
 impl Pct {
-    fn priority_of(&mut self, t: TaskId) -> u64 {
-        while self.priority.len() <= t {
+    /// Give every task up to `top` its priority. Tasks are met in id order
+    /// (the runnable list ascends), so each draws when first seen, in id
+    /// order.
+    fn prioritise_up_to(&mut self, top: TaskId) {
+        while self.priority.len() <= top {
             // New tasks get a random priority above every change-point level.
             let p = self.depth as u64 + 1 + self.rng.random_range(0..1u64 << 40);
             self.priority.push(p);
         }
-        self.priority[t]
     }
 
     /// PCT's step: the runnable task of highest priority runs. At the
@@ -106,9 +112,23 @@ impl Pct {
     /// change point an execution reaches takes effect, as the algorithm
     /// requires for its bound; change points drawn at the same step apply
     /// one after another.
+    #[inline]
     fn pick(&mut self, runnable: &[TaskId]) -> TaskId {
         self.choice_step += 1;
-        let mut best = self.highest(runnable);
+        let top = *runnable.last().expect("never empty");
+        if self.priority.len() <= top {
+            self.prioritise_up_to(top);
+        }
+        let best = self.highest(runnable);
+        if self.choice_step == self.next_change {
+            return self.change(runnable, best);
+        }
+        best
+    }
+
+    /// The change points of this choice point, in the order drawn.
+    #[cold]
+    fn change(&mut self, runnable: &[TaskId], mut best: TaskId) -> TaskId {
         for i in 0..self.change_points.len() {
             let (at, level) = self.change_points[i];
             if at == self.choice_step {
@@ -117,14 +137,17 @@ impl Pct {
                 best = self.highest(runnable);
             }
         }
+        self.next_change = next_change_after(&self.change_points, self.choice_step);
         best
     }
 
-    fn highest(&mut self, runnable: &[TaskId]) -> TaskId {
+    /// The runnable task of highest priority (every one has its priority).
+    #[inline]
+    fn highest(&self, runnable: &[TaskId]) -> TaskId {
         let mut best = runnable[0];
-        let mut best_p = self.priority_of(best);
+        let mut best_p = self.priority[best];
         for &t in &runnable[1..] {
-            let p = self.priority_of(t);
+            let p = self.priority[t];
             if p > best_p {
                 best = t;
                 best_p = p;
@@ -132,6 +155,16 @@ impl Pct {
         }
         best
     }
+}
+
+/// The earliest change point after choice point `step` (`u64::MAX`: none).
+fn next_change_after(change_points: &[(u64, u64)], step: u64) -> u64 {
+    change_points
+        .iter()
+        .map(|&(at, _)| at)
+        .filter(|&at| at > step)
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
