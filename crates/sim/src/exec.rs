@@ -5,7 +5,7 @@ use crate::cost::{CostTable, ResolvedCosts};
 use crate::dpor::{DporRun, Plan, RunLog};
 use crate::footprint::Footprint;
 use crate::outcome::{Outcome, WaitLink};
-use crate::rt::{self, ObjId, RunState, Shared, StateCell, StateMut, TaskFn};
+use crate::rt::{self, ObjId, RunState, Shared, StateCell, StateMut, TaskFn, TaskState};
 use crate::runq::RunQueue;
 use crate::strategy::{ChoicePoint, Chooser, PickCtx};
 use crate::token::Schedule;
@@ -242,6 +242,9 @@ pub(crate) struct Sched {
     stop: Option<Outcome>,
     /// Picks among two or more runnable tasks so far.
     choice_points: u64,
+    /// A pick also checks for divergence or logs its step (the config's
+    /// `stop_on_divergence` or `log_steps`): one test on the common step.
+    replaying: bool,
 }
 
 /// What the task that switched out left for the run loop to do.
@@ -316,6 +319,7 @@ impl Execution {
         let footprints = config.footprints.then(Vec::new);
         let chooser = Chooser::new(schedule, config.lenient_segments);
         let indexable = !chooser.reads_list();
+        let replaying = config.stop_on_divergence || config.log_steps;
         let sched = Sched {
             chooser,
             each_step: 0,
@@ -327,6 +331,7 @@ impl Execution {
             handoff: Handoff::Undecided,
             stop: None,
             choice_points: 0,
+            replaying,
         };
         let shared = Shared {
             sched,
@@ -691,20 +696,10 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     };
     sched.choice_points += u64::from(s.runnable.len() > 1);
     let t = sched.chooser.pick(ctx, &s.runnable);
-    if sched.config.stop_on_divergence {
-        if let Some(step) = sched.chooser.diverged_step() {
-            return sched.stop_with(Outcome::Limit {
-                which: "divergence".into(),
-                value: step,
-            });
+    if sched.replaying {
+        if let Some(next) = replay_bookkeeping(sched, &s.tasks, t, still_runnable) {
+            return next;
         }
-    }
-    if sched.config.log_steps {
-        sched.step_log.push(StepRec {
-            task: t,
-            label: s.tasks[t].pending.label,
-            preemption: still_runnable.is_some_and(|l| l != t),
-        });
     }
     if charge(s, t) > s.sched.config.max_virtual_ns {
         let max = s.sched.config.max_virtual_ns;
@@ -717,6 +712,34 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
         return Next::Same;
     }
     Next::Run(t)
+}
+
+/// What a replay asks of a pick besides the pick (`Sched::replaying`):
+/// stop where its schedule no longer fits, and log each step's task.
+#[cold]
+#[inline(never)]
+fn replay_bookkeeping(
+    sched: &mut Sched,
+    tasks: &[TaskState],
+    t: TaskId,
+    still_runnable: Option<TaskId>,
+) -> Option<Next> {
+    if sched.config.stop_on_divergence {
+        if let Some(step) = sched.chooser.diverged_step() {
+            return Some(sched.stop_with(Outcome::Limit {
+                which: "divergence".into(),
+                value: step,
+            }));
+        }
+    }
+    if sched.config.log_steps {
+        sched.step_log.push(StepRec {
+            task: t,
+            label: tasks[t].pending.label,
+            preemption: still_runnable.is_some_and(|l| l != t),
+        });
+    }
+    None
 }
 
 /// The checks a pick makes only when `Sched::next_check` comes, in the

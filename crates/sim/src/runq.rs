@@ -27,6 +27,9 @@ pub(crate) struct RunQueue {
     /// the strategy reads only the length and the k-th task, else never.
     tree_from: usize,
     tree: Option<IdTree>,
+    /// How many tasks are runnable, kept beside the list or tree: a pick
+    /// reads it two or three times, a change of state writes it once.
+    len: usize,
 }
 
 impl RunQueue {
@@ -35,15 +38,22 @@ impl RunQueue {
             list: Vec::new(),
             tree_from: tree_from(indexable),
             tree: None,
+            len: 0,
         }
     }
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        match &self.tree {
+        self.len
+    }
+
+    /// Keep `len` after a change.
+    #[inline(always)]
+    fn recount(&mut self) {
+        self.len = match &self.tree {
             None => self.list.len(),
             Some(t) => t.len,
-        }
+        };
     }
 
     #[inline]
@@ -80,12 +90,14 @@ impl RunQueue {
     /// Add `t`, absent from the queue.
     #[inline]
     pub(crate) fn insert(&mut self, t: TaskId) {
-        if let Some(tree) = &mut self.tree {
-            tree.insert(t);
-            return;
+        match &mut self.tree {
+            Some(tree) => tree.insert(t),
+            None => {
+                insert_sorted(&mut self.list, t);
+                self.grow_tree();
+            }
         }
-        insert_sorted(&mut self.list, t);
-        self.grow_tree();
+        self.recount();
     }
 
     /// Add `t`, a new task, greater than every id in the queue.
@@ -99,6 +111,7 @@ impl RunQueue {
                 self.grow_tree();
             }
         }
+        self.recount();
     }
 
     /// Remove `t`, if it is in the queue.
@@ -108,6 +121,7 @@ impl RunQueue {
             Some(tree) => tree.remove(t),
             None => remove_sorted(&mut self.list, t),
         }
+        self.recount();
     }
 
     /// Move to the tree once the list is long enough: the test inline,

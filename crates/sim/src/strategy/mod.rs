@@ -131,6 +131,9 @@ impl<S: Strategy> Strategy for Box<S> {
 /// `new_execution` accepts its schedule.
 macro_rules! strategies {
     ($($(#[$doc:meta])* $variant:ident: $ty:ty,)*) => {
+        // A plain tag (no niche in a variant's fields): the pick's match
+        // is one load and one jump.
+        #[repr(u8)]
         pub(crate) enum Chooser {
             $($(#[$doc])* $variant($ty),)*
         }
