@@ -109,9 +109,10 @@ fn mutex_table(plan: &BenchPlan) {
     // Rounds take turns (round trip, then each strategy) and every row
     // keeps its best, the reference too: a busy neighbour on a shared
     // machine spoils a round, not the ratio.
+    let rounds = plan.rounds.max(1);
     let mut trip = f64::MAX;
     let mut best = strategies().map(|_| (0.0, f64::MAX));
-    for _ in 0..plan.rounds.max(1) {
+    for _ in 0..rounds {
         trip = trip.min(coroutine_round_trip(ROUND_TRIPS, 1).as_secs_f64());
         for (i, (_, strategy)) in strategies().into_iter().enumerate() {
             let cfg = explore_cfg(strategy, 1, plan.executions, 1);
@@ -139,9 +140,9 @@ fn mutex_table(plan: &BenchPlan) {
     println!("{}", t.render());
     println!(
         "A bare coroutine round trip (corosensei `resume` and `suspend`, the best of {} batches of {ROUND_TRIPS}, taking turns with the rows) takes {}: the floor under a scheduling point that switches tasks. Each row is its best of {} rounds.\n",
-        plan.rounds.max(1),
+        rounds,
         secs(trip),
-        plan.rounds.max(1)
+        rounds
     );
 }
 

@@ -115,10 +115,7 @@ impl Pct {
     #[inline]
     fn pick(&mut self, runnable: &[TaskId]) -> TaskId {
         self.choice_step += 1;
-        let top = *runnable.last().expect("never empty");
-        if self.priority.len() <= top {
-            self.prioritise_up_to(top);
-        }
+        self.prioritise_up_to(*runnable.last().expect("never empty"));
         let best = self.highest(runnable);
         if self.choice_step == self.next_change {
             return self.change(runnable, best);
