@@ -480,7 +480,7 @@ impl Execution {
             CoroutineResult::Return(Some(payload)) => {
                 let message = panic_message(&*payload);
                 let mut s = self.shared();
-                s.set_run(t, RunState::Finished);
+                s.set_not_runnable(t, RunState::Finished);
                 s.note("panic", ObjId::NONE, 0);
                 Some(Outcome::Panic {
                     task: s.task_names[t].clone(),

@@ -12,7 +12,7 @@ use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
 use corosensei::Yielder;
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// A modelled object (or a wait queue), numbered per execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -103,10 +103,11 @@ pub(crate) struct Shared {
     pub singletons: [ObjId; MAX_SINGLETONS],
     /// Singletons whose waiters re-check when a task exits.
     pub exit_wakes: Vec<ObjId>,
-    /// Tasks blocked on each object, by object id plus one (slot 0 is for
-    /// `ObjId::NONE`); the lists keep their capacity, so blocking allocates
-    /// nothing after warm-up.
-    pub waiters: Vec<Vec<TaskId>>,
+    /// Tasks blocked on each object, in the order they blocked, by object
+    /// id plus one (slot 0 is for `ObjId::NONE`); the queues keep their
+    /// capacity, so blocking allocates nothing after warm-up, and waking
+    /// the first moves no other.
+    pub waiters: Vec<VecDeque<TaskId>>,
     /// The step of the last note: model code records a note for every
     /// result, free, wake-up or change of lock holder, so a long run of
     /// steps without one is tasks spinning without progress.
@@ -338,17 +339,22 @@ fn switch_out() {
 }
 
 impl Shared {
-    /// Change a task's state, keeping the runnable list in step.
+    /// Runnable task `t` blocks or ends (`run`), and leaves the runnable
+    /// list. Each caller knows the change it makes, so no branch asks.
     #[inline]
-    pub(crate) fn set_run(&mut self, t: TaskId, run: RunState) {
-        let was = matches!(self.tasks[t].run, RunState::Runnable);
+    pub(crate) fn set_not_runnable(&mut self, t: TaskId, run: RunState) {
+        debug_assert!(matches!(self.tasks[t].run, RunState::Runnable));
+        debug_assert!(!matches!(run, RunState::Runnable));
         self.tasks[t].run = run;
-        let is = matches!(run, RunState::Runnable);
-        if was && !is {
-            self.runnable.remove(t);
-        } else if is && !was {
-            self.runnable.insert(t);
-        }
+        self.runnable.remove(t);
+    }
+
+    /// Blocked task `t` becomes runnable.
+    #[inline]
+    pub(crate) fn set_runnable(&mut self, t: TaskId) {
+        debug_assert!(matches!(self.tasks[t].run, RunState::Blocked { .. }));
+        self.tasks[t].run = RunState::Runnable;
+        self.runnable.insert(t);
     }
 
     /// Add a new runnable task, unless [`limits::TASKS`] tasks are alive
@@ -460,7 +466,7 @@ impl Shared {
         let at = self.tasks[self.current].clock.saturating_add(latency);
         for &w in &ws {
             if matches!(self.tasks[w].run, RunState::Blocked { on, .. } if on == obj) {
-                self.set_run(w, RunState::Runnable);
+                self.set_runnable(w);
                 let t = &mut self.tasks[w];
                 t.clock = t.clock.max(at);
             }
@@ -471,27 +477,20 @@ impl Shared {
 
     /// Make the longest-waiting task blocked on `obj` runnable, as a
     /// released lock hands over to the first task in its wait queue.
+    /// Waiters found no longer blocked on `obj` leave the queue too.
     pub(crate) fn wake_one(&mut self, obj: ObjId) {
         self.touched(obj.0, true);
-        let slot = Self::waiter_slot(obj);
-        let Some(list) = self.waiters.get_mut(slot) else {
+        let Some(list) = self.waiters.get_mut(Self::waiter_slot(obj)) else {
             return;
         };
-        let first_blocked = list
-            .iter()
-            .position(|&w| matches!(self.tasks[w].run, RunState::Blocked { on, .. } if on == obj));
-        let Some(i) = first_blocked else {
-            list.clear();
+        let tasks = &self.tasks;
+        let first_blocked = std::iter::from_fn(|| list.pop_front())
+            .find(|&w| matches!(tasks[w].run, RunState::Blocked { on, .. } if on == obj));
+        let Some(w) = first_blocked else {
             return;
         };
-        let w = list[i];
-        if i + 1 == list.len() {
-            list.clear();
-        } else {
-            list.drain(..=i);
-        }
         let at = self.tasks[self.current].clock;
-        self.set_run(w, RunState::Runnable);
+        self.set_runnable(w);
         let t = &mut self.tasks[w];
         t.clock = t.clock.max(at);
     }
@@ -499,9 +498,9 @@ impl Shared {
     fn add_waiter(&mut self, obj: ObjId, t: TaskId) {
         let i = Self::waiter_slot(obj);
         if self.waiters.len() <= i {
-            self.waiters.resize_with(i + 1, Vec::new);
+            self.waiters.resize_with(i + 1, VecDeque::new);
         }
-        self.waiters[i].push(t);
+        self.waiters[i].push_back(t);
     }
 
     pub(crate) fn object_name(&self, obj: ObjId) -> String {
@@ -558,7 +557,7 @@ impl Shared {
     /// Task `t` has returned: its slots are cleared, and waiters on a
     /// condition over them re-check.
     pub(crate) fn exited(&mut self, t: TaskId) {
-        self.set_run(t, RunState::Finished);
+        self.set_not_runnable(t, RunState::Finished);
         self.live -= 1;
         self.slots[t] = [0; MAX_TASK_SLOTS];
         self.note("exit", ObjId::NONE, 0);
@@ -609,7 +608,7 @@ pub fn note(label: &'static str, obj: ObjId, value: i64) {
 pub fn block(label: &'static str, obj: ObjId, idle: bool) {
     reschedule(|s| {
         let t = s.current;
-        s.set_run(t, RunState::Blocked { on: obj, idle });
+        s.set_not_runnable(t, RunState::Blocked { on: obj, idle });
         s.add_waiter(obj, t);
         s.set_pending(label, obj, 0);
     });
