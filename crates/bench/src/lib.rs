@@ -144,6 +144,24 @@ pub mod nssim {
         }
     }
 
+    /// One task taking `points` scheduling points (a bare `sim::point`
+    /// each) and nothing else: every step is forced, so no strategy draws
+    /// and no task switches. What a scheduling point costs the simulator
+    /// by itself: the pending operation, the pick, the virtual clock and
+    /// the trace.
+    pub fn lone_task_build(points: usize) -> impl Fn(&mut Execution) + Sync {
+        move |e: &mut Execution| {
+            e.setup(|| {
+                sim::spawn("t0", false, move || {
+                    let obj = sim::new_object("bench_object");
+                    for _ in 0..points {
+                        sim::point("bench_point", obj, &sync::costs::ATOMIC);
+                    }
+                });
+            });
+        }
+    }
+
     /// Executions an exploration ran: its report's count, plus the probe
     /// execution that `pct` runs first.
     pub fn executions_run(strategy: StrategySpec, r: &ExploreReport) -> u64 {
@@ -552,6 +570,72 @@ pub fn coroutine_round_trip(n: u64, rounds: usize) -> Duration {
         per.push(start.elapsed().as_secs_f64() / n as f64);
         // A suspended coroutine is unwound when dropped.
         drop(std::hint::black_box(co));
+    }
+    Duration::from_secs_f64(median(&per))
+}
+
+/// The time of one point of the barest random scheduler on stackful
+/// coroutines: `coroutines` coroutines, each of which, at every point,
+/// draws its successor uniformly (a SplitMix64 step, cheaper than any
+/// stream a reproducible scheduler draws from) and goes on if it drew
+/// itself, else suspends to a loop that resumes the one drawn. No trace,
+/// clock, runnable set or cost: what a random scheduling point that
+/// switches tasks cannot beat on this machine. The median over `rounds`
+/// batches of `n` points.
+pub fn coroutine_random_successor(coroutines: usize, n: u64, rounds: usize) -> Duration {
+    use corosensei::{Coroutine, CoroutineResult};
+    use std::cell::Cell;
+    use std::rc::Rc;
+    /// What the coroutines share: the draw, the points left, the successor.
+    struct Bare {
+        state: Cell<u64>,
+        left: Cell<u64>,
+        next: Cell<usize>,
+    }
+    impl Bare {
+        /// SplitMix64 (Steele, Lea, Flood 2014): one add, three xor-shift-multiplies.
+        fn draw_below(&self, n: usize) -> usize {
+            let s = self.state.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+            self.state.set(s);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            (((z >> 32) * n as u64) >> 32) as usize
+        }
+    }
+    let mut per = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let bare = Rc::new(Bare {
+            state: Cell::new(round as u64),
+            left: Cell::new(n),
+            next: Cell::new(0),
+        });
+        let mut cos: Vec<Coroutine<(), (), ()>> = (0..coroutines)
+            .map(|me| {
+                let bare = Rc::clone(&bare);
+                Coroutine::new(move |yielder, ()| {
+                    while bare.left.get() > 0 {
+                        bare.left.set(bare.left.get() - 1);
+                        let k = bare.draw_below(coroutines);
+                        if k != me {
+                            bare.next.set(k);
+                            yielder.suspend(());
+                        }
+                    }
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        loop {
+            let t = bare.next.get();
+            if let CoroutineResult::Return(()) = cos[t].resume(()) {
+                break;
+            }
+        }
+        per.push(start.elapsed().as_secs_f64() / n as f64);
+        // The others are suspended; they are unwound when dropped.
+        drop(std::hint::black_box(cos.drain(..)));
     }
     Duration::from_secs_f64(median(&per))
 }

@@ -4,10 +4,12 @@
 //! `cargo bench -p nssim-bench --features compare --bench compare`.
 
 use bench::nssim::{
-    count_steps, executions_run, ipc, mutex_build, pct_depth_build, pct_depth_tasks, pct_found,
-    pct_probe, scale_run, small,
+    count_steps, executions_run, ipc, lone_task_build, mutex_build, pct_depth_build,
+    pct_depth_tasks, pct_found, pct_probe, scale_run, small,
 };
-use bench::{coroutine_round_trip, dur, median, ratio, secs, si, timed, Table};
+use bench::{
+    coroutine_random_successor, coroutine_round_trip, dur, median, ratio, secs, si, timed, Table,
+};
 use sim::{ExploreConfig, Outcome, StrategySpec};
 
 /// How much work each workload does.
@@ -111,9 +113,11 @@ fn mutex_table(plan: &BenchPlan) {
     // machine spoils a round, not the ratio.
     let rounds = plan.rounds.max(1);
     let mut trip = f64::MAX;
+    let mut floors = Floors::new();
     let mut best = strategies().map(|_| (0.0, f64::MAX));
     for _ in 0..rounds {
         trip = trip.min(coroutine_round_trip(ROUND_TRIPS, 1).as_secs_f64());
+        floors.measure();
         for (i, (_, strategy)) in strategies().into_iter().enumerate() {
             let cfg = explore_cfg(strategy, 1, plan.executions, 1);
             let (r, d) = timed(|| sim::explore(&cfg, &build));
@@ -144,6 +148,60 @@ fn mutex_table(plan: &BenchPlan) {
         secs(trip),
         rounds
     );
+    floors.print(trip);
+}
+
+/// Points per batch of the bare random scheduler, and of the lone task.
+const FLOOR_POINTS: u64 = 2_000_000;
+const LONE_POINTS: usize = 200_000;
+
+/// What table (a)'s random row is made of, each part measured at its
+/// barest, taking turns with the rows: switching among the tasks at random
+/// on bare coroutines, and nssim's own work at a point that switches
+/// nothing. Each keeps its best round.
+struct Floors {
+    random_successor: f64,
+    lone_point: f64,
+    lone_steps: u64,
+}
+
+impl Floors {
+    fn new() -> Self {
+        let (_, lone_steps) =
+            count_steps(StrategySpec::Random, 1, 1, &lone_task_build(LONE_POINTS));
+        Floors {
+            random_successor: f64::MAX,
+            lone_point: f64::MAX,
+            lone_steps,
+        }
+    }
+
+    fn measure(&mut self) {
+        let bare = coroutine_random_successor(TASKS, FLOOR_POINTS, 1).as_secs_f64();
+        self.random_successor = self.random_successor.min(bare);
+        let cfg = explore_cfg(StrategySpec::Random, 1, 1, 1);
+        let (_, d) = timed(|| sim::explore(&cfg, &lone_task_build(LONE_POINTS)));
+        self.lone_point = self
+            .lone_point
+            .min(d.as_secs_f64() / self.lone_steps as f64);
+    }
+
+    fn print(&self, trip: f64) {
+        let mut t = Table::new(&["floor", "time/point", "÷ coroutine round trip"]);
+        let sum = self.random_successor + self.lone_point;
+        for (name, time) in [
+            ("coroutine round trip (`resume` + `suspend`)", trip),
+            (&format!("{TASKS} bare coroutines, each point drawing its successor at random (nothing else)")[..], self.random_successor),
+            ("an nssim point of a lone task (no draw, no switch: pending operation, pick, clock, trace)", self.lone_point),
+            ("the two together: a random point before any lock work", sum),
+        ] {
+            t.row(vec![name.to_string(), secs(time), ratio(time, trip)]);
+        }
+        println!("{}", t.render());
+        println!(
+            "A random point of table (a) switches tasks at about three points of four. On this machine a switch at random between stacks costs a few round trips even with nothing around it (the second row), and nssim spends about as much again on its own bookkeeping at a point that switches nothing (the third). Unless the two overlap, their sum is what a random point costs before any lock work is done.\n"
+        );
+    }
 }
 
 /// Round trips per batch of the coroutine reference.

@@ -769,6 +769,19 @@ fn nssim_bench_prints_every_table() {
         );
     }
     assert!(text.contains("A bare coroutine round trip"), "{text}");
+    // Table (a)'s floors: each part of a random point at its barest, and
+    // their sum, each against the round trip.
+    let floors = row("| ").into_iter().filter(|l| {
+        [
+            "| coroutine round trip",
+            "| 4 bare coroutines",
+            "| an nssim point of a lone task",
+            "| the two together",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p))
+    });
+    assert_eq!(floors.count(), 4, "the floors of table (a):\n{text}");
     let parallel = row("| 2 | ");
     assert!(parallel.iter().any(|l| l.ends_with("| yes |")), "{text}");
     assert!(!text.contains("| NO |"), "{text}");
