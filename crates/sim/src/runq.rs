@@ -30,6 +30,9 @@ pub(crate) struct RunQueue {
     /// How many tasks are runnable, kept beside the list or tree: a pick
     /// reads it two or three times, a change of state writes it once.
     len: usize,
+    /// Counts the changes to the queue: a strategy may keep what it worked
+    /// out from the queue while the count stays the same.
+    version: u64,
 }
 
 impl RunQueue {
@@ -39,7 +42,14 @@ impl RunQueue {
             tree_from: tree_from(indexable),
             tree: None,
             len: 0,
+            version: 0,
         }
+    }
+
+    /// The count of changes so far: equal counts, the same tasks.
+    #[inline]
+    pub(crate) fn version(&self) -> u64 {
+        self.version
     }
 
     #[inline]
@@ -50,6 +60,7 @@ impl RunQueue {
     /// Keep `len` after a change.
     #[inline(always)]
     fn recount(&mut self) {
+        self.version += 1;
         self.len = match &self.tree {
             None => self.list.len(),
             Some(t) => t.len,

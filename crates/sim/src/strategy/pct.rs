@@ -29,6 +29,11 @@ pub(crate) struct Pct {
     depth: u32,
     /// Change points reached so far.
     fired: u32,
+    /// The runnable task of highest priority, and the run queue's version
+    /// it was found at: while neither the queue nor a priority changes,
+    /// the choice is the same, and a choice point looks at no priority.
+    best: TaskId,
+    best_at: u64,
 }
 
 /// The exploration: the change points are spread over the choice points of
@@ -84,13 +89,15 @@ impl Strategy for Pct {
             choice_step: 0,
             depth,
             fired: 0,
+            best: 0,
+            best_at: NEVER,
         })
     }
 
     /// Sees the runnable list alone, and only at choice points.
     #[inline]
     fn next_task<'a>(&mut self, runnable: &RunQueue, _ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
-        self.pick(runnable.as_slice())
+        self.pick(runnable.as_slice(), runnable.version())
     }
 }
 
@@ -112,15 +119,25 @@ impl Pct {
     /// change point an execution reaches takes effect, as the algorithm
     /// requires for its bound; change points drawn at the same step apply
     /// one after another.
+    /// `version` counts the changes to the runnable list: the same count,
+    /// the same list.
     #[inline]
-    fn pick(&mut self, runnable: &[TaskId]) -> TaskId {
+    fn pick(&mut self, runnable: &[TaskId], version: u64) -> TaskId {
         self.choice_step += 1;
-        self.prioritise_up_to(*runnable.last().expect("never empty"));
-        let best = self.highest(runnable);
-        if self.choice_step == self.next_change {
-            return self.change(runnable, best);
+        if version != self.best_at {
+            self.best = self.highest_of_new(runnable);
+            self.best_at = version;
         }
-        best
+        if self.choice_step == self.next_change {
+            self.best = self.change(runnable, self.best);
+        }
+        self.best
+    }
+
+    /// The runnable task of highest priority in a list not seen before.
+    fn highest_of_new(&mut self, runnable: &[TaskId]) -> TaskId {
+        self.prioritise_up_to(*runnable.last().expect("never empty"));
+        self.highest(runnable)
     }
 
     /// The change points of this choice point, in the order drawn.
@@ -153,6 +170,9 @@ impl Pct {
         best
     }
 }
+
+/// A run queue version never reached: no choice is kept yet.
+const NEVER: u64 = u64::MAX;
 
 /// The earliest change point after choice point `step` (`u64::MAX`: none).
 fn next_change_after(change_points: &[(u64, u64)], step: u64) -> u64 {
@@ -191,7 +211,7 @@ mod tests {
                             1 => &[1, 2],
                             _ => &[0, 2],
                         };
-                        let t = pct.pick(runnable);
+                        let t = pct.pick(runnable, step);
                         assert!(runnable.contains(&t));
                     }
                     assert_eq!(
@@ -201,6 +221,46 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+    /// A choice kept while the runnable list stays the same is the choice
+    /// worked out afresh: one PCT sees a list's version repeat while the
+    /// list does, a second sees every list as new, and they agree.
+    #[test]
+    fn a_kept_choice_is_the_fresh_one() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for seed in 0..40u64 {
+            let schedule = Schedule::Pct {
+                seed,
+                iteration: seed,
+                depth: 1 + (seed % 4) as u32,
+                steps_hint: 30,
+            };
+            let mut kept = Pct::new_execution(&schedule, false).expect("a PCT schedule");
+            let mut fresh = Pct::new_execution(&schedule, false).expect("a PCT schedule");
+            let (mut runnable, mut version, mut top) = (vec![0usize, 1], 0u64, 1usize);
+            for step in 0..200u64 {
+                // Now and then a task blocks, wakes or starts.
+                if rng.random_bool(0.3) {
+                    version += 1;
+                    if rng.random_bool(0.3) {
+                        top += 1;
+                        runnable.push(top);
+                    } else if runnable.len() > 2 {
+                        runnable.remove(rng.random_range(0..runnable.len()));
+                    } else if let Some(t) = (0..=top).find(|t| !runnable.contains(t)) {
+                        runnable.push(t);
+                        runnable.sort_unstable();
+                    }
+                }
+                assert_eq!(
+                    kept.pick(&runnable, version),
+                    fresh.pick(&runnable, NEVER - 1 - step),
+                    "seed {seed} step {step}"
+                );
+            }
+            assert_eq!(kept.fired, fresh.fired);
         }
     }
 }
