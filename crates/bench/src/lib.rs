@@ -551,8 +551,9 @@ pub mod nssim {
 /// The time of one bare coroutine round trip (a `resume` into a coroutine
 /// and its `suspend` back), the floor under any scheduling point of a
 /// scheduler built on stackful coroutines: the median over `rounds`
-/// batches of `n` round trips.
-pub fn coroutine_round_trip(n: u64, rounds: usize) -> Duration {
+/// batches of `n` round trips, in seconds (a `Duration` would round it to
+/// a whole nanosecond, a third of it or more).
+pub fn coroutine_round_trip(n: u64, rounds: usize) -> f64 {
     use corosensei::{Coroutine, CoroutineResult};
     let mut per = Vec::with_capacity(rounds);
     for _ in 0..rounds {
@@ -571,7 +572,7 @@ pub fn coroutine_round_trip(n: u64, rounds: usize) -> Duration {
         // A suspended coroutine is unwound when dropped.
         drop(std::hint::black_box(co));
     }
-    Duration::from_secs_f64(median(&per))
+    median(&per)
 }
 
 /// The time of one point of the barest random scheduler on stackful
@@ -581,8 +582,8 @@ pub fn coroutine_round_trip(n: u64, rounds: usize) -> Duration {
 /// itself, else suspends to a loop that resumes the one drawn. No trace,
 /// clock, runnable set or cost: what a random scheduling point that
 /// switches tasks cannot beat on this machine. The median over `rounds`
-/// batches of `n` points.
-pub fn coroutine_random_successor(coroutines: usize, n: u64, rounds: usize) -> Duration {
+/// batches of `n` points, in seconds.
+pub fn coroutine_random_successor(coroutines: usize, n: u64, rounds: usize) -> f64 {
     use corosensei::{Coroutine, CoroutineResult};
     use std::cell::Cell;
     use std::rc::Rc;
@@ -637,7 +638,7 @@ pub fn coroutine_random_successor(coroutines: usize, n: u64, rounds: usize) -> D
         // The others are suspended; they are unwound when dropped.
         drop(std::hint::black_box(cos.drain(..)));
     }
-    Duration::from_secs_f64(median(&per))
+    median(&per)
 }
 
 /// A markdown table.

@@ -116,7 +116,7 @@ fn mutex_table(plan: &BenchPlan) {
     let mut floors = Floors::new();
     let mut best = strategies().map(|_| (0.0, f64::MAX));
     for _ in 0..rounds {
-        trip = trip.min(coroutine_round_trip(ROUND_TRIPS, 1).as_secs_f64());
+        trip = trip.min(coroutine_round_trip(ROUND_TRIPS, 1));
         floors.measure();
         for (i, (_, strategy)) in strategies().into_iter().enumerate() {
             let cfg = explore_cfg(strategy, 1, plan.executions, 1);
@@ -177,7 +177,7 @@ impl Floors {
     }
 
     fn measure(&mut self) {
-        let bare = coroutine_random_successor(TASKS, FLOOR_POINTS, 1).as_secs_f64();
+        let bare = coroutine_random_successor(TASKS, FLOOR_POINTS, 1);
         self.random_successor = self.random_successor.min(bare);
         let cfg = explore_cfg(StrategySpec::Random, 1, 1, 1);
         let (_, d) = timed(|| sim::explore(&cfg, &lone_task_build(LONE_POINTS)));
