@@ -189,17 +189,24 @@ impl Floors {
     fn print(&self, trip: f64) {
         let mut t = Table::new(&["floor", "time/point", "÷ coroutine round trip"]);
         let sum = self.random_successor + self.lone_point;
-        for (name, time) in [
-            ("coroutine round trip (`resume` + `suspend`)", trip),
-            (&format!("{TASKS} bare coroutines, each point drawing its successor at random (nothing else)")[..], self.random_successor),
-            ("an nssim point of a lone task (no draw, no switch: pending operation, pick, clock, trace)", self.lone_point),
-            ("the two together: a random point before any lock work", sum),
-        ] {
-            t.row(vec![name.to_string(), secs(time), ratio(time, trip)]);
+        let rows = [
+            ("coroutine round trip (`resume` + `suspend`)".to_string(), trip),
+            (
+                format!("{TASKS} bare coroutines, each point drawing its successor at random (nothing else)"),
+                self.random_successor,
+            ),
+            (
+                "an nssim point of a lone task (no draw, no switch: pending operation, pick, clock, trace)".to_string(),
+                self.lone_point,
+            ),
+            ("the two together: a random point before any lock work".to_string(), sum),
+        ];
+        for (name, time) in rows {
+            t.row(vec![name, secs(time), ratio(time, trip)]);
         }
         println!("{}", t.render());
         println!(
-            "A random point of table (a) switches tasks at about three points of four. On this machine a switch at random between stacks costs a few round trips even with nothing around it (the second row), and nssim spends about as much again on its own bookkeeping at a point that switches nothing (the third). Unless the two overlap, their sum is what a random point costs before any lock work is done.\n"
+            "A random point of table (a) switches tasks at about three points of four. On this machine a switch at random between stacks costs several round trips even with nothing around it (the second row), and nssim spends about as much again on its own bookkeeping at a point that switches nothing (the third). Unless the two overlap, their sum is what a random point costs before any lock work is done.\n"
         );
     }
 }

@@ -57,7 +57,7 @@ impl RunQueue {
         self.len
     }
 
-    /// Keep `len` after a change.
+    /// Keep `len` after a change, and count the change.
     #[inline(always)]
     fn recount(&mut self) {
         self.version += 1;

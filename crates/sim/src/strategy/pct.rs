@@ -119,6 +119,7 @@ impl Pct {
     /// change point an execution reaches takes effect, as the algorithm
     /// requires for its bound; change points drawn at the same step apply
     /// one after another.
+    ///
     /// `version` counts the changes to the runnable list: the same count,
     /// the same list.
     #[inline]
@@ -223,6 +224,7 @@ mod tests {
             }
         }
     }
+
     /// A choice kept while the runnable list stays the same is the choice
     /// worked out afresh: one PCT sees a list's version repeat while the
     /// list does, a second sees every list as new, and they agree.
