@@ -171,8 +171,6 @@ impl Strategy for DporRun {
     /// Sees every step: the plan and the log count them all.
     const SEES_FORCED_STEPS: bool = true;
 
-    // Out of line: the common step (random, PCT) keeps a small frame.
-    #[inline(never)]
     fn next_task<'a>(&mut self, _runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
         self.pick(&ctx())
     }

@@ -31,8 +31,6 @@ impl Strategy for Explicit {
     /// Sees every step, those without a choice too.
     const SEES_FORCED_STEPS: bool = true;
 
-    // Out of line: the common step (random, PCT) keeps a small frame.
-    #[inline(never)]
     fn next_task<'a>(&mut self, _runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
         self.pick(&ctx())
     }

@@ -31,8 +31,6 @@ impl Strategy for Fair {
         matches!(schedule, Schedule::Fair).then_some(Fair)
     }
 
-    // Out of line: the common step (random, PCT) keeps a small frame.
-    #[inline(never)]
     fn next_task<'a>(&mut self, _runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
         fair_pick(&ctx())
     }

@@ -126,11 +126,34 @@ impl<S: Strategy> Strategy for Box<S> {
     }
 }
 
+/// A strategy's step called out of line: the common steps (random, PCT)
+/// are inlined into the pick and keep its frame small; the others'
+/// steps, larger and run far less often, are not.
+#[inline(never)]
+fn next_task_out_of_line<'a, S: Strategy>(
+    s: &mut S,
+    runnable: &RunQueue,
+    ctx: impl FnOnce() -> PickCtx<'a>,
+) -> TaskId {
+    s.next_task(runnable, ctx)
+}
+
+/// A strategy's step, where its line in [`strategies!`] places it.
+macro_rules! next_task_call {
+    (inline, $s:expr, $runnable:expr, $ctx:expr) => {
+        $s.next_task($runnable, $ctx)
+    };
+    (out_of_line, $s:expr, $runnable:expr, $ctx:expr) => {
+        next_task_out_of_line($s, $runnable, $ctx)
+    };
+}
+
 /// Declares the strategies: the scheduler's [`Chooser`] has a variant per
 /// line, and a new execution takes the first strategy whose
-/// `new_execution` accepts its schedule.
+/// `new_execution` accepts its schedule. Each line says where the pick
+/// calls the strategy's step: `inline` or `out_of_line`.
 macro_rules! strategies {
-    ($($(#[$doc:meta])* $variant:ident: $ty:ty,)*) => {
+    ($($(#[$doc:meta])* $variant:ident: $ty:ty => $placement:ident,)*) => {
         // A plain tag (no niche in a variant's fields): the pick's match
         // is one load and one jump.
         #[repr(u8)]
@@ -158,7 +181,7 @@ macro_rules! strategies {
                         if !<$ty as Strategy>::SEES_FORCED_STEPS && runnable.len() == 1 {
                             return runnable.select(0);
                         }
-                        s.next_task(runnable, ctx)
+                        next_task_call!($placement, s, runnable, ctx)
                     })*
                 }
             }
@@ -194,14 +217,14 @@ macro_rules! strategies {
 }
 
 strategies! {
-    Random: random::Random,
-    Pct: pct::Pct,
-    Fair: fair::Fair,
-    Choices: choices::Explicit,
-    Segments: segments::Segments,
+    Random: random::Random => inline,
+    Pct: pct::Pct => inline,
+    Fair: fair::Fair => out_of_line,
+    Choices: choices::Explicit => out_of_line,
+    Segments: segments::Segments => out_of_line,
     /// Exhaustive search with partial-order reduction (see `dpor`); set
     /// up from a plan, not from a schedule.
-    Dpor: Box<DporRun>,
+    Dpor: Box<DporRun> => out_of_line,
 }
 
 #[cfg(test)]
