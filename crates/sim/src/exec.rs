@@ -3,6 +3,7 @@
 
 use crate::cost::{CostTable, ResolvedCosts};
 use crate::dpor::{DporRun, Plan, RunLog};
+use crate::fiber::{self, Back, Fibers};
 use crate::footprint::Footprint;
 use crate::outcome::{Outcome, WaitLink};
 use crate::rt::{self, ObjId, RunState, Shared, StateCell, StateMut, TaskFn, TaskState};
@@ -12,16 +13,11 @@ use crate::token::Schedule;
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
 use corosensei::stack::{DefaultStack, Stack};
-use corosensei::{Coroutine, CoroutineResult};
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::panic::{self, AssertUnwindSafe};
+use std::panic;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// A task's coroutine; it returns the payload of a panic in the task (caught
-/// inside, once per task, rather than around every resume).
-type Co = Coroutine<(), (), Option<Box<dyn Any + Send>>, TaskStack>;
 
 /// Most task stacks mapped at once by the whole process, in use or pooled.
 /// A stack is two memory mappings (its pages and its guard page), and
@@ -204,7 +200,8 @@ pub struct StepRec {
 /// An execution being set up, then run once.
 pub struct Execution {
     core: Box<Core>,
-    coroutines: Vec<Option<Co>>,
+    /// The tasks' stacks (or coroutines: see `fiber`).
+    fibers: Fibers,
 }
 
 /// What tasks reach through the thread's current-execution pointer: the
@@ -217,6 +214,8 @@ pub(crate) struct Core {
     pub(crate) shared: StateCell<Shared>,
     /// The invariants, kept apart: they run while nothing is borrowed.
     checkers: RefCell<Vec<(bool, Check)>>,
+    /// What the tasks and the run loop exchange when they switch.
+    pub(crate) channel: fiber::Channel,
 }
 
 /// The scheduler's side of an execution.
@@ -360,8 +359,9 @@ impl Execution {
             core: Box::new(Core {
                 shared: StateCell::new(shared),
                 checkers: RefCell::new(Vec::new()),
+                channel: fiber::Channel::default(),
             }),
-            coroutines: Vec::new(),
+            fibers: Fibers::default(),
         }
     }
 
@@ -447,54 +447,41 @@ impl Execution {
             // A task is stopped when its stack is this close to full; the
             // guard page below would otherwise kill the whole process.
             let red_zone = STACK_RED_ZONE.min(size / 4);
-            {
-                let mut s = self.shared();
-                let task = &mut s.tasks[id];
-                task.stack_limit = stack.limit().get() + red_zone;
-            }
-            let shared: *const StateCell<Shared> = &self.core.shared;
-            let co = Coroutine::with_stack(stack, move |y: &corosensei::Yielder<(), ()>, ()| {
-                // SAFETY: see rt::with; the state outlives every coroutine.
-                unsafe { (*shared).borrow_mut().tasks[id].yielder = y as *const _ };
-                panic::catch_unwind(AssertUnwindSafe(f)).err()
-            });
-            if self.coroutines.len() <= id {
-                self.coroutines.resize_with(id + 1, || None);
-            }
-            self.coroutines[id] = Some(co);
+            let stack_limit = stack.limit().get() + red_zone;
+            let handle = self
+                .fibers
+                .start(id, stack, f, &self.core.channel, &self.core.shared);
+            let mut s = self.shared();
+            let task = &mut s.tasks[id];
+            task.stack_limit = stack_limit;
+            task.fiber = handle;
         }
     }
 
-    /// Resume task `t` until its next scheduling point; `Some` if it
-    /// panicked.
+    /// Resume task `t` until a task (`t`, or one it switched to) hands
+    /// the thread back; `Some` if that task panicked.
     fn resume(&mut self, t: TaskId) -> Option<Outcome> {
-        let co = self.coroutines[t]
-            .as_mut()
-            .expect("runnable task has a coroutine");
-        match co.resume(()) {
-            CoroutineResult::Yield(()) => None,
-            CoroutineResult::Return(None) => {
-                self.finish(t);
-                None
-            }
-            CoroutineResult::Return(Some(payload)) => {
-                let message = panic_message(&*payload);
-                let mut s = self.shared();
-                s.set_not_runnable(t, RunState::Finished);
-                s.note("panic", ObjId::NONE, 0);
-                Some(Outcome::Panic {
-                    task: s.task_names[t].clone(),
-                    message,
-                })
-            }
+        let handle = self.shared().tasks[t].fiber;
+        let Back::Finished { task, panic } = self.fibers.resume(&self.core.channel, t, handle)
+        else {
+            return None;
+        };
+        // Its stack is free for another task, whether it returned or not.
+        if let Some(stack) = self.fibers.take_stack(task) {
+            STACKS.with(|p| p.borrow_mut().push(stack));
         }
-    }
-
-    fn finish(&mut self, t: TaskId) {
-        self.shared().exited(t);
-        if let Some(co) = self.coroutines[t].take() {
-            STACKS.with(|p| p.borrow_mut().push(co.into_stack()));
-        }
+        let Some(payload) = panic else {
+            self.shared().exited(task);
+            return None;
+        };
+        let message = panic_message(&*payload);
+        let mut s = self.shared();
+        s.set_not_runnable(task, RunState::Finished);
+        s.note("panic", ObjId::NONE, 0);
+        Some(Outcome::Panic {
+            task: s.task_names[task].clone(),
+            message,
+        })
     }
 
     /// Run to the end. The execution is consumed; its tasks are unwound.
@@ -577,6 +564,8 @@ impl Execution {
             if let Some(o) = self.resume(t) {
                 return o;
             }
+            // The task that handed the thread back ran the last step.
+            let t = self.shared().current;
             let handoff = std::mem::replace(&mut self.shared().sched.handoff, Handoff::Undecided);
             next = match handoff {
                 Handoff::Run(t) => Some(t),
@@ -612,16 +601,13 @@ impl Execution {
 
     fn teardown(&mut self) {
         self.shared().teardown = true;
-        for co in self.coroutines.iter_mut() {
-            if let Some(mut c) = co.take() {
-                IN_TASK.with(|f| f.set(true));
-                let _ = panic::catch_unwind(AssertUnwindSafe(|| c.force_unwind()));
-                IN_TASK.with(|f| f.set(false));
-                if c.done() {
-                    STACKS.with(|p| p.borrow_mut().push(c.into_stack()));
-                }
-            }
-        }
+        let core = &self.core;
+        IN_TASK.with(|f| f.set(true));
+        let stacks = self
+            .fibers
+            .unwind_all(&core.channel, |t| core.shared.borrow().tasks[t].fiber);
+        IN_TASK.with(|f| f.set(false));
+        STACKS.with(|p| p.borrow_mut().extend(stacks));
     }
 }
 
@@ -846,42 +832,55 @@ impl Sched {
     }
 }
 
+/// Where a task's scheduling point goes after its pick.
+pub(crate) enum Decided {
+    /// The task itself runs the next step.
+    Same,
+    /// It switches to this task, picked and charged.
+    Task(TaskId),
+    /// It hands the thread back to the run loop (`Sched::handoff` says
+    /// how far it got).
+    RunLoop,
+}
+
 /// Called by the running task at a scheduling point when invariants run
 /// after every step (its pending operation set, no borrow held): do what
 /// the run loop would do between this step and the next, in the same
-/// order, then pick. True if the task was picked again and goes on without
-/// a switch; otherwise it must suspend, leaving in the handoff how far it
-/// got. Tasks it spawned, an abort, and the end of the run are left to the
-/// run loop, which owns the coroutines. (Without such invariants the task
-/// calls [`decide_here`] in the borrow it already holds.)
-pub(crate) fn decide_in_task(core: &Core) -> bool {
+/// order, then pick. Tasks it spawned, an abort, and the end of the run
+/// are left to the run loop, which owns the tasks' stacks. (Without such
+/// invariants the task calls [`decide_here`] in the borrow it already
+/// holds.)
+pub(crate) fn decide_in_task(core: &Core) -> Decided {
     {
         let s = core.shared.borrow();
         if !s.sched.spawned.is_empty() || s.sched.abort.is_some() {
-            return false;
+            return Decided::RunLoop;
         }
     }
     if let Some(failed) = core.run_checks(false) {
         let sched = &mut core.shared.borrow_mut().sched;
         sched.stop = Some(failed);
         sched.handoff = Handoff::Stop;
-        return false;
+        return Decided::RunLoop;
     }
     decide_here(&mut core.shared.borrow_mut(), true)
 }
 
 /// The pick of a task at its scheduling point, the state borrowed (the
-/// step's invariants, if any, have run): true if it goes on.
+/// step's invariants, if any, have run).
 #[inline]
-pub(crate) fn decide_here(s: &mut Shared, checked: bool) -> bool {
+pub(crate) fn decide_here(s: &mut Shared, checked: bool) -> Decided {
     let next = pick_in(s, None, true);
     // Tested alone: "go on or switch" is as random as the schedule, and a
     // jump table over every answer would be mispredicted a second time.
     if next == Next::Same {
-        return true;
+        return Decided::Same;
+    }
+    if let (true, Next::Run(t)) = (fiber::SYMMETRIC, next) {
+        return Decided::Task(t);
     }
     hand_over(s, next, checked);
-    false
+    Decided::RunLoop
 }
 
 /// Leave the run loop what a task's pick decided (anything but `Same`).

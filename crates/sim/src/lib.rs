@@ -1,7 +1,9 @@
 //! The deterministic scheduler of nssim.
 //!
-//! Tasks are stackful coroutines ([`corosensei`]) that all run on the one
-//! OS thread that calls [`Execution::run`]. Model code calls [`point`] (and
+//! Tasks are stackful coroutines that all run on the one OS thread that
+//! calls [`Execution::run`], each on a stack of its own; a task that picks
+//! another switches to it directly on x86_64 (`fiber.rs`), and through the
+//! run loop, with [`corosensei`], elsewhere. Model code calls [`point`] (and
 //! the blocking helpers) at every primitive operation; there the task
 //! suspends and the [strategy](token::Schedule) picks the next task among
 //! the runnable ones. Because nothing else decides the order, an execution
@@ -36,6 +38,7 @@ mod dpor;
 pub mod echo;
 mod exec;
 mod explore;
+mod fiber;
 mod footprint;
 mod keys;
 pub mod limits;

@@ -3,14 +3,14 @@
 //! is a no-op or returns a neutral value, so the same model code runs there.
 
 use crate::cost::{CostKey, ResolvedCosts};
-use crate::exec::{decide_here, decide_in_task, Core, Sched};
+use crate::exec::{decide_here, decide_in_task, Core, Decided, Sched};
+use crate::fiber::{self, Handle};
 use crate::footprint::{Footprint, EXIT_WAKES, OBJECT_TABLE};
 use crate::keys::{Singleton, MAX_SINGLETONS, MAX_TASK_SLOTS};
 use crate::outcome::Outcome;
 use crate::runq::RunQueue;
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
-use corosensei::Yielder;
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -64,7 +64,8 @@ pub(crate) struct TaskState {
     pub run: RunState,
     pub clock: u64,
     pub pending: PendingOp,
-    pub yielder: *const Yielder<(), ()>,
+    /// Where the task resumes when it is switched to (see `fiber`).
+    pub fiber: Handle,
     /// Lowest stack address the task may reach before it is stopped;
     /// [`DECIDE_ROOM`](crate::exec::DECIDE_ROOM) above it, the task
     /// switches out at a scheduling point rather than pick its successor
@@ -242,31 +243,28 @@ pub fn active() -> bool {
     with_running(|_| ()).is_some()
 }
 
-/// What a task does after preparing a switch: suspend through its
-/// yielder, or stop because the execution is being aborted.
+/// What a task does after preparing a switch: go on to the pick, or stop
+/// because the execution is being aborted.
 enum Switch {
-    /// Suspend; `decide`: first try to pick the next task here, and go on
-    /// without suspending if it is this one.
-    Suspend {
-        yielder: *const Yielder<(), ()>,
+    /// `decide`: pick the next task here (else the run loop picks it).
+    Pick {
         decide: bool,
     },
     Abort,
 }
 
 impl Shared {
-    /// Check the current task's stack and hand back its yielder: the one
-    /// borrow of the execution's state that every scheduling point makes
-    /// before switching. A task whose stack is nearly used up is stopped:
-    /// overflowing the guard page would end the whole process.
+    /// Check the current task's stack: the one borrow of the execution's
+    /// state that every scheduling point makes before switching. A task
+    /// whose stack is nearly used up is stopped: overflowing the guard
+    /// page would end the whole process.
     #[inline(always)]
     fn prepare_switch(&mut self) -> Switch {
         let here = 0u8;
         let sp = std::ptr::addr_of!(here) as usize;
         let t = &self.tasks[self.current];
         if sp >= t.stack_limit {
-            return Switch::Suspend {
-                yielder: t.yielder,
+            return Switch::Pick {
                 decide: sp >= t.stack_limit + crate::exec::DECIDE_ROOM,
             };
         }
@@ -281,8 +279,10 @@ impl Shared {
 /// A scheduling point of the running task: `prepare` sets its pending
 /// operation (and blocks it, for a wait), then the task picks the next step
 /// itself, in the same borrow of the state when no invariant runs after
-/// every step, and goes on if it is picked again; otherwise it suspends.
-/// False outside a running task.
+/// every step, and goes on if it is picked again; otherwise it switches to
+/// the task picked, or hands the thread back to the run loop for what a
+/// pick on a task's stack cannot do (see `fiber`). False outside a running
+/// task.
 #[inline(always)]
 fn reschedule(prepare: impl FnOnce(&mut Shared)) -> bool {
     let Some(core) = core() else {
@@ -294,48 +294,59 @@ fn reschedule(prepare: impl FnOnce(&mut Shared)) -> bool {
     }
     debug_assert!(!s.setting_up && !s.teardown);
     prepare(&mut s);
-    let (yielder, decide) = match s.prepare_switch() {
-        Switch::Suspend { yielder, decide } => (yielder, decide),
+    let decide = match s.prepare_switch() {
+        Switch::Pick { decide } => decide,
         Switch::Abort => {
             drop(s);
             abort_current()
         }
     };
-    if decide {
-        if !s.sched.checks_every_step() {
-            if decide_here(&mut s, false) {
-                return true;
-            }
-        } else {
-            // The invariants run with nothing borrowed.
+    let me = s.current;
+    let decided = if !decide {
+        Decided::RunLoop
+    } else if !s.sched.checks_every_step() {
+        decide_here(&mut s, false)
+    } else {
+        // The invariants run with nothing borrowed.
+        drop(s);
+        let decided = decide_in_task(core);
+        s = core.shared.borrow_mut();
+        decided
+    };
+    let save: *mut Handle = &mut s.tasks[me].fiber;
+    match decided {
+        Decided::Same => {}
+        Decided::Task(next) => {
+            let to = s.tasks[next].fiber;
             drop(s);
-            if decide_in_task(core) {
-                return true;
-            }
-            suspend(yielder);
-            return true;
+            // SAFETY: `save` is this task's handle, and `next` is runnable,
+            // so suspended (no other borrow of the tasks exists till then).
+            unsafe { core.channel.switch(save, to) };
+        }
+        Decided::RunLoop => {
+            drop(s);
+            // SAFETY: `save` is this task's handle.
+            unsafe { core.channel.suspend(save) };
         }
     }
-    drop(s);
-    suspend(yielder);
     true
-}
-
-/// Suspend the running task through its yielder.
-#[inline(always)]
-fn suspend(yielder: *const Yielder<(), ()>) {
-    // SAFETY: the yielder lives on the task's coroutine stack for as long
-    // as the coroutine runs, and only the running task suspends itself.
-    unsafe { (*yielder).suspend(()) }
 }
 
 /// Give the OS thread back to the scheduler.
 fn switch_out() {
-    let y = with_running(|s| s.tasks[s.current].yielder);
-    if let Some(y) = y {
-        // SAFETY: as in `switch`.
-        unsafe { (*y).suspend(()) };
-    }
+    let Some(core) = core() else {
+        return;
+    };
+    let save = {
+        let mut s = core.shared.borrow_mut();
+        if !s.in_task {
+            return;
+        }
+        let t = s.current;
+        &mut s.tasks[t].fiber as *mut Handle
+    };
+    // SAFETY: `save` is the running task's handle.
+    unsafe { core.channel.suspend(save) };
 }
 
 impl Shared {
@@ -693,7 +704,7 @@ pub(crate) fn new_task(daemon: bool, clock: u64) -> TaskState {
             local: true,
             reads: false,
         },
-        yielder: std::ptr::null(),
+        fiber: fiber::NO_HANDLE,
         stack_limit: 0,
     }
 }

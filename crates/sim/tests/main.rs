@@ -6,4 +6,5 @@
 
 mod keys;
 mod limits;
+mod switches;
 mod token_props;
