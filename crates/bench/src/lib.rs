@@ -162,6 +162,25 @@ pub mod nssim {
         }
     }
 
+    /// `tasks` tasks taking `points` bare scheduling points each (one
+    /// point in one loop, the same code for every task) and nothing else:
+    /// a random point of it is a draw and, mostly, a switch, with no lock
+    /// work and the return addresses of every task alike.
+    pub fn bare_points_build(tasks: usize, points: usize) -> impl Fn(&mut Execution) + Sync {
+        move |e: &mut Execution| {
+            e.setup(|| {
+                for t in 0..tasks {
+                    sim::spawn(format!("t{t}"), false, move || {
+                        let obj = sim::new_object("bench_object");
+                        for _ in 0..points {
+                            sim::point("bench_point", obj, &sync::costs::ATOMIC);
+                        }
+                    });
+                }
+            });
+        }
+    }
+
     /// Executions an exploration ran: its report's count, plus the probe
     /// execution that `pct` runs first.
     pub fn executions_run(strategy: StrategySpec, r: &ExploreReport) -> u64 {
@@ -549,8 +568,9 @@ pub mod nssim {
 }
 
 /// The time of one bare coroutine round trip (a `resume` into a coroutine
-/// and its `suspend` back), the floor under any scheduling point of a
-/// scheduler built on stackful coroutines: the median over `rounds`
+/// and its `suspend` back), the reference for a scheduling point of a
+/// scheduler on stackful coroutines (a switch straight from one task to
+/// another is about one of its two halves): the median over `rounds`
 /// batches of `n` round trips, in seconds (a `Duration` would round it to
 /// a whole nanosecond, a third of it or more).
 pub fn coroutine_round_trip(n: u64, rounds: usize) -> f64 {
@@ -575,14 +595,14 @@ pub fn coroutine_round_trip(n: u64, rounds: usize) -> f64 {
     median(&per)
 }
 
-/// The time of one point of the barest random scheduler on stackful
+/// The time of one point of the barest random scheduler on corosensei
 /// coroutines: `coroutines` coroutines, each of which, at every point,
 /// draws its successor uniformly (a SplitMix64 step, cheaper than any
 /// stream a reproducible scheduler draws from) and goes on if it drew
 /// itself, else suspends to a loop that resumes the one drawn. No trace,
-/// clock, runnable set or cost: what a random scheduling point that
-/// switches tasks cannot beat on this machine. The median over `rounds`
-/// batches of `n` points, in seconds.
+/// clock, runnable set or cost: what a random scheduler that switches
+/// through a loop with `resume` and `suspend` cannot beat on this
+/// machine. The median over `rounds` batches of `n` points, in seconds.
 pub fn coroutine_random_successor(coroutines: usize, n: u64, rounds: usize) -> f64 {
     use corosensei::{Coroutine, CoroutineResult};
     use std::cell::Cell;

@@ -4,8 +4,8 @@
 //! `cargo bench -p nssim-bench --features compare --bench compare`.
 
 use bench::nssim::{
-    count_steps, executions_run, ipc, lone_task_build, mutex_build, pct_depth_build,
-    pct_depth_tasks, pct_found, pct_probe, scale_run, small,
+    bare_points_build, count_steps, executions_run, ipc, lone_task_build, mutex_build,
+    pct_depth_build, pct_depth_tasks, pct_found, pct_probe, scale_run, small,
 };
 use bench::{
     coroutine_random_successor, coroutine_round_trip, dur, median, ratio, secs, si, timed, Table,
@@ -143,7 +143,7 @@ fn mutex_table(plan: &BenchPlan) {
     }
     println!("{}", t.render());
     println!(
-        "A bare coroutine round trip (corosensei `resume` and `suspend`, the best of {} batches of {ROUND_TRIPS}, taking turns with the rows) takes {}: the floor under a scheduling point that switches tasks. Each row is its best of {} rounds.\n",
+        "A bare coroutine round trip (corosensei `resume` and `suspend`, the best of {} batches of {ROUND_TRIPS}, taking turns with the rows) takes {}: the reference for a scheduling point on stackful coroutines (nssim's switch from one task straight to another is about one of its halves). Each row is its best of {} rounds.\n",
         rounds,
         secs(trip),
         rounds
@@ -151,62 +151,76 @@ fn mutex_table(plan: &BenchPlan) {
     floors.print(trip);
 }
 
-/// Points per batch of the bare random scheduler, and of the lone task.
+/// Points per batch of the bare random scheduler, of the lone task, and
+/// of each of the tasks of bare points.
 const FLOOR_POINTS: u64 = 2_000_000;
 const LONE_POINTS: usize = 200_000;
+const BARE_POINTS: usize = 50_000;
 
 /// What table (a)'s random row is made of, each part measured at its
 /// barest, taking turns with the rows: switching among the tasks at random
-/// on bare coroutines, and nssim's own work at a point that switches
-/// nothing. Each keeps its best round.
+/// on bare corosensei coroutines, nssim's own work at a point that
+/// switches nothing, and nssim's random point with no lock work. Each
+/// keeps its best round.
 struct Floors {
     random_successor: f64,
     lone_point: f64,
     lone_steps: u64,
+    bare_point: f64,
+    bare_steps: u64,
 }
 
 impl Floors {
     fn new() -> Self {
-        let (_, lone_steps) =
-            count_steps(StrategySpec::Random, 1, 1, &lone_task_build(LONE_POINTS));
+        let steps = |build: &(dyn Fn(&mut sim::Execution) + Sync)| {
+            count_steps(StrategySpec::Random, 1, 1, build).1
+        };
         Floors {
             random_successor: f64::MAX,
             lone_point: f64::MAX,
-            lone_steps,
+            lone_steps: steps(&lone_task_build(LONE_POINTS)),
+            bare_point: f64::MAX,
+            bare_steps: steps(&bare_points_build(TASKS, BARE_POINTS)),
         }
     }
 
     fn measure(&mut self) {
         let bare = coroutine_random_successor(TASKS, FLOOR_POINTS, 1);
         self.random_successor = self.random_successor.min(bare);
-        let cfg = explore_cfg(StrategySpec::Random, 1, 1, 1);
-        let (_, d) = timed(|| sim::explore(&cfg, &lone_task_build(LONE_POINTS)));
-        self.lone_point = self
-            .lone_point
-            .min(d.as_secs_f64() / self.lone_steps as f64);
+        let per_point = |build: &(dyn Fn(&mut sim::Execution) + Sync), steps: u64| {
+            let cfg = explore_cfg(StrategySpec::Random, 1, 1, 1);
+            let (_, d) = timed(|| sim::explore(&cfg, build));
+            d.as_secs_f64() / steps as f64
+        };
+        let lone = per_point(&lone_task_build(LONE_POINTS), self.lone_steps);
+        self.lone_point = self.lone_point.min(lone);
+        let bare = per_point(&bare_points_build(TASKS, BARE_POINTS), self.bare_steps);
+        self.bare_point = self.bare_point.min(bare);
     }
 
     fn print(&self, trip: f64) {
         let mut t = Table::new(&["floor", "time/point", "÷ coroutine round trip"]);
-        let sum = self.random_successor + self.lone_point;
         let rows = [
             ("coroutine round trip (`resume` + `suspend`)".to_string(), trip),
             (
-                format!("{TASKS} bare coroutines, each point drawing its successor at random (nothing else)"),
+                format!("{TASKS} bare corosensei coroutines, each point drawing its successor at random and suspending to a loop that resumes it (nothing else)"),
                 self.random_successor,
             ),
             (
                 "an nssim point of a lone task (no draw, no switch: pending operation, pick, clock, trace)".to_string(),
                 self.lone_point,
             ),
-            ("the two together: a random point before any lock work".to_string(), sum),
+            (
+                format!("an nssim point of {TASKS} tasks of bare points under random (a draw and mostly a switch, no lock work)"),
+                self.bare_point,
+            ),
         ];
         for (name, time) in rows {
             t.row(vec![name, secs(time), ratio(time, trip)]);
         }
         println!("{}", t.render());
         println!(
-            "A random point of table (a) switches tasks at about three points of four. On this machine a switch at random between stacks costs several round trips even with nothing around it (the second row), and nssim spends about as much again on its own bookkeeping at a point that switches nothing (the third). Unless the two overlap, their sum is what a random point costs before any lock work is done.\n"
+            "A random point of table (a) switches tasks at about three points of four. A scheduler that switches at random through a loop on corosensei coroutines spends several round trips a point with nothing around it (the second row); nssim switches from task to task directly, and spends most of a point on its own bookkeeping (the third). The fourth row is both, with every task on the same code; table (a)'s random row adds the lock work and returns that differ from task to task.\n"
         );
     }
 }

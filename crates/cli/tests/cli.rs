@@ -769,14 +769,14 @@ fn nssim_bench_prints_every_table() {
         );
     }
     assert!(text.contains("A bare coroutine round trip"), "{text}");
-    // Table (a)'s floors: each part of a random point at its barest, and
-    // their sum, each against the round trip.
+    // Table (a)'s floors: the parts of a random point at their barest,
+    // each against the round trip.
     let floors = row("| ").into_iter().filter(|l| {
         [
             "| coroutine round trip",
-            "| 4 bare coroutines",
+            "| 4 bare corosensei coroutines",
             "| an nssim point of a lone task",
-            "| the two together",
+            "| an nssim point of 4 tasks of bare points",
         ]
         .iter()
         .any(|p| l.starts_with(p))

@@ -313,17 +313,21 @@ fn reschedule(prepare: impl FnOnce(&mut Shared)) -> bool {
         s = core.shared.borrow_mut();
         decided
     };
+    let next = match decided {
+        Decided::Same => return true,
+        Decided::Task(next) => Some(next),
+        Decided::RunLoop => None,
+    };
     let save: *mut Handle = &mut s.tasks[me].fiber;
-    match decided {
-        Decided::Same => {}
-        Decided::Task(next) => {
+    match next {
+        Some(next) => {
             let to = s.tasks[next].fiber;
             drop(s);
             // SAFETY: `save` is this task's handle, and `next` is runnable,
             // so suspended (no other borrow of the tasks exists till then).
             unsafe { core.channel.switch(save, to) };
         }
-        Decided::RunLoop => {
+        None => {
             drop(s);
             // SAFETY: `save` is this task's handle.
             unsafe { core.channel.suspend(save) };
