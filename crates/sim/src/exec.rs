@@ -607,7 +607,17 @@ impl Execution {
             .fibers
             .unwind_all(&core.channel, |t| core.shared.borrow().tasks[t].fiber);
         IN_TASK.with(|f| f.set(false));
-        STACKS.with(|p| p.borrow_mut().extend(stacks));
+        let _ = STACKS.try_with(|p| p.borrow_mut().extend(stacks));
+    }
+}
+
+/// A run that did not reach its tear-down (the run loop itself panicked:
+/// an invariant it checked, say) still unwinds its tasks, so what they
+/// hold is dropped before their stacks are unmapped. After a tear-down
+/// there is nothing left to unwind.
+impl Drop for Execution {
+    fn drop(&mut self) {
+        self.teardown();
     }
 }
 

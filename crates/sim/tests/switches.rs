@@ -119,3 +119,40 @@ fn the_same_schedule_gives_the_same_trace() {
         assert_eq!(a.trace_hash, b.trace_hash, "iteration {i}");
     }
 }
+
+#[test]
+fn a_panic_of_the_run_loop_still_unwinds_the_tasks() {
+    let drops = Rc::new(Cell::new(0));
+    let done = Rc::new(Cell::new(false));
+    let mut e = Execution::new(ExecConfig::default(), &Schedule::Fair);
+    e.setup(|| {
+        for t in 0..4 {
+            let held = Held(Rc::clone(&drops));
+            let done = Rc::clone(&done);
+            sim::spawn(format!("t{t}"), false, move || {
+                let _held = held;
+                let points = if t == 0 { 1 } else { 100 };
+                for _ in 0..points {
+                    sim::point("work", ObjId::NONE, &STEP);
+                }
+                if t == 0 {
+                    done.set(true);
+                }
+            });
+        }
+    });
+    // Checked after every step: the first check after task 0 has returned
+    // is the run loop's, on its own stack, while the others are suspended.
+    let seen = Rc::clone(&done);
+    e.check_each_step(move || {
+        assert!(!seen.get(), "an invariant that panics");
+        None
+    });
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| e.run()));
+    assert!(ran.is_err(), "the invariant's panic leaves the run");
+    assert_eq!(
+        drops.get(),
+        4,
+        "task 0's at its return, the others' unwound"
+    );
+}
