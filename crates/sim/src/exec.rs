@@ -253,7 +253,8 @@ enum Handoff {
     Undecided,
     /// The step's checks passed; tasks it spawned must start before the pick.
     Checked,
-    /// The next step is picked and charged.
+    /// The next step is picked and charged (where tasks switch through
+    /// the run loop; elsewhere the task switched to it).
     Run(TaskId),
     /// The execution ends with `Sched::stop`.
     Stop,
