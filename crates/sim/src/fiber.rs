@@ -29,8 +29,11 @@
 //! still suspended when an execution ends; a task hands the thread back
 //! to it for anything a pick cannot do on the task's own stack.
 
+use crate::exec::TaskStack;
+use crate::rt::{Shared, StateCell, TaskFn};
 use crate::TaskId;
 use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
 
 /// A task's panic, caught at the root of its stack.
 pub(crate) type Payload = Box<dyn Any + Send>;
@@ -46,37 +49,20 @@ pub(crate) enum Back {
     },
 }
 
+pub(crate) use imp::*;
+
+// The direct switch: 64-bit x86_64, System V (unless `nssim_coroutines`).
 #[cfg(all(
     target_arch = "x86_64",
     target_pointer_width = "64",
     unix,
     not(nssim_coroutines)
 ))]
-pub(crate) use switch_x86_64::*;
-
-#[cfg(not(all(
-    target_arch = "x86_64",
-    target_pointer_width = "64",
-    unix,
-    not(nssim_coroutines)
-)))]
-pub(crate) use coroutines::*;
-
-#[cfg(all(
-    target_arch = "x86_64",
-    target_pointer_width = "64",
-    unix,
-    not(nssim_coroutines)
-))]
-mod switch_x86_64 {
-    use super::{Back, Payload};
-    use crate::exec::TaskStack;
-    use crate::rt::{Shared, StateCell};
-    use crate::TaskId;
+mod imp {
+    use super::*;
     use corosensei::stack::Stack;
     use std::arch::naked_asm;
     use std::cell::Cell;
-    use std::panic::{self, AssertUnwindSafe};
 
     /// Tasks switch to one another directly.
     pub(crate) const SYMMETRIC: bool = true;
@@ -135,7 +121,7 @@ mod switch_x86_64 {
 
     /// What a new task needs at its first switch.
     struct Start {
-        f: crate::rt::TaskFn,
+        f: TaskFn,
         task: TaskId,
         channel: *const Channel,
     }
@@ -221,7 +207,7 @@ mod switch_x86_64 {
             &mut self,
             task: TaskId,
             stack: TaskStack,
-            f: crate::rt::TaskFn,
+            f: TaskFn,
             channel: &Channel,
             _shared: *const StateCell<Shared>,
         ) -> Handle {
@@ -294,19 +280,16 @@ mod switch_x86_64 {
     }
 }
 
+// Everywhere else: corosensei, through the run loop.
 #[cfg(not(all(
     target_arch = "x86_64",
     target_pointer_width = "64",
     unix,
     not(nssim_coroutines)
 )))]
-mod coroutines {
-    use super::{Back, Payload};
-    use crate::exec::TaskStack;
-    use crate::rt::{Shared, StateCell};
-    use crate::TaskId;
+mod imp {
+    use super::*;
     use corosensei::{Coroutine, CoroutineResult, Yielder};
-    use std::panic::{self, AssertUnwindSafe};
 
     /// Tasks switch through the run loop.
     pub(crate) const SYMMETRIC: bool = false;
@@ -351,7 +334,7 @@ mod coroutines {
             &mut self,
             task: TaskId,
             stack: TaskStack,
-            f: crate::rt::TaskFn,
+            f: TaskFn,
             _channel: &Channel,
             shared: *const StateCell<Shared>,
         ) -> Handle {
