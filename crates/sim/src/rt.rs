@@ -493,6 +493,7 @@ impl Shared {
     /// Make the longest-waiting task blocked on `obj` runnable, as a
     /// released lock hands over to the first task in its wait queue.
     /// Waiters found no longer blocked on `obj` leave the queue too.
+    #[inline]
     pub(crate) fn wake_one(&mut self, obj: ObjId) {
         self.touched(obj.0, true);
         let Some(list) = self.waiters.get_mut(Self::waiter_slot(obj)) else {
@@ -510,6 +511,7 @@ impl Shared {
         t.clock = t.clock.max(at);
     }
 
+    #[inline]
     fn add_waiter(&mut self, obj: ObjId, t: TaskId) {
         let i = Self::waiter_slot(obj);
         if self.waiters.len() <= i {
@@ -620,6 +622,7 @@ pub fn note(label: &'static str, obj: ObjId, value: i64) {
 /// Block the current task on `obj` until [`wake_all`] on it; `idle` marks a
 /// daemon's wait for work (not a deadlock when nothing else can run).
 /// Callers re-check their condition after waking.
+#[inline]
 pub fn block(label: &'static str, obj: ObjId, idle: bool) {
     reschedule(|s| {
         let t = s.current;
