@@ -426,7 +426,8 @@ impl Execution {
     fn start_spawned(&mut self) {
         let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared().sched.spawned);
         let size = self.core.shared.borrow().sched.config.stack_size;
-        for (id, f) in spawned {
+        let mut spawned = spawned.into_iter();
+        while let Some((id, f)) = spawned.next() {
             let pooled = STACKS.with(|p| {
                 let mut pool = p.borrow_mut();
                 let i = pool.iter().position(|s| stack_size_of(s) >= size)?;
@@ -442,6 +443,10 @@ impl Execution {
                         which: "stacks".into(),
                         value: id as u64,
                     });
+                    // What the tasks that never ran hold is dropped here, on
+                    // the run loop's stack: a scheduling point in a
+                    // destructor must find no task running.
+                    self.core.outside_tasks(|| drop((f, spawned)));
                     return;
                 }
             };
@@ -476,6 +481,8 @@ impl Execution {
             return None;
         };
         let message = panic_message(&*payload);
+        // A payload may be any value, its destructor any code.
+        self.core.outside_tasks(|| drop(payload));
         let mut s = self.shared();
         s.set_not_runnable(task, RunState::Finished);
         s.note("panic", ObjId::NONE, 0);
@@ -643,23 +650,28 @@ impl Core {
     /// see the world from outside any task: model code they call takes no
     /// scheduling points, and a panic in one is not a task's.
     fn run_checks(&self, at_end: bool) -> Option<Outcome> {
-        let in_task = {
-            let s = &mut *self.shared.borrow_mut();
-            if !at_end && s.sched.each_step == 0 {
-                return None;
-            }
-            std::mem::replace(&mut s.in_task, false)
-        };
+        if !at_end && self.shared.borrow().sched.each_step == 0 {
+            return None;
+        }
+        self.outside_tasks(|| {
+            self.checkers
+                .borrow_mut()
+                .iter_mut()
+                .filter(|(end, _)| *end == at_end)
+                .find_map(|(_, f)| f())
+        })
+    }
+
+    /// Run `f` as code outside every task (from the run loop, or at a
+    /// task's scheduling point): its scheduling points are no-ops, and a
+    /// panic in it is not a task's.
+    fn outside_tasks<R>(&self, f: impl FnOnce() -> R) -> R {
+        let in_task = std::mem::replace(&mut self.shared.borrow_mut().in_task, false);
         let in_task_flag = IN_TASK.with(|f| f.replace(false));
-        let failed = self
-            .checkers
-            .borrow_mut()
-            .iter_mut()
-            .filter(|(end, _)| *end == at_end)
-            .find_map(|(_, f)| f());
+        let r = f();
         IN_TASK.with(|f| f.set(in_task_flag));
         self.shared.borrow_mut().in_task = in_task;
-        failed
+        r
     }
 }
 

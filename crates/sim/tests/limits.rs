@@ -150,3 +150,76 @@ fn tasks_spinning_without_progress_are_a_livelock() {
         "{o}"
     );
 }
+
+/// Takes a scheduling point when dropped, as a value whose destructor
+/// takes a lock does.
+struct PointOnDrop(std::rc::Rc<std::cell::Cell<u32>>);
+
+impl Drop for PointOnDrop {
+    fn drop(&mut self) {
+        sim::point("drop", ObjId::NONE, &STEP);
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+#[test]
+fn tasks_left_unstarted_for_want_of_a_stack_are_dropped_outside_any_task() {
+    let drops = std::rc::Rc::new(std::cell::Cell::new(0));
+    let mut e = Execution::new(
+        ExecConfig {
+            // No machine maps this much: the first task finds no stack.
+            stack_size: usize::MAX / 4,
+            ..ExecConfig::default()
+        },
+        &Schedule::Fair,
+    );
+    e.setup(|| {
+        for i in 0..3 {
+            let held = PointOnDrop(std::rc::Rc::clone(&drops));
+            sim::spawn(format!("t{i}"), false, move || {
+                let _held = held;
+                sim::point("work", ObjId::NONE, &STEP);
+            });
+        }
+    });
+    let r = e.run();
+    assert!(
+        matches!(&r.outcome, Outcome::Limit { which, value: 0 } if which == "stacks"),
+        "{}",
+        r.outcome
+    );
+    // Each closure is dropped once, its point a no-op outside the tasks.
+    assert_eq!(drops.get(), 3);
+    assert_eq!(r.steps, 0);
+}
+
+/// A panic payload (which must be `Send`) that takes a scheduling point
+/// when dropped.
+struct PointOnDropSend(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+impl Drop for PointOnDropSend {
+    fn drop(&mut self) {
+        sim::point("drop", ObjId::NONE, &STEP);
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_panic_payload_is_dropped_outside_any_task() {
+    let drops = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut e = Execution::new(ExecConfig::default(), &Schedule::Fair);
+    let payload = std::sync::Arc::clone(&drops);
+    e.setup(move || {
+        sim::spawn("t0", false, move || {
+            sim::point("work", ObjId::NONE, &STEP);
+            std::panic::panic_any(PointOnDropSend(payload));
+        });
+    });
+    let r = e.run();
+    assert!(
+        matches!(&r.outcome, Outcome::Panic { task, .. } if task == "t0"),
+        "{}",
+        r.outcome
+    );
+    assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
