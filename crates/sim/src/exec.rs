@@ -695,16 +695,20 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     let sched = &mut s.sched;
     let last = if from_task { Some(s.current) } else { last };
     let still_runnable = last.filter(|&l| matches!(s.tasks[l].run, RunState::Runnable));
-    let ctx = || PickCtx {
-        runnable: s.runnable.as_slice(),
-        last: still_runnable,
-        tasks: &s.tasks,
-        task_names: &s.task_names,
-        step: s.step,
-        previous: s.footprints.as_ref().and_then(|f| f.last()).map(|(_, f)| f),
-    };
     sched.choice_points += u64::from(s.runnable.len() > 1);
-    let t = sched.chooser.pick(ctx, &s.runnable);
+    let t = match sched.chooser.pick_from_queue(&s.runnable) {
+        Some(t) => t,
+        // The context is built here only: built before the choice, it was
+        // a dozen stores at every step.
+        None => sched.chooser.pick_with_context(&s.runnable, || PickCtx {
+            runnable: s.runnable.as_slice(),
+            last: still_runnable,
+            tasks: &s.tasks,
+            task_names: &s.task_names,
+            step: s.step,
+            previous: s.footprints.as_ref().and_then(|f| f.last()).map(|(_, f)| f),
+        }),
+    };
     if sched.replaying {
         if let Some(next) = replay_bookkeeping(sched, &s.tasks, t, still_runnable) {
             return next;
@@ -937,8 +941,9 @@ fn charge(s: &mut Shared, t: TaskId) -> u64 {
     let start = task.clock.max(free_at);
     // Saturating: a cost table may hold any number; the virtual-time limit
     // then ends the run.
-    task.clock = start.saturating_add(task.pending.cost);
-    s.cpus[cpu] = task.clock;
+    let clock = start.saturating_add(task.pending.cost);
+    task.clock = clock;
+    s.cpus[cpu] = clock;
     let e = Event {
         step: s.step,
         task: t,
@@ -949,7 +954,7 @@ fn charge(s: &mut Shared, t: TaskId) -> u64 {
         value: 0,
     };
     s.trace.push(e);
-    s.tasks[t].clock
+    clock
 }
 
 /// Nothing is runnable: either every task is done (daemons idle) or the

@@ -138,8 +138,28 @@ fn next_task_out_of_line<'a, S: Strategy>(
     s.next_task(runnable, ctx)
 }
 
-/// A strategy's step, where its line in [`strategies!`] places it.
-macro_rules! next_task_call {
+/// The context a strategy whose line says `inline` is given: it reads the
+/// run queue alone, so the pick builds none (building one cost every step
+/// a dozen stores, whatever the strategy).
+fn no_context() -> PickCtx<'static> {
+    panic!("a strategy whose line in `strategies!` says `inline` reads the run queue alone, not the context")
+}
+
+/// A strategy's step from the run queue alone, where its line in
+/// [`strategies!`] says `inline`; `None` for the others.
+macro_rules! queue_step {
+    (inline, $s:expr, $runnable:expr) => {
+        Some($s.next_task($runnable, no_context))
+    };
+    (out_of_line, $s:expr, $runnable:expr) => {{
+        let _ = ($s, $runnable);
+        None
+    }};
+}
+
+/// A strategy's step with its context, where its line in [`strategies!`]
+/// places it.
+macro_rules! context_step {
     (inline, $s:expr, $runnable:expr, $ctx:expr) => {
         $s.next_task($runnable, $ctx)
     };
@@ -151,7 +171,8 @@ macro_rules! next_task_call {
 /// Declares the strategies: the scheduler's [`Chooser`] has a variant per
 /// line, and a new execution takes the first strategy whose
 /// `new_execution` accepts its schedule. Each line says where the pick
-/// calls the strategy's step: `inline` or `out_of_line`.
+/// calls the strategy's step: `inline` (inlined into the pick, reading
+/// the run queue alone) or `out_of_line` (called with the whole context).
 macro_rules! strategies {
     ($($(#[$doc:meta])* $variant:ident: $ty:ty => $placement:ident,)*) => {
         // A plain tag (no niche in a variant's fields): the pick's match
@@ -169,20 +190,31 @@ macro_rules! strategies {
                 unreachable!("every kind of schedule has a strategy (every_schedule_kind_has_a_strategy)")
             }
 
-            /// The task to run next.
-            #[inline]
-            pub(crate) fn pick<'a>(
-                &mut self,
-                ctx: impl FnOnce() -> PickCtx<'a>,
-                runnable: &RunQueue,
-            ) -> TaskId {
+            /// The task to run next when the run queue alone decides it:
+            /// a forced step (one task runnable) of a strategy that does
+            /// not see those, or a step of a strategy whose line says
+            /// `inline`. `None`: ask [`Chooser::pick_with_context`].
+            #[inline(always)]
+            pub(crate) fn pick_from_queue(&mut self, runnable: &RunQueue) -> Option<TaskId> {
                 match self {
                     $(Chooser::$variant(s) => {
                         if !<$ty as Strategy>::SEES_FORCED_STEPS && runnable.len() == 1 {
-                            return runnable.select(0);
+                            return Some(runnable.select(0));
                         }
-                        next_task_call!($placement, s, runnable, ctx)
+                        queue_step!($placement, s, runnable)
                     })*
+                }
+            }
+
+            /// The task to run next, the strategy given the whole context.
+            #[inline]
+            pub(crate) fn pick_with_context<'a>(
+                &mut self,
+                runnable: &RunQueue,
+                ctx: impl FnOnce() -> PickCtx<'a>,
+            ) -> TaskId {
+                match self {
+                    $(Chooser::$variant(s) => context_step!($placement, s, runnable, ctx),)*
                 }
             }
 
