@@ -285,12 +285,22 @@ impl Shared {
 /// task.
 #[inline(always)]
 fn reschedule(prepare: impl FnOnce(&mut Shared)) -> bool {
-    let Some(core) = core() else {
-        return false;
-    };
+    reschedule_then(prepare, |_| ()).is_some()
+}
+
+/// [`reschedule`], then `then` on the state once the task runs again (the
+/// operation the point was before): in the borrow the pick was made in
+/// when the task goes on without a switch, as it mostly does under PCT.
+/// `None` outside a running task.
+#[inline(always)]
+fn reschedule_then<R>(
+    prepare: impl FnOnce(&mut Shared),
+    then: impl FnOnce(&mut Shared) -> R,
+) -> Option<R> {
+    let core = core()?;
     let mut s = core.shared.borrow_mut();
     if !s.in_task {
-        return false;
+        return None;
     }
     debug_assert!(!s.setting_up && !s.teardown);
     prepare(&mut s);
@@ -314,7 +324,7 @@ fn reschedule(prepare: impl FnOnce(&mut Shared)) -> bool {
         decided
     };
     let next = match decided {
-        Decided::Same => return true,
+        Decided::Same => return Some(then(&mut s)),
         Decided::Task(next) => Some(next),
         Decided::RunLoop => None,
     };
@@ -333,7 +343,9 @@ fn reschedule(prepare: impl FnOnce(&mut Shared)) -> bool {
             unsafe { core.channel.suspend(save) };
         }
     }
-    true
+    // Resumed: the execution runs on (a task resumed at tear-down unwinds
+    // from its switch instead).
+    Some(then(&mut core.shared.borrow_mut()))
 }
 
 /// Give the OS thread back to the scheduler.
@@ -806,15 +818,21 @@ fn abort_current() -> ! {
     unreachable!("an aborted task was resumed");
 }
 
-/// A scheduling point before taking a lock; `false` outside an execution
-/// (the caller then takes its real lock). One call where `active` and
-/// `point` would be two.
+/// A scheduling point before taking lock `obj`, then the attempt: the
+/// task becomes its owner, and the trace notes `acquired`, if no task
+/// holds it. `Some(false)`: another task holds it (see
+/// [`lock_try_acquire`] for the next attempts); `None` outside a running
+/// task (the caller then takes its real lock). One call where `point` and
+/// `lock_try_acquire` would be two.
 #[inline]
-pub fn lock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> bool {
-    reschedule(|s| {
-        let c = s.costs.get(cost);
-        s.set_pending(label, obj, c);
-    })
+pub fn lock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> Option<bool> {
+    reschedule_then(
+        |s| {
+            let c = s.costs.get(cost);
+            s.set_pending(label, obj, c);
+        },
+        |s| s.try_acquire(obj),
+    )
 }
 
 /// The current task takes lock `obj` if no task holds it: it becomes the
@@ -822,20 +840,34 @@ pub fn lock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> bool {
 /// (or outside a running task).
 #[inline]
 pub fn lock_try_acquire(obj: ObjId) -> bool {
-    with_running(|s| {
-        let t = s.current;
-        s.touched(obj.0, true);
-        let Some(o) = s.objects.get_mut(obj.0 as usize) else {
+    with_running(|s| s.try_acquire(obj)).unwrap_or(false)
+}
+
+impl Shared {
+    #[inline(always)]
+    fn try_acquire(&mut self, obj: ObjId) -> bool {
+        let t = self.current;
+        self.touched(obj.0, true);
+        let Some(o) = self.objects.get_mut(obj.0 as usize) else {
             return false;
         };
         if o.owner.is_some() {
             return false;
         }
         o.owner = Some(t);
-        s.note_lock("acquired", obj);
+        self.note_lock("acquired", obj);
         true
-    })
-    .unwrap_or(false)
+    }
+
+    #[inline(always)]
+    fn release(&mut self, obj: ObjId) {
+        self.touched(obj.0, true);
+        self.note_lock("released", obj);
+        if let Some(o) = self.objects.get_mut(obj.0 as usize) {
+            o.owner = None;
+        }
+        self.wake_one(obj);
+    }
 }
 
 /// The task holding lock `obj` in the current execution, if one does.
@@ -849,14 +881,22 @@ pub fn lock_holder(obj: ObjId) -> Option<TaskId> {
 /// queued spinlock passes to the next in its queue).
 #[inline]
 pub fn lock_released(obj: ObjId) {
-    with_running(|s| {
-        s.touched(obj.0, true);
-        s.note_lock("released", obj);
-        if let Some(o) = s.objects.get_mut(obj.0 as usize) {
-            o.owner = None;
-        }
-        s.wake_one(obj);
-    });
+    with_running(|s| s.release(obj));
+}
+
+/// A scheduling point before releasing lock `obj`, then the release (see
+/// [`lock_released`]); false outside a running task. One call where
+/// `point` and `lock_released` would be two.
+#[inline]
+pub fn unlock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> bool {
+    reschedule_then(
+        |s| {
+            let c = s.costs.get(cost);
+            s.set_pending(label, obj, c);
+        },
+        |s| s.release(obj),
+    )
+    .is_some()
 }
 
 /// Record that `owner` holds `obj` (for wait-for cycles in deadlock reports).

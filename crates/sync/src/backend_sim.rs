@@ -60,14 +60,15 @@ impl<T> RawLock<T> {
     }
 
     fn lock(&self) -> LockGuard<'_, T> {
-        if !sim::lock_point(self.kind.lock, self.obj, self.kind.cost) {
-            return self.lock_outside_tasks();
-        }
         // Inside a task the scheduler is the lock: the object's owner is
         // its holder, so no atomic instruction is spent on a lock that can
         // never be contended for real.
-        while !sim::lock_try_acquire(self.obj) {
+        let Some(mut acquired) = sim::lock_point(self.kind.lock, self.obj, self.kind.cost) else {
+            return self.lock_outside_tasks();
+        };
+        while !acquired {
             sim::block(self.kind.lock, self.obj, false);
+            acquired = sim::lock_try_acquire(self.obj);
         }
         LockGuard {
             guard: None,
@@ -142,11 +143,11 @@ impl<T> Drop for LockGuard<'_, T> {
     fn drop(&mut self) {
         let l = self.lock;
         if self.simulated {
-            op(l.kind.unlock, l.obj, l.kind.cost);
-        }
-        drop(self.guard.take());
-        if self.simulated {
-            sim::lock_released(l.obj);
+            // The release is the scheduling point's operation: it happens
+            // once the task runs again.
+            sim::unlock_point(l.kind.unlock, l.obj, l.kind.cost);
+        } else {
+            drop(self.guard.take());
         }
     }
 }
