@@ -698,8 +698,9 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     sched.choice_points += u64::from(s.runnable.len() > 1);
     let t = match sched.chooser.pick_from_queue(&s.runnable) {
         Some(t) => t,
-        // The context is built here only: built before the choice, it was
-        // a dozen stores at every step.
+        // The context's builder is made here only: made before the choice,
+        // its captured references were stored at every step, whatever the
+        // strategy (thirteen instructions a point).
         None => sched.chooser.pick_with_context(&s.runnable, || PickCtx {
             runnable: s.runnable.as_slice(),
             last: still_runnable,

@@ -290,8 +290,8 @@ fn reschedule(prepare: impl FnOnce(&mut Shared)) -> bool {
 
 /// [`reschedule`], then `then` on the state once the task runs again (the
 /// operation the point was before): in the borrow the pick was made in
-/// when the task goes on without a switch, as it mostly does under PCT.
-/// `None` outside a running task.
+/// when the task goes on without a switch (as it mostly does under PCT)
+/// and no invariant runs after every step. `None` outside a running task.
 #[inline(always)]
 fn reschedule_then<R>(
     prepare: impl FnOnce(&mut Shared),
@@ -820,7 +820,8 @@ fn abort_current() -> ! {
 
 /// A scheduling point before taking lock `obj`, then the attempt: the
 /// task becomes its owner, and the trace notes `acquired`, if no task
-/// holds it. `Some(false)`: another task holds it (see
+/// holds it. `Some(false)`: another task holds it, or `obj` is not an
+/// object of this execution (see
 /// [`lock_try_acquire`] for the next attempts); `None` outside a running
 /// task (the caller then takes its real lock). One call where `point` and
 /// `lock_try_acquire` would be two.

@@ -139,8 +139,8 @@ fn next_task_out_of_line<'a, S: Strategy>(
 }
 
 /// The context a strategy whose line says `inline` is given: it reads the
-/// run queue alone, so the pick builds none (building one cost every step
-/// a dozen stores, whatever the strategy).
+/// run queue alone, so the pick makes no builder of the context (whose
+/// captured references cost every step their stores).
 fn no_context() -> PickCtx<'static> {
     panic!("a strategy whose line in `strategies!` says `inline` reads the run queue alone, not the context")
 }
