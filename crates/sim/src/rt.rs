@@ -407,6 +407,14 @@ impl Shared {
         Some(id)
     }
 
+    /// The current task's pending operation: `label` on `obj`, costing
+    /// what `cost` costs in this run.
+    #[inline(always)]
+    fn set_pending_op(&mut self, label: &'static str, obj: ObjId, cost: &CostKey) {
+        let c = self.costs.get(cost);
+        self.set_pending(label, obj, c);
+    }
+
     fn set_pending(&mut self, label: &'static str, obj: ObjId, cost: u64) {
         let t = &mut self.tasks[self.current];
         t.pending = PendingOp {
@@ -601,10 +609,7 @@ impl Shared {
 /// `obj`, costing `cost`. Other tasks may run before it continues.
 #[inline]
 pub fn point(label: &'static str, obj: ObjId, cost: &CostKey) {
-    reschedule(|s| {
-        let c = s.costs.get(cost);
-        s.set_pending(label, obj, c);
-    });
+    reschedule(|s| s.set_pending_op(label, obj, cost));
 }
 
 /// A scheduling point before an operation that only reads `obj` (an
@@ -613,8 +618,7 @@ pub fn point(label: &'static str, obj: ObjId, cost: &CostKey) {
 #[inline]
 pub fn read_point(label: &'static str, obj: ObjId, cost: &CostKey) {
     reschedule(|s| {
-        let c = s.costs.get(cost);
-        s.set_pending(label, obj, c);
+        s.set_pending_op(label, obj, cost);
         s.tasks[s.current].pending.reads = true;
     });
 }
@@ -828,10 +832,7 @@ fn abort_current() -> ! {
 #[inline]
 pub fn lock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> Option<bool> {
     reschedule_then(
-        |s| {
-            let c = s.costs.get(cost);
-            s.set_pending(label, obj, c);
-        },
+        |s| s.set_pending_op(label, obj, cost),
         |s| s.try_acquire(obj),
     )
 }
@@ -876,28 +877,14 @@ pub fn lock_holder(obj: ObjId) -> Option<TaskId> {
     with(|s| s.objects.get(obj.0 as usize).and_then(|o| o.owner)).flatten()
 }
 
-/// The current task released lock `obj`: the trace notes `released`, it
-/// has no owner, and the task that has waited longest for it becomes
-/// runnable (a mutex's unlock wakes the first task on its wait list; a
-/// queued spinlock passes to the next in its queue).
-#[inline]
-pub fn lock_released(obj: ObjId) {
-    with_running(|s| s.release(obj));
-}
-
-/// A scheduling point before releasing lock `obj`, then the release (see
-/// [`lock_released`]); false outside a running task. One call where
-/// `point` and `lock_released` would be two.
+/// A scheduling point before releasing lock `obj`, then the release: the
+/// trace notes `released`, the lock has no owner, and the task that has
+/// waited longest for it becomes runnable (a mutex's unlock wakes the
+/// first task on its wait list; a queued spinlock passes to the next in
+/// its queue). False outside a running task.
 #[inline]
 pub fn unlock_point(label: &'static str, obj: ObjId, cost: &CostKey) -> bool {
-    reschedule_then(
-        |s| {
-            let c = s.costs.get(cost);
-            s.set_pending(label, obj, c);
-        },
-        |s| s.release(obj),
-    )
-    .is_some()
+    reschedule_then(|s| s.set_pending_op(label, obj, cost), |s| s.release(obj)).is_some()
 }
 
 /// Record that `owner` holds `obj` (for wait-for cycles in deadlock reports).

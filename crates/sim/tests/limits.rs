@@ -152,19 +152,19 @@ fn tasks_spinning_without_progress_are_a_livelock() {
 }
 
 /// Takes a scheduling point when dropped, as a value whose destructor
-/// takes a lock does.
-struct PointOnDrop(std::rc::Rc<std::cell::Cell<u32>>);
+/// takes a lock does; `Send`, so that it can be a panic's payload too.
+struct PointOnDrop(std::sync::Arc<std::sync::atomic::AtomicU32>);
 
 impl Drop for PointOnDrop {
     fn drop(&mut self) {
         sim::point("drop", ObjId::NONE, &STEP);
-        self.0.set(self.0.get() + 1);
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
 #[test]
 fn tasks_left_unstarted_for_want_of_a_stack_are_dropped_outside_any_task() {
-    let drops = std::rc::Rc::new(std::cell::Cell::new(0));
+    let drops = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     let mut e = Execution::new(
         ExecConfig {
             // No machine maps this much: the first task finds no stack.
@@ -175,7 +175,7 @@ fn tasks_left_unstarted_for_want_of_a_stack_are_dropped_outside_any_task() {
     );
     e.setup(|| {
         for i in 0..3 {
-            let held = PointOnDrop(std::rc::Rc::clone(&drops));
+            let held = PointOnDrop(std::sync::Arc::clone(&drops));
             sim::spawn(format!("t{i}"), false, move || {
                 let _held = held;
                 sim::point("work", ObjId::NONE, &STEP);
@@ -189,19 +189,8 @@ fn tasks_left_unstarted_for_want_of_a_stack_are_dropped_outside_any_task() {
         r.outcome
     );
     // Each closure is dropped once, its point a no-op outside the tasks.
-    assert_eq!(drops.get(), 3);
+    assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 3);
     assert_eq!(r.steps, 0);
-}
-
-/// A panic payload (which must be `Send`) that takes a scheduling point
-/// when dropped.
-struct PointOnDropSend(std::sync::Arc<std::sync::atomic::AtomicU32>);
-
-impl Drop for PointOnDropSend {
-    fn drop(&mut self) {
-        sim::point("drop", ObjId::NONE, &STEP);
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
 }
 
 #[test]
@@ -212,7 +201,7 @@ fn a_panic_payload_is_dropped_outside_any_task() {
     e.setup(move || {
         sim::spawn("t0", false, move || {
             sim::point("work", ObjId::NONE, &STEP);
-            std::panic::panic_any(PointOnDropSend(payload));
+            std::panic::panic_any(PointOnDrop(payload));
         });
     });
     let r = e.run();
