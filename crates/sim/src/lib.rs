@@ -2,12 +2,12 @@
 //!
 //! Tasks are stackful coroutines that all run on the one OS thread that
 //! calls [`Execution::run`], each on a stack of its own; a task that picks
-//! another switches to it directly on x86_64 (`fiber.rs`), and through the
-//! run loop, with [`corosensei`], elsewhere. Model code calls [`point`] (and
-//! the blocking helpers) at every primitive operation; there the task
-//! suspends and the [strategy](token::Schedule) picks the next task among
-//! the runnable ones. Because nothing else decides the order, an execution
-//! is a pure function of its set-up and its schedule.
+//! another switches to it directly on x86_64 (`fiber/symmetric.rs`), and
+//! through the run loop, with [`corosensei`], elsewhere. Model code calls
+//! [`point`] (and the blocking helpers) at every primitive operation; there
+//! the task suspends and the [strategy](token::Schedule) picks the next
+//! task among the runnable ones. Because nothing else decides the order, an
+//! execution is a pure function of its set-up and its schedule.
 //!
 //! Each task has a virtual clock. An operation costs virtual time from the
 //! [cost table](CostTable) and runs on one of a configurable number of

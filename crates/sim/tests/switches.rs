@@ -1,5 +1,5 @@
 //! Tasks hand the thread to one another at scheduling points (directly,
-//! where `fiber.rs` has its own switch): whatever way an execution ends,
+//! where `fiber/symmetric.rs` is the switch): whatever way an execution ends,
 //! every task's stack is unwound, so the values a task holds are dropped
 //! once, and the outcome names the task it happened in.
 
