@@ -104,9 +104,23 @@ fn read_text(path: Option<&PathBuf>) -> Result<Vec<u8>, String> {
     let limit = userns::map_write::PAGE_SIZE as u64;
     let mut buf = Vec::new();
     match path {
-        Some(p) if p.as_os_str() != "-" => std::fs::File::open(p)
-            .and_then(|f| f.take(limit).read_to_end(&mut buf))
-            .map_err(|e| format!("cannot read {}: {e}", crate::run::shown(p)))?,
+        Some(p) if p.as_os_str() != "-" => {
+            // A FIFO's open would wait for a writer: a pipe comes as `-`,
+            // standard input. A file or a device is read a page at most.
+            use std::os::unix::fs::FileTypeExt;
+            let kind = std::fs::metadata(p)
+                .map_err(|e| format!("cannot read {}: {e}", crate::run::shown(p)))?
+                .file_type();
+            if kind.is_fifo() || kind.is_socket() || kind.is_dir() {
+                return Err(format!(
+                    "cannot read {}: not a file or a device (give a pipe as `-`, standard input)",
+                    crate::run::shown(p)
+                ));
+            }
+            std::fs::File::open(p)
+                .and_then(|f| f.take(limit).read_to_end(&mut buf))
+                .map_err(|e| format!("cannot read {}: {e}", crate::run::shown(p)))?
+        }
         _ => std::io::stdin()
             .take(limit)
             .read_to_end(&mut buf)

@@ -20,10 +20,28 @@ include!(concat!(env!("OUT_DIR"), "/library.rs"));
 pub const ROOT: &str = "sim-scenarios";
 
 /// The library proper, in name order: the files directly in
-/// `sim-scenarios/` (the conformance cases below it are `nssim
-/// conformance`'s).
+/// `sim-scenarios/`, then the regressions (`sim-scenarios/regressions/`,
+/// each a defect once found and fixed). The conformance cases below it
+/// are `nssim conformance`'s.
 pub fn library() -> impl Iterator<Item = (&'static str, &'static str)> {
-    FILES.iter().copied().filter(|(rel, _)| !rel.contains('/'))
+    FILES.iter().copied().filter(|(rel, _)| in_library(rel))
+}
+
+/// A file of `dir` (a path below `sim-scenarios/`, `""` for the library)
+/// as `nssim run DIR` reads it on disk: directly in it, or in its
+/// regressions ([`scenario::discover`]).
+fn in_dir(dir: &str, rel: &str) -> bool {
+    let Some(rest) = rel.strip_prefix(dir) else {
+        return false;
+    };
+    match rest.split_once('/') {
+        None => true,
+        Some((sub, file)) => sub == scenario::REGRESSIONS && !file.contains('/'),
+    }
+}
+
+fn in_library(rel: &str) -> bool {
+    in_dir("", rel)
 }
 
 /// The embedded files anywhere under directory `dir` of the library, in
@@ -52,7 +70,7 @@ pub fn lookup(path: &Path) -> Option<Vec<(String, &'static str)>> {
     };
     let in_dir: Vec<_> = FILES
         .iter()
-        .filter(|(f, _)| f.strip_prefix(&dir).is_some_and(|r| !r.contains('/')))
+        .filter(|(f, _)| in_dir(&dir, f))
         .map(record)
         .collect();
     if !in_dir.is_empty() {
@@ -134,7 +152,7 @@ fn listed_name(rel: &str) -> &str {
 pub fn list(all: bool, format: Format) -> Result<bool, CliError> {
     let files: Vec<_> = FILES
         .iter()
-        .filter(|(rel, _)| all || !rel.contains('/'))
+        .filter(|(rel, _)| all || in_library(rel))
         .collect();
     let mut rows = Vec::new();
     for (rel, text) in &files {

@@ -4,6 +4,7 @@
 mod bench;
 mod conformance;
 mod export;
+mod gen;
 mod idmap;
 mod junit;
 mod library;
@@ -15,6 +16,7 @@ mod run;
 mod side_by_side;
 mod tracefile;
 mod views;
+mod watchdog;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use sim::echo::{echo, escape_controls};
@@ -291,6 +293,10 @@ enum Command {
         /// Write the execution as a trace file (JSON).
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
+        /// Wall-clock time the replay may take, e.g. `30s`, `10m`; past it the replay
+        /// ends with outcome `limit` (wall-time). Default: 10m.
+        #[arg(long, value_name = "DURATION")]
+        timeout: Option<String>,
         #[command(flatten)]
         views: views::ViewArgs,
     },
@@ -375,6 +381,43 @@ enum Command {
     /// uid/gid maps: check a map write against a kernel profile's rules.
     #[command(subcommand)]
     Idmap(idmap::IdmapCommand),
+    /// Generate scenarios from the ops' declarations, and hold them against the
+    /// invariants or the running kernel.
+    ///
+    /// Each seed gives one scenario (the same on every machine): a tree of user
+    /// namespaces with maps and low max_* limits, and 2-5 tasks of 1-6 ops with
+    /// arguments that make sense for the op, on the newest profile under PCT and
+    /// dfs (preemption bound 2). Without --check they are printed, or written to
+    /// --out as gen-SEED.toml. --check model runs them and sorts every violation
+    /// into a known kernel behaviour (`nssim kernels` lists them) or an
+    /// unexplained one, which is shrunk and written to --out; --check kernel runs
+    /// them on the running kernel and looks for each outcome in the model. Exit
+    /// status 1 when anything is unexplained or the model misses a kernel outcome.
+    Gen {
+        /// The first seed.
+        #[arg(long, default_value_t = 0, value_parser = |s: &str| limits::SEED.parse(s))]
+        seed: u64,
+        /// How many scenarios (seeds SEED, SEED+1, ...).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        count: u64,
+        /// Write the scenarios (or, with --check, the shrunk unexplained ones) to
+        /// this directory.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Run a campaign instead of printing the scenarios.
+        #[arg(long, value_enum)]
+        check: Option<gen::Check>,
+        /// --check model: scenarios explored at once (default: every core).
+        #[arg(long, value_name = "N", value_parser = |s: &str| limits::JOBS.parse_u32(s).map(|j| j as usize))]
+        jobs: Option<usize>,
+        /// Wall-clock time one run may take (--check model, default 20s), or the
+        /// kernel side of one scenario (--check kernel, default 3s).
+        #[arg(long, value_name = "DURATION")]
+        timeout: Option<String>,
+        /// Report what a campaign finds as found, without shrinking the scenario.
+        #[arg(long)]
+        no_shrink: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -490,6 +533,7 @@ fn main() -> ExitCode {
             continue_after_divergence,
             strict,
             trace,
+            timeout,
             views,
         } => run::replay(
             &scenario,
@@ -498,6 +542,16 @@ fn main() -> ExitCode {
             run::ReplayMode {
                 continue_after_divergence,
                 strict,
+                timeout: match run::timeout(&Overrides {
+                    timeout,
+                    ..Overrides::default()
+                }) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("{}", escape_controls(&e.to_string()));
+                        return ExitCode::from(2);
+                    }
+                },
             },
             &run::Outputs {
                 views: &views,
@@ -540,6 +594,25 @@ fn main() -> ExitCode {
             list,
         ),
         Command::Idmap(command) => idmap::run(&command).map_err(run::CliError),
+        Command::Gen {
+            seed,
+            count,
+            out,
+            check,
+            jobs,
+            timeout,
+            no_shrink,
+        } => gen::gen(&gen::GenPlan {
+            seed,
+            count,
+            out: out.as_deref(),
+            check,
+            jobs: jobs
+                .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                .unwrap_or(1),
+            timeout: timeout.as_deref(),
+            shrink: !no_shrink,
+        }),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -89,8 +89,15 @@ fn parse_shard(text: &str) -> Option<(u64, u64)> {
 }
 
 fn read_shard(path: &Path) -> Result<Shard, CliError> {
-    let text = std::fs::read_to_string(path)
+    let bytes = sim::input::read_input(path)
         .map_err(|e| CliError(format!("error: cannot read {}: {e}", shown(path))))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        CliError(format!(
+            "error: {}: not UTF-8 text (byte {})",
+            shown(path),
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     let mut entries = Vec::new();
     let mut shard: Option<(u64, u64, String)> = None;
     for (i, line) in text.lines().enumerate() {

@@ -474,12 +474,14 @@ fn run_printed(
             scenarios.len()
         )));
     };
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        CliError(format!(
-            "error: cannot read --kernel-output {}: {e}",
-            echo_path(&file.display().to_string())
-        ))
-    })?;
+    let text = sim::input::read_input(file)
+        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()))
+        .map_err(|e| {
+            CliError(format!(
+                "error: cannot read --kernel-output {}: {e}",
+                echo_path(&file.display().to_string())
+            ))
+        })?;
     let (release, runs) = match kexec::printed_runs(&sc.setup, &text) {
         Ok(printed) => printed,
         Err(kexec::Skip(why)) => {

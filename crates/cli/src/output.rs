@@ -484,7 +484,22 @@ pub fn print_summary(passed: usize, failed: usize, format: Format) {
     }
 }
 
+/// Records printed so far: (as expected, not), for a closing line the
+/// watchdog prints when it ends the process.
+static PRINTED: [std::sync::atomic::AtomicUsize; 2] = [
+    std::sync::atomic::AtomicUsize::new(0),
+    std::sync::atomic::AtomicUsize::new(0),
+];
+
+/// The closing line for the records printed so far.
+pub fn print_summary_so_far(format: Format) {
+    use std::sync::atomic::Ordering::SeqCst;
+    print_summary(PRINTED[0].load(SeqCst), PRINTED[1].load(SeqCst), format);
+}
+
 pub fn print_record(r: &Record, format: Format) {
+    let tally = if r.as_expected { 0 } else { 1 };
+    PRINTED[tally].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     match format {
         Format::Json => println!("{}", r.json()),
         Format::Text => println!("{}", r.text()),
@@ -541,6 +556,17 @@ pub fn print_kernels(format: Format) {
     for i in catalog::INVARIANTS {
         println!("  {:<22} {}", i.name, i.summary);
     }
+    println!("\nKnown kernel behaviours (violations the running kernel shows too; `nssim gen --check model` counts them apart):");
+    for k in kernel::known::KNOWN_BEHAVIOURS {
+        println!(
+            "  {:<26} {} ({})\n{:29}evidence: {}",
+            k.name,
+            k.invariant.name(),
+            k.summary,
+            "",
+            k.evidence
+        );
+    }
     println!("\nCost table (defaults; a scenario's [costs] overrides them):");
     for c in catalog::costs() {
         println!(
@@ -566,9 +592,20 @@ fn kernels_json() -> Vec<serde_json::Value> {
     let costs = catalog::costs().into_iter().map(|c| {
         json!({ "kind": "cost", "name": c.name, "default_ns": c.default_ns, "summary": c.summary })
     });
+    let known = kernel::known::KNOWN_BEHAVIOURS.iter().map(|k| {
+        json!({
+            "kind": "known",
+            "name": k.name,
+            "invariant": k.invariant.name(),
+            "patch": k.needs.map(|p| p.name()),
+            "summary": k.summary,
+            "evidence": k.evidence,
+        })
+    });
     profiles
         .chain(patches)
         .chain(invariants)
         .chain(costs)
+        .chain(known)
         .collect()
 }

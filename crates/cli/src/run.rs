@@ -179,18 +179,29 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
 }
 
 /// `--timeout`, ten minutes by default.
-fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
+pub(crate) fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
     Ok(timeout_given(ov)?.unwrap_or(std::time::Duration::from_secs(600)))
 }
+
+/// The shortest `--timeout`: below it every run would end `limit` before
+/// it could start.
+const MIN_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// `--timeout`, if it was given.
 pub(crate) fn timeout_given(ov: &Overrides) -> Result<Option<std::time::Duration>, CliError> {
     ov.timeout
         .as_ref()
         .map(|t| {
-            scenario::parse_duration(t)
+            let d = scenario::parse_duration(t)
                 .map(std::time::Duration::from_nanos)
-                .map_err(|m| CliError(format!("error: --timeout `{}`: {m}", echo(t))))
+                .map_err(|m| CliError(format!("error: --timeout `{}`: {m}", echo(t))))?;
+            if d < MIN_TIMEOUT {
+                return Err(CliError(format!(
+                    "error: --timeout `{}` is too short: a run needs at least 100ms to start and report",
+                    echo(t)
+                )));
+            }
+            Ok(d)
         })
         .transpose()
 }
@@ -519,6 +530,22 @@ pub fn check_model(sc: &Scenario) -> Result<Vec<(String, bool, String)>, CliErro
     Ok(out)
 }
 
+/// Every run of `sc` under `ov`, one after the other with no progress bar
+/// and no views: its label and record (what `nssim gen`'s campaigns
+/// judge).
+pub fn run_quietly(sc: &Scenario, ov: &Overrides) -> Result<Vec<(String, RunRecord)>, CliError> {
+    let views = ViewArgs::default();
+    let outputs = Outputs {
+        views: &views,
+        trace: None,
+        json: false,
+    };
+    plans(sc, ov, &[])?
+        .iter()
+        .map(|plan| Ok((plan.label.clone(), execute(sc, plan, &outputs, false)?.0)))
+        .collect()
+}
+
 /// Run `plan` of `sc`: its record, and whether a limit of the whole
 /// process (memory, stacks) stopped the execution it reports. `alone`: no
 /// other run goes beside it, so it may show a progress bar.
@@ -536,6 +563,16 @@ fn execute(
     // to what those replays had time for, and a trace file still being
     // rendered at nine tenths is not written.
     let start = std::time::Instant::now();
+    let overdue = overdue_record(sc, plan, &patches);
+    let format = if outputs.json {
+        Format::Json
+    } else {
+        Format::Text
+    };
+    let _watched = crate::watchdog::arm(start + plan.timeout, move || {
+        output::print_record(&overdue.record, format);
+        output::print_summary_so_far(format);
+    });
     spec.explore.exec.deadline = Some(start + plan.timeout.mul_f64(0.5));
     spec.explore.exec.report_deadline = Some(start + plan.timeout.mul_f64(0.7));
     if let Some(size) = plan.stack_size {
@@ -609,6 +646,36 @@ fn execute(
         record.as_expected = record.record.as_expected;
     }
     Ok((record, process_limit))
+}
+
+/// The record of `plan` should the watchdog end it: outcome `limit`
+/// (wall-time), with no token (its schedule never came back).
+fn overdue_record(sc: &Scenario, plan: &Plan, patches: &ActivePatches) -> RunRecord {
+    let report = sim::ExecReport::ended(sim::Outcome::Limit {
+        which: "wall-time".into(),
+        value: sim::Outcome::INSIDE_A_STEP,
+    });
+    RunRecord::new(
+        sc,
+        &plan.label,
+        patches,
+        plan.explore.strategy.as_str(),
+        plan.explore.seed,
+        plan.expect.as_ref(),
+        0,
+        false,
+        None,
+        &report,
+        String::new(),
+        &kernel::Results::new(),
+        output::Place {
+            shard: plan.shard,
+            iteration: 0,
+        },
+    )
+    .with_notes(vec![
+        "a step did not return by the --timeout deadline: the watchdog ended the run from outside its thread (no token: its schedule never came back)".to_string(),
+    ])
 }
 
 /// A dfs shard's part of the search, for `nssim merge`: shard 1 adds the
@@ -696,6 +763,8 @@ pub struct ReplayMode {
     pub continue_after_divergence: bool,
     /// A scenario changed since the token was made is an error.
     pub strict: bool,
+    /// Wall-clock time the replay may take (`--timeout`).
+    pub timeout: std::time::Duration,
 }
 
 /// Whether `sc` is the scenario `token` was made for: `Err` with the
@@ -771,6 +840,14 @@ pub fn replay(
     let patches = plan_patches(&sc, &plan)?;
     let mut spec = run_spec(&sc, &plan, &patches);
     spec.explore.exec.stop_on_divergence = !continue_after_divergence;
+    // The replay stops itself at nine tenths of --timeout (its outcome
+    // `limit`, wall-time); a step that never returns is the watchdog's.
+    let start = std::time::Instant::now();
+    spec.explore.exec.report_deadline = Some(start + mode.timeout.mul_f64(0.9));
+    let overdue = overdue_record(&sc, &plan, &patches);
+    let _watched = crate::watchdog::arm(start + mode.timeout, move || {
+        output::print_record(&overdue.record, format);
+    });
     let record_events = format == Format::Text || outputs.wanted();
     let (report, results) = replay_run(&spec, &token.schedule, record_events);
     if let (Some(step), false) = (report.diverged_at, continue_after_divergence) {

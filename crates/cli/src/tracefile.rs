@@ -261,7 +261,7 @@ fn syntax_position(text: &[u8], line: usize, column: usize) -> (usize, usize) {
 /// Read a trace file, with errors that say where and what is wrong.
 pub fn load(path: &Path) -> Result<Loaded, CliError> {
     let at = crate::run::shown(path);
-    let text = std::fs::read(path)
+    let text = sim::input::read_input(path)
         .map_err(|e| CliError(format!("error: cannot read trace file {at}: {e}")))?;
     let doc: Value = serde_json::from_slice(&text).map_err(|e| {
         let (line, column) = syntax_position(&text, e.line(), e.column());

@@ -700,7 +700,7 @@ fn every_limit_ends_with_outcome_limit_and_a_token() {
     for (args, which) in [
         (["--max-steps", "5000"], "steps"),
         (["--max-virtual-time", "1ms"], "virtual-time"),
-        (["--timeout", "1ns"], "wall-time"),
+        (["--timeout", "100ms"], "wall-time"),
     ] {
         let mut a = vec!["run", file, "--kernel", "v6.3", "--format", "json"];
         a.extend(args);
@@ -716,7 +716,7 @@ fn every_limit_ends_with_outcome_limit_and_a_token() {
     // carries the step they stopped at.
     for args in [
         ["--max-steps", "5000"],
-        ["--timeout", "1ns"],
+        ["--timeout", "100ms"],
         ["--max-memory", "16m"],
     ] {
         let mut a = vec!["run", file, "--kernel", "v6.3", "--format", "json"];

@@ -266,7 +266,9 @@ fn every_library_scenario_compiles_cleanly_or_is_refused_for_its_op() {
         );
         let text = std::fs::read_to_string(support::root().join(path)).unwrap();
         let refusable = REFUSED_OPS.iter().any(|op| text.contains(op));
-        let source = dir.join(format!("{name}.c"));
+        // A regression's name is `regressions/NAME`: one file name each.
+        let file = name.replace('/', "-");
+        let source = dir.join(format!("{file}.c"));
         let o = nssim(&["export", name, "--c", "-o", source.to_str().unwrap()]);
         if refusable {
             assert_eq!(o.status.code(), Some(2), "{name} is not refused");
@@ -276,7 +278,7 @@ fn every_library_scenario_compiles_cleanly_or_is_refused_for_its_op() {
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
         // Compiled, not linked (`-c`): linking took two fifths of the
         // time, and the tests above link and run a program of each kind.
-        compile_cleanly(name, &source, &dir.join(format!("{name}.o")), &["-c"]);
+        compile_cleanly(name, &source, &dir.join(format!("{file}.o")), &["-c"]);
         compiled += 1;
     }
     assert!(compiled >= 30, "only {compiled} scenarios export");

@@ -138,7 +138,7 @@ fn kernels_prints_json_lines_from_the_catalog() {
     let kinds: BTreeSet<&str> = lines.iter().filter_map(|l| l["kind"].as_str()).collect();
     assert_eq!(
         kinds,
-        BTreeSet::from(["cost", "invariant", "patch", "profile"])
+        BTreeSet::from(["cost", "invariant", "known", "patch", "profile"])
     );
     // The text output names the same profiles and patches.
     let text = stdout(&nssim(&["kernels"]));

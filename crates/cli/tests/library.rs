@@ -15,14 +15,20 @@ fn scenarios_lists_every_file_of_the_library_with_its_summary() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
-    let mut on_disk: Vec<String> = std::fs::read_dir(root().join("sim-scenarios"))
-        .expect("the checkout's library")
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().to_string_lossy().into_owned();
-            name.ends_with(".toml").then_some(name)
-        })
-        .collect();
-    // In file-name order, as a directory is run.
+    // The files directly in the library's directory and in its
+    // regressions, in the order of their paths below it, as a directory is
+    // run.
+    let toml_names = |dir: &str, prefix: &str| -> Vec<String> {
+        std::fs::read_dir(root().join(dir))
+            .expect("the checkout's library")
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().to_string_lossy().into_owned();
+                name.ends_with(".toml").then(|| format!("{prefix}{name}"))
+            })
+            .collect()
+    };
+    let mut on_disk = toml_names("sim-scenarios", "");
+    on_disk.extend(toml_names("sim-scenarios/regressions", "regressions/"));
     on_disk.sort();
     let on_disk: Vec<&str> = on_disk
         .iter()

@@ -17,6 +17,7 @@ mod library;
 mod max_memory;
 mod merge;
 mod mutants;
+mod no_hang;
 mod on_kernel;
 mod support;
 mod views_html;

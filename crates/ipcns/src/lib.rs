@@ -117,7 +117,7 @@ pub struct IpcNamespace {
     ucounts: Option<Arc<Ucounts>>,
     pub mq_mnt: MqMount,
     /// `mq_clear_sbinfo` ran: the mqueue superblock no longer points here.
-    sb_cleared: parking_lot::Mutex<bool>,
+    sb_cleared: sim::HostMutex<bool>,
 }
 
 impl IpcNamespace {
@@ -163,6 +163,7 @@ impl Ipc {
                     ipc.free_ipc();
                 }
             });
+            let oracle = Oracle::new(&ucounts);
             Ipc {
                 patches,
                 ucounts,
@@ -179,9 +180,9 @@ impl Ipc {
                         obj: sim::new_object("mq_mnt"),
                         mnt_ns: AtomicBool::new("mnt_ns", true),
                     },
-                    sb_cleared: parking_lot::Mutex::new(false),
+                    sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
                 }),
-                oracle: Oracle::default(),
+                oracle,
             }
         })
     }
@@ -205,7 +206,7 @@ impl Ipc {
             user_ns: Arc::clone(user_ns),
             ucounts: Some(ucounts),
             mq_mnt,
-            sb_cleared: parking_lot::Mutex::new(false),
+            sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
         }))
     }
 

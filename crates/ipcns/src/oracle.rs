@@ -9,10 +9,10 @@
 //! entry on the charge's path, i.e. (the caller's user namespace, its euid)
 //! and, at each ancestor, (that ancestor, the owner of the namespace below).
 
-use parking_lot::Mutex;
+use sim::HostMutex as Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use ucounts::{UcountType, UcountsNs};
+use ucounts::{UcountType, UcountsNs, UcountsTable};
 
 /// Trace notes whose label starts with `counter:` carry a counter's new
 /// value; views draw them as counter tracks.
@@ -27,7 +27,6 @@ fn namespaces(n: i64) -> String {
     }
 }
 
-#[derive(Default)]
 pub struct Oracle {
     state: Mutex<State>,
 }
@@ -42,6 +41,8 @@ struct State {
     released: u64,
     freed: u64,
     violation: Option<String>,
+    /// The table whose ledger knows the charges under way.
+    table: Option<Arc<UcountsTable>>,
 }
 
 /// The entries a charge goes through, leaf first.
@@ -52,6 +53,10 @@ struct Call {
     justified: bool,
     /// Most namespaces seen alive at the leaf during the call.
     most_live: i64,
+    /// Most namespaces seen released and waiting to be freed during the
+    /// call: what the message reports, and what tells a known kernel
+    /// behaviour (`kernel::known`) from a defect.
+    most_pending: i64,
 }
 
 /// A call being judged.
@@ -59,21 +64,33 @@ struct Call {
 pub struct CallId(u64);
 
 impl State {
+    /// What the kernel's counter at (`level`, `uid`) holds, less the
+    /// namespaces released and waiting to be freed: the alive ones, and
+    /// the charges of creations under way (counted from their atomic
+    /// operation on that level until they complete or are unwound).
+    fn alive(&self, level: &UcountsNs, uid: u32) -> i64 {
+        let live = self.live.get(&(level.id, uid)).copied().unwrap_or(0);
+        let charging = self.table.as_ref().map_or(0, |t| {
+            t.ledger
+                .charges_in_progress(level.id, uid, UcountType::IpcNamespaces)
+        });
+        live + charging
+    }
+
     fn judge(&mut self, id: u64) {
-        let live = &self.live;
-        let Some(call) = self.calls.get_mut(&id) else {
+        let Some(call) = self.calls.get(&id) else {
             return;
         };
         let (leaf, uid) = &call.chain[0];
-        let leaf_live = live.get(&(leaf.id, *uid)).copied().unwrap_or(0);
-        call.most_live = call.most_live.max(leaf_live);
-        if call.justified {
-            return;
-        }
-        call.justified = call.chain.iter().any(|(level, uid)| {
-            let alive = live.get(&(level.id, *uid)).copied().unwrap_or(0);
-            alive >= level.peek_max(UcountType::IpcNamespaces)
+        let leaf_live = self.alive(leaf, *uid);
+        let reached = call.chain.iter().any(|(level, uid)| {
+            self.alive(level, *uid) >= level.peek_max(UcountType::IpcNamespaces)
         });
+        let pending = (self.released - self.freed) as i64;
+        let call = self.calls.get_mut(&id).expect("just found");
+        call.most_live = call.most_live.max(leaf_live);
+        call.most_pending = call.most_pending.max(pending);
+        call.justified |= reached;
     }
 
     /// Counter notes for timelines: alive at the leaf entry, its limit,
@@ -103,6 +120,23 @@ impl State {
 }
 
 impl Oracle {
+    /// The oracle for the charges of `table`.
+    pub fn new(table: &Arc<UcountsTable>) -> Self {
+        let state = State {
+            table: Some(Arc::clone(table)),
+            ..State::default()
+        };
+        Oracle {
+            state: Mutex::new("the ipc ENOSPC oracle", state),
+        }
+    }
+
+    /// Judge the calls under way as the counters are now (after every
+    /// step: a charge under way at another level changes them).
+    pub fn judge_now(&self) {
+        self.state.lock().judge_all();
+    }
+
     /// An `unshare(CLONE_NEWIPC)` begins in the user namespace `chain[0]`.
     pub fn begin_call(&self, chain: Chain) -> CallId {
         let mut s = self.state.lock();
@@ -114,6 +148,7 @@ impl Oracle {
                 chain,
                 justified: false,
                 most_live: 0,
+                most_pending: 0,
             },
         );
         s.judge(id);
@@ -129,13 +164,13 @@ impl Oracle {
         };
         if enospc && !call.justified && s.violation.is_none() {
             let (leaf, uid) = &call.chain[0];
-            let pending = s.released - s.freed;
+            let pending = call.most_pending;
             s.violation = Some(format!(
-                "unshare(CLONE_NEWIPC) by {task} returned ENOSPC, but at most {} alive for uid {uid} in user namespace {} during the call (max_ipc_namespaces = {}); {} released and waiting to be freed",
+                "unshare(CLONE_NEWIPC) by {task} returned ENOSPC, but at most {} alive or being charged for uid {uid} in user namespace {} during the call (max_ipc_namespaces = {}); at most {} released and waiting to be freed",
                 namespaces(call.most_live),
                 leaf.name,
                 leaf.peek_max(UcountType::IpcNamespaces),
-                namespaces(pending as i64),
+                namespaces(pending),
             ));
         }
     }

@@ -42,7 +42,10 @@ fn at_end(
 pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invariant) {
     use Invariant::*;
     match invariant {
-        IpcNoFalseEnospc => each_step(e, world, invariant, |w| w.ipc.oracle.take_violation()),
+        IpcNoFalseEnospc => each_step(e, world, invariant, |w| {
+            w.ipc.oracle.judge_now();
+            w.ipc.oracle.take_violation()
+        }),
         UcountsBalanced => {
             each_step(e, world, invariant, |w| {
                 w.ucounts
@@ -69,8 +72,12 @@ pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invarian
         UsernsDepth => each_step(e, world, invariant, |w| {
             userns::invariants::depth(&w.userns)
         }),
-        UsernsNoFalseEnospc => each_step(e, world, invariant, |w| w.userns.oracle.take_violation()),
+        UsernsNoFalseEnospc => each_step(e, world, invariant, |w| {
+            w.userns.oracle.judge_now();
+            w.userns.oracle.take_violation()
+        }),
         NetnsNoFalseEnospc => each_step(e, world, invariant, |w| {
+            w.net.uevent.netns_oracle.judge_now();
             w.net.uevent.netns_oracle.take_violation()
         }),
         // The process oracles judge each fork, set*uid and execve as it

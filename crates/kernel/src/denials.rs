@@ -27,7 +27,7 @@ impl World {
     /// the op starts; `None` when denials are not checked or `op` is not
     /// guarded.
     pub(super) fn denial_target(&self, p: &Task, op: &Op) -> Option<DenialWatch> {
-        let (key, state) = self.targeted_state(p, op)?;
+        let (key, state, found) = self.targeted_state(p, op, None)?;
         let mut guarded = self.guarded.lock();
         let (in_flight, epoch) = guarded.entry(key.clone()).or_default();
         let alone = *in_flight == 0;
@@ -36,17 +36,43 @@ impl World {
         Some(DenialWatch {
             key,
             state,
+            found,
             epoch: *epoch,
             alone,
         })
     }
 
-    /// The key of what `op` targets (the namespace, limit or task) and its
-    /// state now.
-    fn targeted_state(&self, p: &Task, op: &Op) -> Option<(String, String)> {
+    /// The key of what `op` targets (the namespace, limit or task), its
+    /// state now, and the user namespace whose file it writes. A file of
+    /// another task is bound to the namespace found when it was opened,
+    /// so after the op its state is that of the namespace `found` before,
+    /// not of the one the task may have moved to since.
+    fn targeted_state(
+        &self,
+        p: &Task,
+        op: &Op,
+        found: Option<&Arc<userns::UserNamespace>>,
+    ) -> Option<(String, String, Option<Arc<userns::UserNamespace>>)> {
         if !self.check_denials {
             return None;
         }
+        if let Some(ns) = found {
+            let (file, _) = userns_file_of(op).unwrap_or((UsernsFile::UidMap, None));
+            let (key, state) = userns_file_state(file, ns);
+            return Some((key, state, Some(Arc::clone(ns))));
+        }
+        let (key, state) = self.targeted_state_now(p, op)?;
+        let ns = match op {
+            Op::WriteUidMapOf { target, .. }
+            | Op::WriteGidMapOf { target, .. }
+            | Op::WriteSetgroupsOf { target, .. } => Some(self.task_named(target)?.user_ns()),
+            _ => None,
+        };
+        Some((key, state, ns))
+    }
+
+    /// [`World::targeted_state`] as the world is now.
+    fn targeted_state_now(&self, p: &Task, op: &Op) -> Option<(String, String)> {
         match op {
             Op::WriteUidMap { .. }
             | Op::WriteGidMap { .. }
@@ -121,7 +147,7 @@ impl World {
         if !alone {
             return;
         }
-        let Some((_, after)) = self.targeted_state(p, op) else {
+        let Some((_, after, _)) = self.targeted_state(p, op, watch.found.as_ref()) else {
             return;
         };
         let before = watch.state;
@@ -144,6 +170,8 @@ impl World {
 pub(super) struct DenialWatch {
     key: String,
     state: String,
+    /// The user namespace of another task's file, as found at the start.
+    found: Option<Arc<userns::UserNamespace>>,
     epoch: u64,
     alone: bool,
 }

@@ -17,11 +17,10 @@ use std::sync::Arc;
 impl World {
     pub(super) fn fork(&self, task: &Task, flags: u64) -> Result<(), Errno> {
         sim::point("fork", ObjId::NONE, &SYSCALL);
-        let mut own = task.own.lock();
-        match self.copy_process(task, &mut own, flags) {
+        match task.with_own(|own| self.copy_process(task, own, flags)) {
             Ok(child) => {
                 sim::note("fork", ObjId::NONE, child.pid as i64);
-                own.children.push(child);
+                task.own.lock().children.push(child);
                 Ok(())
             }
             Err(ForkError::Nproc) => {

@@ -24,6 +24,7 @@ pub mod clone_flags;
 pub mod costs;
 pub mod errno;
 pub mod invariants;
+pub mod known;
 pub mod net;
 pub mod ops;
 pub mod process;

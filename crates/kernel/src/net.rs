@@ -113,6 +113,44 @@ impl NetWorld {
     }
 
     /// `kobject_uevent_env` for a device at `devpath`, tagged with `tag`.
+    /// A write of `action` to `/sys<devpath>/uevent` (`uevent_store`),
+    /// which sends the device's uevent. The file is root's, mode 0200:
+    /// the writer must be root, or have CAP_DAC_OVERRIDE in its user
+    /// namespace with root's ids mapped there (`generic_permission`,
+    /// `capable_wrt_inode_uidgid`), else EACCES.
+    pub fn sysfs_uevent_write(
+        &self,
+        task: &Task,
+        action: &str,
+        devpath: &str,
+    ) -> Result<(), Errno> {
+        sim::point("write", ObjId::NONE, &crate::costs::SYSCALL);
+        let cred = task.cred();
+        let ns = &cred.user_ns;
+        let root_mapped = userns::from_kuid(ns, 0) != userns::UNMAPPED
+            && userns::from_kgid(ns, 0) != userns::UNMAPPED;
+        let permitted = cred.fsuid == 0
+            || (root_mapped && userns::ns_capable(&cred, ns, userns::caps::CAP_DAC_OVERRIDE));
+        if !permitted {
+            return Err(Errno::EACCES);
+        }
+        self.device_event(action, devpath, None)
+    }
+
+    /// A rename of a network device of the task's network namespace
+    /// (`dev_change_name` from SIOCSIFNAME), which sends a uevent tagged
+    /// with the namespace: it needs CAP_NET_ADMIN over the namespace's
+    /// owner (`dev_ioctl`), else EPERM.
+    pub fn netdev_rename(&self, task: &Task, action: &str, devpath: &str) -> Result<(), Errno> {
+        sim::point("ioctl", ObjId::NONE, &crate::costs::SYSCALL);
+        let net = Arc::clone(&task.nsproxy().net_ns);
+        let cred = task.cred();
+        if !userns::ns_capable(&cred, &net.user_ns, userns::caps::CAP_NET_ADMIN) {
+            return Err(Errno::EPERM);
+        }
+        self.device_event(action, devpath, Some(net))
+    }
+
     pub fn device_event(
         &self,
         action: &str,

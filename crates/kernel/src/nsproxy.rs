@@ -14,7 +14,6 @@
 //! grace period), user namespaces from a work item after their last
 //! credential's grace period.
 
-use super::procfs::ProcFile;
 use super::World;
 use crate::costs::{SWITCH_NS, SYSCALL};
 use crate::errno::Errno;
@@ -174,7 +173,7 @@ impl World {
         }
         self.exit_task_namespaces(task);
         self.procs.release(task);
-        task.own.lock().released = true;
+        task.set_released();
     }
 
     /// `exit_files` and `exit_task_namespaces`: the socket is closed, the
@@ -185,7 +184,8 @@ impl World {
         if !shared {
             sim::point("exit_task_namespaces", ObjId::NONE, &SWITCH_NS);
         }
-        if let Some(sock) = task.own.lock().uevent_sock.take() {
+        let sock = task.own.lock().uevent_sock.take();
+        if let Some(sock) = sock {
             self.net.uevent.uevent_close(&sock);
         }
         let old = task.replace_nsproxy(Arc::clone(&self.init_nsproxy));
@@ -199,7 +199,7 @@ impl World {
         sim::point("clone", ObjId::NONE, &SYSCALL);
         // A child like any other: counted against RLIMIT_NPROC (EAGAIN at
         // the limit), so that a new user namespace moves a count it has.
-        let forked = self.copy_process(task, &mut task.own.lock(), 0);
+        let forked = task.with_own(|own| self.copy_process(task, own, 0));
         let child = forked.map_err(|e| match e {
             ForkError::Nproc => Errno::EAGAIN,
             ForkError::Other(e) => e,
@@ -215,31 +215,20 @@ impl World {
     /// namespace (EPERM); its other namespaces stay as they are.
     pub(super) fn setns_nsproxy(&self, task: &Task, target: &str, kind: u64) -> Result<(), Errno> {
         sim::point("setns", ObjId::NONE, &SYSCALL);
-        let target = self.open_proc_file(task, target, ProcFile::NsLink)?;
-        let theirs = target.nsproxy();
+        let new = self.open_ns_of(task, target, kind)?;
         let cred = task.cred();
         let owner = if kind == CLONE_NEWNET {
-            Some(Arc::clone(&theirs.net_ns.user_ns))
+            Some(Arc::clone(&new.net_ns.user_ns))
         } else {
-            self.owner_of_ucounts(&theirs.ipc_ns.user_ns)
+            self.owner_of_ucounts(&new.ipc_ns.user_ns)
         };
         let permitted = owner.is_some_and(|o| ns_capable(&cred, &o, caps::CAP_SYS_ADMIN))
             && ns_capable(&cred, &cred.user_ns, caps::CAP_SYS_ADMIN);
         if !permitted {
+            // The file is closed: its reference goes.
+            self.put_nsproxy(new);
             return Err(Errno::EPERM);
         }
-        let mine = task.nsproxy();
-        let (ipc_ns, net_ns) = if kind == CLONE_NEWNET {
-            (&mine.ipc_ns, &theirs.net_ns)
-        } else {
-            (&theirs.ipc_ns, &mine.net_ns)
-        };
-        ipc_ns.get();
-        net_ns.get();
-        let new = Arc::new(Nsproxy {
-            ipc_ns: Arc::clone(ipc_ns),
-            net_ns: Arc::clone(net_ns),
-        });
         self.switch_task_namespaces(task, new);
         Ok(())
     }

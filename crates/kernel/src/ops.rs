@@ -248,11 +248,11 @@ declare_ops! {
         kernel: ["uevent_net_rcv_skb (lib/kobject_uevent.c)"];
     /// The kernel sends an untagged uevent for a device.
     UeventDeviceEvent = "uevent_device_event" { action: String = Str [label], devpath: String = Str }
-        "the kernel sends an untagged uevent (action, devpath) for a device: kobject_uevent_env"
-        kernel: ["kobject_uevent_env (lib/kobject_uevent.c)"];
+        "a write of the action to /sys<devpath>/uevent (root's, mode 0200: EACCES for others), which sends an untagged uevent for the device: kobject_uevent_env"
+        kernel: ["uevent_store (drivers/base/core.c)", "kobject_uevent_env (lib/kobject_uevent.c)"];
     /// The kernel sends a uevent tagged with the task's network namespace.
     UeventNetdevEvent = "uevent_netdev_event" { action: String = Str [label], devpath: String = Str }
-        "the kernel sends a tagged uevent (action, devpath) for a network device of the task's network namespace"
+        "a rename of a network device of the task's network namespace (CAP_NET_ADMIN over its owner, else EPERM), which sends a uevent tagged with the namespace"
         kernel: ["dev_change_name (net/core/dev.c)", "kobject_uevent_env (lib/kobject_uevent.c)"];
     /// Take a named scenario mutex.
     Lock = "lock" { name: String = Name [label] }

@@ -47,7 +47,7 @@ use crate::invariants::Invariant;
 use crate::profile::ActivePatches;
 use crate::setup::{Op, Setup};
 use crate::task::{Own, Task};
-use parking_lot::Mutex;
+use sim::HostMutex as Mutex;
 use sim::ObjId;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as StdOrdering};
@@ -148,13 +148,13 @@ impl Procs {
             enabled,
             ucounts: Arc::clone(ucounts),
             userns: Arc::clone(userns),
-            users: Mutex::new(BTreeMap::new()),
+            users: Mutex::new("procs.users", BTreeMap::new()),
             next_pid: AtomicU64::new(1),
-            live: Mutex::new(BTreeMap::new()),
+            live: Mutex::new("procs.live", BTreeMap::new()),
             in_flight: AtomicU32::new(0),
-            setuid_over: Mutex::new(BTreeMap::new()),
-            violation: Mutex::new(None),
-            oracles: Mutex::new(Vec::new()),
+            setuid_over: Mutex::new("procs.setuid_over", BTreeMap::new()),
+            violation: Mutex::new("procs.violation", None),
+            oracles: Mutex::new("procs.oracles", Vec::new()),
         })
     }
 

@@ -17,14 +17,18 @@
 //!   for a task reaped since the walk, `proc_id_map_open` fails with
 //!   EINVAL and `proc_setgroups_open` with ESRCH.
 //!
-//! A namespace link's `proc_ns_get_link` runs in the walk's step here:
-//! the window between the walk and it is not modelled.
+//! A namespace link's open (`proc_ns_get_link`, `ns_get_path`) takes a
+//! reference on the task's namespace of that kind, which the open file
+//! holds until it is closed: [`World::open_ns_user`] and
+//! [`World::open_ns_of`]. The walk is an RCU-mode path walk, so the
+//! namespace found cannot be freed before that reference is taken.
 
 use super::World;
 use crate::costs::{PROC_FILE_OPEN, PROC_PID_WALK};
 use crate::errno::Errno;
+use crate::setup::clone_flags::CLONE_NEWNET;
 use crate::setup::UsernsFile;
-use crate::task::Task;
+use crate::task::{Nsproxy, Task};
 use sim::ObjId;
 use std::sync::Arc;
 use userns::{caps, from_kgid, from_kuid, ns_capable, Cred, UNMAPPED};
@@ -105,21 +109,67 @@ impl World {
         }
         if let Some(gone) = file.open_without_task() {
             sim::point("proc_id_map_open", ObjId::NONE, &PROC_FILE_OPEN);
-            if target.own.lock().released {
+            if target.is_released() {
                 return Err(gone);
             }
         }
         Ok(target)
     }
 
+    /// `open("/proc/PID/ns/user")` of task `name`: the walk, then
+    /// `userns_get`'s reference on the namespace of its credentials, held
+    /// by the open file until [`World::close_ns_user`].
+    pub(super) fn open_ns_user(
+        &self,
+        opener: &Task,
+        name: &str,
+    ) -> Result<Arc<userns::UserNamespace>, Errno> {
+        let _rcu = sync::rcu_read_lock();
+        let target = self.open_proc_file(opener, name, ProcFile::NsLink)?;
+        let ns = target.user_ns();
+        self.userns.get_user_ns(&ns);
+        Ok(ns)
+    }
+
+    /// The file of [`World::open_ns_user`] is closed.
+    pub(super) fn close_ns_user(&self, ns: &Arc<userns::UserNamespace>) {
+        self.userns.put_user_ns(ns);
+    }
+
+    /// `open("/proc/PID/ns/ipc")` or `ns/net` of task `name`: the walk,
+    /// then (`ipcns_get`, `netns_get`) a reference on that namespace of
+    /// its nsproxy, returned in an nsproxy of its own (the other kind is
+    /// the opener's, referenced too) that the caller installs or puts.
+    pub(super) fn open_ns_of(
+        &self,
+        opener: &Task,
+        name: &str,
+        kind: u64,
+    ) -> Result<Arc<Nsproxy>, Errno> {
+        let _rcu = sync::rcu_read_lock();
+        let target = self.open_proc_file(opener, name, ProcFile::NsLink)?;
+        let (theirs, mine) = (target.nsproxy(), opener.nsproxy());
+        let (ipc_ns, net_ns) = if kind == CLONE_NEWNET {
+            (&mine.ipc_ns, &theirs.net_ns)
+        } else {
+            (&theirs.ipc_ns, &mine.net_ns)
+        };
+        ipc_ns.get();
+        net_ns.get();
+        Ok(Arc::new(Nsproxy {
+            ipc_ns: Arc::clone(ipc_ns),
+            net_ns: Arc::clone(net_ns),
+        }))
+    }
+
     /// The walk to `/proc/PID`: the pid's lookup, then the directory's
     /// permission, each of which finds the task only until it is reaped.
     fn proc_pid_walk(target: &Task) -> Result<(), Errno> {
-        if target.own.lock().released {
+        if target.is_released() {
             return Err(Errno::ENOENT);
         }
         sim::point("proc_pid_permission", ObjId::NONE, &PROC_PID_WALK);
-        if target.own.lock().released {
+        if target.is_released() {
             return Err(Errno::ESRCH);
         }
         Ok(())

@@ -6,7 +6,8 @@
 //! [`Task`]s; tasks are found by [`TaskIdx`], never by name.
 
 use ipcns::IpcNamespace;
-use parking_lot::Mutex;
+use sim::HostMutex as Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use uevent::{Listener, Net};
 use userns::Cred;
@@ -23,8 +24,10 @@ pub struct Nsproxy {
     pub net_ns: Arc<Net>,
 }
 
-/// What only the task's own syscalls touch (so it may stay locked across
-/// the scheduling points of one of them).
+/// What only the task's own syscalls touch: a syscall that takes
+/// scheduling points works on it through [`Task::with_own`], never under
+/// its lock.
+#[derive(Default)]
 pub struct Own {
     /// RLIMIT_NPROC (soft, hard).
     pub rlimit_nproc: (u64, u64),
@@ -37,8 +40,6 @@ pub struct Own {
     /// The uid_map file `open_uid_map_of` keeps: the namespace it belongs
     /// to and the opener's credentials (`file->f_cred`).
     pub opened_map: Option<(Arc<userns::UserNamespace>, userns::Cred)>,
-    /// Exited and released: it holds nothing any more.
-    pub released: bool,
     /// The values the op under way reports in the results, if any.
     pub reported: Vec<u64>,
 }
@@ -54,6 +55,8 @@ pub struct Task {
     /// `/proc/PID/ns`).
     nsproxy: Mutex<Arc<Nsproxy>>,
     pub own: Mutex<Own>,
+    /// Exited and released (`release_task`): its pid no longer finds it.
+    released: AtomicBool,
 }
 
 impl Task {
@@ -61,18 +64,40 @@ impl Task {
         Task {
             pid,
             name,
-            cred: Mutex::new(cred),
-            nsproxy: Mutex::new(nsproxy),
-            own: Mutex::new(Own {
-                rlimit_nproc: (rlimit, rlimit),
-                nproc_exceeded: false,
-                children: Vec::new(),
-                uevent_sock: None,
-                opened_map: None,
-                released: false,
-                reported: Vec::new(),
-            }),
+            cred: Mutex::new("task->cred", cred),
+            nsproxy: Mutex::new("task->nsproxy", nsproxy),
+            released: AtomicBool::new(false),
+            own: Mutex::new(
+                "task's own state",
+                Own {
+                    rlimit_nproc: (rlimit, rlimit),
+                    nproc_exceeded: false,
+                    children: Vec::new(),
+                    uevent_sock: None,
+                    opened_map: None,
+                    reported: Vec::new(),
+                },
+            ),
         }
+    }
+
+    /// Run `f`, which may take scheduling points, on the task's own state:
+    /// the state leaves its lock for the call (only the task's own
+    /// syscalls use it), so no host lock is held while other tasks run.
+    pub fn with_own<R>(&self, f: impl FnOnce(&mut Own) -> R) -> R {
+        let mut own = std::mem::take(&mut *self.own.lock());
+        let r = f(&mut own);
+        *self.own.lock() = own;
+        r
+    }
+
+    /// Has `release_task` run: is the task gone from the pid table?
+    pub fn is_released(&self) -> bool {
+        self.released.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_released(&self) {
+        self.released.store(true, Ordering::Relaxed);
     }
 
     /// The task's current credentials (`current_cred()`, `__task_cred`).

@@ -20,16 +20,22 @@ impl World {
     /// every capability there (within its bounding set).
     pub(super) fn setns_user(&self, task: &Task, target: &str) -> Result<(), Errno> {
         sim::point("setns", ObjId::NONE, &crate::costs::SYSCALL);
-        let target = self.open_proc_file(task, target, ProcFile::NsLink)?;
-        let ns = target.user_ns();
+        let ns = self.open_ns_user(task, target)?;
+        let result = self.userns_install(task, &ns);
+        self.close_ns_user(&ns);
+        result
+    }
+
+    /// `userns_install` of `ns`, which the caller's open file holds.
+    fn userns_install(&self, task: &Task, ns: &Arc<userns::UserNamespace>) -> Result<(), Errno> {
         let cred = task.cred();
-        if Arc::ptr_eq(&ns, &cred.user_ns) {
+        if Arc::ptr_eq(ns, &cred.user_ns) {
             return Err(Errno::EINVAL);
         }
-        if !ns_capable(&cred, &ns, caps::CAP_SYS_ADMIN) {
+        if !ns_capable(&cred, ns, caps::CAP_SYS_ADMIN) {
             return Err(Errno::EPERM);
         }
-        self.procs.commit_setns_user(task, &ns)
+        self.procs.commit_setns_user(task, ns)
     }
 
     /// A read of `/proc/PID/{uid,gid}_map` of `target` (`uid_m_show`):

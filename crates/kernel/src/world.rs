@@ -12,7 +12,7 @@ use crate::setup::{Op, Setup, TaskSpec, UsernsFile, INIT_USER_NS};
 use crate::task::{Nsproxy, Task, TaskIdx};
 use ipcns::{mq_path_walk, Ipc};
 use parking_lot::Mutex;
-use sim::{ExecReport, Execution, ExploreConfig, ExploreReport, ObjId, Schedule};
+use sim::{ExecReport, Execution, ExploreConfig, ExploreReport, HostMutex, ObjId, Schedule};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::Workqueue;
@@ -57,13 +57,13 @@ pub type Results = BTreeMap<String, BTreeMap<String, SyscallStats>>;
 /// its holder, so a deadlock report can show the wait-for cycle.
 struct ScenarioLock {
     obj: ObjId,
-    holder: Mutex<Option<sim::TaskId>>,
+    holder: HostMutex<Option<sim::TaskId>>,
 }
 
 struct World {
     /// For each target of guarded ops (`denials`): how many run now, and
     /// how many have started.
-    guarded: Mutex<BTreeMap<String, (u32, u64)>>,
+    guarded: HostMutex<BTreeMap<String, (u32, u64)>>,
     /// The ucounts the set-up charged (its user namespaces), as
     /// `checks::charged_counters` shows them.
     setup_charges: (Vec<String>, Vec<String>),
@@ -79,7 +79,7 @@ struct World {
     /// The namespaces a task points at once it has exited.
     init_nsproxy: Arc<Nsproxy>,
     locks: BTreeMap<String, ScenarioLock>,
-    results: Mutex<Results>,
+    results: HostMutex<Results>,
     net: Arc<crate::net::NetWorld>,
     /// Process accounting (RLIMIT_NPROC) and its oracles.
     procs: Arc<crate::process::Procs>,
@@ -249,14 +249,14 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             task_index,
             init_nsproxy,
             locks: make_locks(spec.setup),
-            results: Mutex::new(Results::new()),
+            results: HostMutex::new("the world's results", Results::new()),
             net,
             procs,
             check_denials: spec
                 .invariants
                 .iter()
                 .any(|i| i == Invariant::SecurityDeniedChangesNothing.name()),
-            guarded: Mutex::new(BTreeMap::new()),
+            guarded: HostMutex::new("the guarded targets", BTreeMap::new()),
             sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
             setup_charges,
         });
@@ -378,7 +378,7 @@ fn make_locks(setup: &Setup) -> BTreeMap<String, ScenarioLock> {
             if let Op::Lock { name } | Op::Unlock { name } = op {
                 locks.entry(name.clone()).or_insert_with(|| ScenarioLock {
                     obj: sim::new_object(intern(name)),
-                    holder: Mutex::new(None),
+                    holder: HostMutex::new("a scenario lock's holder", None),
                 });
             }
         }
@@ -505,22 +505,21 @@ impl World {
             Op::UeventClose {} => self.net.close(task),
             Op::UeventInject { payload } => self.net.inject(task, payload),
             Op::UeventDeviceEvent { action, devpath } => {
-                self.net.device_event(action, devpath, None)
+                self.net.sysfs_uevent_write(task, action, devpath)
             }
             Op::UeventNetdevEvent { action, devpath } => {
-                let net = Arc::clone(&task.nsproxy().net_ns);
-                self.net.device_event(action, devpath, Some(net))
+                self.net.netdev_rename(task, action, devpath)
             }
             Op::Fork {} => self.fork(task, 0),
             Op::Clone { flags } => self.fork(task, *flags),
             Op::Exit {} => self.wait_child(task),
-            Op::Setuid { uid } => procs.setuid(task, &mut task.own.lock(), *uid),
+            Op::Setuid { uid } => task.with_own(|own| procs.setuid(task, own, *uid)),
             Op::Setresuid { ruid, euid, suid } => {
-                procs.setresuid(task, &mut task.own.lock(), [*ruid, *euid, *suid])
+                task.with_own(|own| procs.setresuid(task, own, [*ruid, *euid, *suid]))
             }
-            Op::Execve {} => procs.execve(task, &mut task.own.lock()),
+            Op::Execve {} => task.with_own(|own| procs.execve(task, own)),
             Op::Setrlimit { limit, .. } => {
-                procs.setrlimit_nproc(task, &mut task.own.lock(), *limit)
+                task.with_own(|own| procs.setrlimit_nproc(task, own, *limit))
             }
         }
     }

@@ -38,6 +38,7 @@ use std::str::FromStr;
 mod check;
 mod duration;
 mod error;
+pub mod gen;
 mod ops;
 mod strings;
 mod suggest;
@@ -347,17 +348,22 @@ pub fn parse_bytes(file: &str, bytes: &[u8]) -> Result<Scenario, ScenarioError> 
 /// [`ScenarioError`]s without a position.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path)
+    let bytes = sim::input::read_input(path)
         .map_err(|e| ScenarioError::new(&file, format!("cannot read scenario file: {e}")))?;
     let mut scenario = parse_bytes(&file, &bytes)?;
     scenario.path = path.to_path_buf();
     Ok(scenario)
 }
 
+/// The subdirectory of a scenario directory that holds its regressions:
+/// scenarios each kept from a defect found and fixed, run with the others.
+pub const REGRESSIONS: &str = "regressions";
+
 /// The scenario files named by `paths`: files as given (whatever their
 /// extension), directories expanded to the `*.toml` files directly in them
-/// (not recursive), sorted by name. A path that does not exist, and a
-/// directory without `*.toml` files, are errors.
+/// and in their [`REGRESSIONS`] subdirectory (no deeper), sorted by their
+/// path below the directory. A path that does not exist, and a directory
+/// without `*.toml` files, are errors.
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ScenarioError> {
     let mut out = Vec::new();
     for path in paths {
@@ -374,17 +380,10 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ScenarioError> {
             out.push(path.clone());
             continue;
         }
-        let entries = std::fs::read_dir(path)
-            .map_err(|e| ScenarioError::new(&file, format!("cannot read directory: {e}")))?;
-        let mut found = Vec::new();
-        for entry in entries {
-            let entry = entry
-                .map_err(|e| ScenarioError::new(&file, format!("cannot read directory: {e}")))?;
-            let p = entry.path();
-            let is_toml = p.extension().is_some_and(|x| x == "toml");
-            if is_toml && std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
-                found.push(p);
-            }
+        let mut found = toml_files_in(path, &file)?;
+        let regressions = path.join(REGRESSIONS);
+        if regressions.is_dir() {
+            found.extend(toml_files_in(&regressions, &file)?);
         }
         if found.is_empty() {
             return Err(ScenarioError::new(
@@ -392,8 +391,25 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ScenarioError> {
                 "no scenario files (*.toml) in this directory",
             ));
         }
-        found.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+        found.sort_by(|a, b| a.strip_prefix(path).ok().cmp(&b.strip_prefix(path).ok()));
         out.extend(found);
     }
     Ok(out)
+}
+
+/// The `*.toml` files directly in `dir` (`file`: how errors name it).
+fn toml_files_in(dir: &Path, file: &str) -> Result<Vec<PathBuf>, ScenarioError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| ScenarioError::new(file, format!("cannot read directory: {e}")))?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| ScenarioError::new(file, format!("cannot read directory: {e}")))?;
+        let p = entry.path();
+        let is_toml = p.extension().is_some_and(|x| x == "toml");
+        if is_toml && std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
+            found.push(p);
+        }
+    }
+    Ok(found)
 }

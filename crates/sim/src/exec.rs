@@ -188,6 +188,28 @@ pub struct ExecReport {
     pub(crate) dpor: Option<RunLog>,
 }
 
+impl ExecReport {
+    /// The report of an execution that ended with `outcome` before it
+    /// could report anything else (stopped from outside its thread).
+    pub fn ended(outcome: Outcome) -> ExecReport {
+        ExecReport {
+            outcome,
+            steps: 0,
+            choice_points: 0,
+            virtual_ns: 0,
+            trace_hash: 0,
+            events: None,
+            task_names: Vec::new(),
+            choices: Vec::new(),
+            diverged_at: None,
+            step_log: Vec::new(),
+            object_names: Vec::new(),
+            footprints: Vec::new(),
+            dpor: None,
+        }
+    }
+}
+
 /// One step of the step log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepRec {
@@ -353,6 +375,7 @@ impl Execution {
             in_task: false,
             runnable: RunQueue::new(indexable),
             live: 0,
+            host_locks: Vec::new(),
             last_progress: 0,
             footprints,
         };

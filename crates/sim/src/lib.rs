@@ -40,6 +40,8 @@ mod exec;
 mod explore;
 mod fiber;
 mod footprint;
+mod host;
+pub mod input;
 mod keys;
 pub mod limits;
 mod outcome;
@@ -57,6 +59,7 @@ pub use explore::{
     ExploreReport, Progress, ShrinkReport, StrategySpec, SHRINK_BUDGET,
 };
 pub use footprint::Footprint;
+pub use host::{HostGuard, HostMutex};
 pub use keys::{Singleton, TaskSlot, MAX_SINGLETONS, MAX_TASK_SLOTS};
 pub use outcome::{Outcome, WaitLink};
 pub use rt::{

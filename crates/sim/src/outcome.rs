@@ -40,6 +40,10 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The `value` of a `wall-time` limit reached inside a step, which a
+    /// watchdog outside the execution's thread reports.
+    pub const INSIDE_A_STEP: u64 = u64::MAX;
+
     /// A limit of the whole process (its memory, its stacks), not of the
     /// execution: another thread's use may have brought it about, so an
     /// execution it stopped beside others is run again alone.
@@ -107,6 +111,10 @@ impl fmt::Display for Outcome {
                 "virtual-time" => {
                     write!(f, "limit: the virtual-time limit ({value} ns) was reached")
                 }
+                "wall-time" if *value == Outcome::INSIDE_A_STEP => write!(
+                    f,
+                    "limit: the wall-time limit (--timeout) was reached inside a step that did not return"
+                ),
                 "wall-time" => write!(
                     f,
                     "limit: the wall-time limit (--timeout) was reached at step {value}"

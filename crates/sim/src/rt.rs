@@ -128,6 +128,9 @@ pub(crate) struct Shared {
     pub footprints: Option<Vec<(TaskId, Footprint)>>,
     /// Tasks spawned and not yet finished.
     pub live: usize,
+    /// The [`HostMutex`](crate::HostMutex)es the running task holds, by
+    /// name, in the order taken.
+    pub host_locks: Vec<&'static str>,
 }
 
 /// The state of the running execution: a `RefCell` whose release builds
@@ -251,6 +254,29 @@ enum Switch {
         decide: bool,
     },
     Abort,
+    /// The task holds a host lock: a defect of the model, which would
+    /// deadlock the thread (see [`crate::HostMutex`]).
+    HostLockHeld {
+        lock: &'static str,
+        point: &'static str,
+    },
+}
+
+/// A [`HostMutex`](crate::HostMutex) named `name` was taken: counted when a
+/// task of an execution runs (true), else not (false).
+pub(crate) fn host_lock_taken(name: &'static str) -> bool {
+    with_running(|s| s.host_locks.push(name)).is_some()
+}
+
+/// A counted host lock named `name` was released.
+pub(crate) fn host_lock_dropped(name: &'static str) {
+    let Some(core) = core() else {
+        return;
+    };
+    let mut s = core.shared.borrow_mut();
+    if let Some(i) = s.host_locks.iter().rposition(|n| *n == name) {
+        s.host_locks.remove(i);
+    }
 }
 
 impl Shared {
@@ -260,6 +286,12 @@ impl Shared {
     /// page would end the whole process.
     #[inline(always)]
     fn prepare_switch(&mut self) -> Switch {
+        if let Some(&lock) = self.host_locks.last() {
+            return Switch::HostLockHeld {
+                lock,
+                point: self.tasks[self.current].pending.label,
+            };
+        }
         let here = 0u8;
         let sp = std::ptr::addr_of!(here) as usize;
         let t = &self.tasks[self.current];
@@ -309,6 +341,11 @@ fn reschedule_then<R>(
         Switch::Abort => {
             drop(s);
             abort_current()
+        }
+        Switch::HostLockHeld { lock, point } => {
+            drop(s);
+            // Unwinding drops the guard, so nothing is left locked.
+            panic!("host lock `{lock}` held across the scheduling point `{point}`: the model must not hold a host lock where another task may run");
         }
     };
     let me = s.current;

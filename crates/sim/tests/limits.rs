@@ -212,3 +212,67 @@ fn a_panic_payload_is_dropped_outside_any_task() {
     );
     assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
+
+/// Two tasks of one execution share its one OS thread: a host lock held
+/// across a scheduling point would deadlock it on the other's `lock()`.
+/// The runtime ends the holder at the point instead, naming the lock and
+/// the point, and the other task takes the lock as usual.
+#[test]
+fn a_scheduling_point_under_a_host_lock_is_refused_naming_both() {
+    let shared = std::sync::Arc::new(sim::HostMutex::new("the shared bookkeeping", 0u32));
+    let mut e = Execution::new(ExecConfig::default(), &Schedule::Fair);
+    let (a, b) = (
+        std::sync::Arc::clone(&shared),
+        std::sync::Arc::clone(&shared),
+    );
+    e.setup(move || {
+        sim::spawn("holder", false, move || {
+            let mut held = a.lock();
+            *held += 1;
+            sim::point("copy_process", ObjId::NONE, &STEP);
+            *held += 1;
+        });
+        sim::spawn("walker", false, move || {
+            sim::point("proc_pid_lookup", ObjId::NONE, &STEP);
+            *b.lock() += 10;
+        });
+    });
+    let r = e.run();
+    match &r.outcome {
+        Outcome::Panic { task, message } => {
+            assert_eq!(task, "holder");
+            assert!(
+                message.contains("host lock `the shared bookkeeping`"),
+                "{message}"
+            );
+            assert!(message.contains("`copy_process`"), "{message}");
+        }
+        other => panic!("expected the holder's panic, got {other}"),
+    }
+    // The guard was dropped as the holder unwound: the lock is free.
+    assert_eq!(*shared.lock(), 1);
+}
+
+/// Taken and released between two points, a host lock is bookkeeping as
+/// any other: the run goes on.
+#[test]
+fn a_host_lock_released_before_the_point_is_fine() {
+    let shared = std::sync::Arc::new(sim::HostMutex::new("the shared bookkeeping", 0u32));
+    let mut e = Execution::new(ExecConfig::default(), &Schedule::Fair);
+    let tasks = [
+        std::sync::Arc::clone(&shared),
+        std::sync::Arc::clone(&shared),
+    ];
+    e.setup(move || {
+        for (i, s) in tasks.into_iter().enumerate() {
+            sim::spawn(format!("t{i}"), false, move || {
+                *s.lock() += 1;
+                sim::point("work", ObjId::NONE, &STEP);
+                *s.lock() += 1;
+            });
+        }
+    });
+    let r = e.run();
+    assert_eq!(r.outcome, Outcome::Pass);
+    assert_eq!(*shared.lock(), 4);
+}

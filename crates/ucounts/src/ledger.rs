@@ -4,7 +4,7 @@
 //! hashed, and whether a charge or uncharge is half-way done.
 
 use crate::{RlimitType, UcountType, Ucounts};
-use parking_lot::Mutex;
+use sim::HostMutex as Mutex;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
@@ -18,9 +18,17 @@ struct LedgerState {
     in_flight: u32,
     entries: Vec<Weak<Ucounts>>,
     hashed: BTreeMap<(u32, u32), Weak<Ucounts>>,
-    /// By (namespace id, uid): what was charged, one slot per type (one
-    /// look-up an entry when the checker runs after every step).
-    charged: BTreeMap<(u32, u32), Charged>,
+    /// By entry ([`Ucounts::serial`]): its (namespace id, uid) and what
+    /// was charged through it, one slot per type (one look-up an entry
+    /// when the checker runs after every step). An entry freed and made
+    /// again for the same key is a new entry, as in the kernel.
+    charged: BTreeMap<u64, ((u32, u32), Charged)>,
+    next_serial: u64,
+    /// By (namespace id, uid, type): levels that an `inc_ucount` under
+    /// way has charged and not yet completed or unwound. The kernel's
+    /// counter already holds them: the ENOSPC oracles count them as the
+    /// kernel does.
+    charging: BTreeMap<(u32, u32, UcountType), i64>,
 }
 
 /// What was charged through one (namespace, uid) entry.
@@ -47,6 +55,13 @@ impl Ledger {
     pub(crate) fn in_flight(&self) -> InFlight<'_> {
         self.state.lock().in_flight += 1;
         InFlight(self)
+    }
+
+    /// The serial of the next entry the table makes.
+    pub(crate) fn next_serial(&self) -> u64 {
+        let mut s = self.state.lock();
+        s.next_serial += 1;
+        s.next_serial
     }
 
     pub(crate) fn register(&self, u: &Arc<Ucounts>) {
@@ -88,6 +103,23 @@ impl Ledger {
         s.entries.iter().filter_map(|w| w.upgrade()).collect()
     }
 
+    /// One level of an `inc_ucount` under way was charged (`by` 1) or
+    /// unwound (`by` -1), in the step of its atomic operation.
+    pub(crate) fn charging(&self, u: &Ucounts, t: UcountType, by: i64) {
+        let mut s = self.state.lock();
+        let n = s.charging.entry((u.ns.id, u.uid, t)).or_default();
+        *n += by;
+        if *n == 0 {
+            s.charging.remove(&(u.ns.id, u.uid, t));
+        }
+    }
+
+    /// Charges of type `t` under way at the entry (namespace `ns`, `uid`).
+    pub fn charges_in_progress(&self, ns: u32, uid: u32, t: UcountType) -> i64 {
+        let s = self.state.lock();
+        s.charging.get(&(ns, uid, t)).copied().unwrap_or(0)
+    }
+
     pub(crate) fn charge(&self, levels: &[Arc<Ucounts>], t: UcountType) {
         self.add_objects(levels, t, 1);
     }
@@ -100,7 +132,7 @@ impl Ledger {
         let i = slot(&UcountType::ALL, &t);
         let mut s = self.state.lock();
         for u in levels {
-            s.charged.entry((u.ns.id, u.uid)).or_default().objects[i] += v;
+            s.charged_mut(u).objects[i] += v;
         }
     }
 
@@ -109,7 +141,7 @@ impl Ledger {
         let i = slot(&RlimitType::ALL, &t);
         let mut s = self.state.lock();
         for u in levels {
-            s.charged.entry((u.ns.id, u.uid)).or_default().rlimits[i] += v;
+            s.charged_mut(u).rlimits[i] += v;
         }
     }
 
@@ -140,7 +172,7 @@ impl Ledger {
     pub fn outstanding(&self) -> Vec<((u32, u32, UcountType), i64)> {
         let s = self.state.lock();
         let mut out = Vec::new();
-        for (&(ns, uid), c) in &s.charged {
+        for (&(ns, uid), c) in &s.by_key() {
             for (t, v) in UcountType::ALL.into_iter().zip(c.objects) {
                 if v != 0 {
                     out.push(((ns, uid, t), v));
@@ -154,7 +186,7 @@ impl Ledger {
     pub fn outstanding_rlimits(&self) -> Vec<((u32, u32, RlimitType), i64)> {
         let s = self.state.lock();
         let mut out = Vec::new();
-        for (&(ns, uid), c) in &s.charged {
+        for (&(ns, uid), c) in &s.by_key() {
             for (t, v) in RlimitType::ALL.into_iter().zip(c.rlimits) {
                 if v != 0 {
                     out.push(((ns, uid, t), v));
@@ -166,12 +198,36 @@ impl Ledger {
 }
 
 impl LedgerState {
+    fn charged_mut(&mut self, u: &Ucounts) -> &mut Charged {
+        &mut self
+            .charged
+            .entry(u.serial)
+            .or_insert(((u.ns.id, u.uid), Charged::default()))
+            .1
+    }
+
+    /// What was charged, summed over the entries of each (namespace id,
+    /// uid) key.
+    fn by_key(&self) -> BTreeMap<(u32, u32), Charged> {
+        let mut out: BTreeMap<(u32, u32), Charged> = BTreeMap::new();
+        for (key, c) in self.charged.values() {
+            let sum = out.entry(*key).or_default();
+            for (a, b) in sum.objects.iter_mut().zip(c.objects) {
+                *a += b;
+            }
+            for (a, b) in sum.rlimits.iter_mut().zip(c.rlimits) {
+                *a += b;
+            }
+        }
+        out
+    }
+
     /// How `u`'s counters differ from what was charged through it.
     fn mismatch(&self, u: &Ucounts) -> Option<String> {
         let c = self
             .charged
-            .get(&(u.ns.id, u.uid))
-            .copied()
+            .get(&u.serial)
+            .map(|(_, c)| *c)
             .unwrap_or_default();
         for (t, want) in UcountType::ALL.into_iter().zip(c.objects) {
             let have = u.peek(t);

@@ -266,6 +266,10 @@ pub struct Ucounts {
     pub obj: sim::ObjId,
     pub ns: Arc<UcountsNs>,
     pub uid: u32,
+    /// Which entry of (ns, uid) this is, in the order the table made them:
+    /// the ledger keeps each entry's charges apart from those of an entry
+    /// made again for the same key after this one was freed.
+    pub(crate) serial: u64,
     count: AtomicI64,
     ucount: Vec<AtomicI64>,
     /// `rlimit[]`: RLIMIT_NPROC, MSGQUEUE, SIGPENDING, MEMLOCK usage.
@@ -277,11 +281,12 @@ pub struct Ucounts {
 }
 
 impl Ucounts {
-    fn new(ns: &Arc<UcountsNs>, uid: u32) -> Self {
+    fn new(ns: &Arc<UcountsNs>, uid: u32, serial: u64) -> Self {
         Ucounts {
             obj: sim::new_object("ucounts"),
             ns: Arc::clone(ns),
             uid,
+            serial,
             count: AtomicI64::new("ucounts.count", 1),
             ucount: (0..UcountType::COUNT)
                 .map(|_| AtomicI64::new("ucount", 0))
@@ -377,7 +382,7 @@ impl UcountsTable {
                 return self.get_locked(u);
             }
         }
-        let new = Arc::new(Ucounts::new(ns, uid));
+        let new = Arc::new(Ucounts::new(ns, uid, self.ledger.next_serial()));
         let mut table = self.table.lock();
         if let Some(u) = table.get(&key) {
             // Another caller inserted it meanwhile: ours is dropped unused.
@@ -448,12 +453,17 @@ impl UcountsTable {
             if !atomic_long_inc_below(&u.ucount[t as usize], max) {
                 for c in charged.iter().rev() {
                     c.ucount[t as usize].fetch_sub(1, Ordering::Relaxed);
+                    self.ledger.charging(c, t, -1);
                 }
                 self.put_ucounts(&leaf);
                 return None;
             }
+            self.ledger.charging(&u, t, 1);
             charged.push(Arc::clone(&u));
             iter = u.ns.ucounts.clone();
+        }
+        for c in &charged {
+            self.ledger.charging(c, t, -1);
         }
         self.ledger.charge(&charged, t);
         Some(leaf)

@@ -346,7 +346,7 @@ pub struct Listener {
     pub net: Arc<Net>,
     /// `sk_rcvbuf` in bytes.
     pub rcvbuf: usize,
-    state: parking_lot::Mutex<RecvQueue>,
+    state: sim::HostMutex<RecvQueue>,
 }
 
 impl Listener {
@@ -406,8 +406,8 @@ pub struct Uevent {
     /// Judges each ENOSPC of the `max_net_namespaces` charge
     /// (`netns.no_false_enospc`).
     pub netns_oracle: EnospcOracle,
-    stats: parking_lot::Mutex<Stats>,
-    released_freed: parking_lot::Mutex<(u64, u64)>,
+    stats: sim::HostMutex<Stats>,
+    released_freed: sim::HostMutex<(u64, u64)>,
 }
 
 impl Uevent {
@@ -447,9 +447,13 @@ impl Uevent {
                 next_net: std::sync::atomic::AtomicU32::new(1),
                 next_listener: std::sync::atomic::AtomicU32::new(0),
                 oracle: Oracle::default(),
-                netns_oracle: EnospcOracle::new(UcountType::NetNamespaces, "network namespace"),
-                stats: parking_lot::Mutex::new(Stats::default()),
-                released_freed: parking_lot::Mutex::new((0, 0)),
+                netns_oracle: EnospcOracle::new(
+                    UcountType::NetNamespaces,
+                    "network namespace",
+                    &userns.ucounts,
+                ),
+                stats: sim::HostMutex::new("uevent stats", Stats::default()),
+                released_freed: sim::HostMutex::new("netns released and freed", (0, 0)),
             }
         });
         // init_net's socket is on the list from boot; nothing runs yet.
@@ -621,7 +625,7 @@ impl Uevent {
             name: name.to_string(),
             net: Arc::clone(net),
             rcvbuf,
-            state: parking_lot::Mutex::new(RecvQueue::default()),
+            state: sim::HostMutex::new("a socket's receive queue", RecvQueue::default()),
         });
         self.oracle.bound(id, name, net.init_owned());
         net.uevent_sock.listeners.lock().push(Arc::clone(&l));

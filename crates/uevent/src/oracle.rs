@@ -12,7 +12,7 @@
 //!   still queued, or counted as a drop, and a socket that dropped events
 //!   has reported ENOBUFS (or has it pending).
 
-use parking_lot::Mutex;
+use sim::HostMutex as Mutex;
 use std::collections::BTreeMap;
 
 /// Where a broadcast message came from.

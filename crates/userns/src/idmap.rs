@@ -225,7 +225,7 @@ pub struct IdMap {
     reverse: Box<[ExtentCell]>,
     blocks: Option<Blocks2017>,
     /// What the writer meant to publish (for `idmap.published_whole`).
-    committed: parking_lot::Mutex<Vec<Extent>>,
+    committed: sim::HostMutex<Vec<Extent>>,
 }
 
 impl IdMap {
@@ -243,7 +243,7 @@ impl IdMap {
             forward: cells(heap),
             reverse: cells(heap),
             blocks: (layout == Layout::Proposal2017).then(Blocks2017::new),
-            committed: parking_lot::Mutex::new(Vec::new()),
+            committed: sim::HostMutex::new("an idmap's committed extents", Vec::new()),
         }
     }
 

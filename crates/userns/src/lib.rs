@@ -150,6 +150,7 @@ pub mod caps {
     pub const CAP_DAC_OVERRIDE: u32 = 1;
     pub const CAP_SETGID: u32 = 6;
     pub const CAP_SETUID: u32 = 7;
+    pub const CAP_NET_ADMIN: u32 = 12;
     pub const CAP_SYS_PTRACE: u32 = 19;
     pub const CAP_SYS_ADMIN: u32 = 21;
     pub const CAP_SYS_RESOURCE: u32 = 24;
@@ -437,13 +438,13 @@ pub struct Userns {
     /// Where `free_user_ns` runs; without one, frees are synchronous.
     wq: Option<Arc<Workqueue>>,
     /// Every namespace made, for invariant checkers (creation order).
-    registry: parking_lot::Mutex<Vec<Arc<UserNamespace>>>,
+    registry: sim::HostMutex<Vec<Arc<UserNamespace>>>,
     /// Judges each ENOSPC of the `max_user_namespaces` charge
     /// (`userns.no_false_enospc`).
     pub oracle: EnospcOracle,
     /// The deferred steps of frees under way, kept while
     /// `userns-wait-pending-free` is in force (what its wait waits for).
-    pending: parking_lot::Mutex<PendingFrees>,
+    pending: sim::HostMutex<PendingFrees>,
 }
 
 /// The deferred steps not yet done: queued or running work items.
@@ -488,16 +489,17 @@ impl Userns {
             users: StdAtomicI64::new(1),
             pinned: true,
         });
+        let table = Arc::clone(&ucounts);
         Arc::new(Userns {
             patches,
-            registry: parking_lot::Mutex::new(vec![Arc::clone(&init)]),
+            registry: sim::HostMutex::new("the user namespace registry", vec![Arc::clone(&init)]),
             init,
             ucounts,
             state_mutex: Mutex::new("userns_state_mutex", ()),
             next_id: StdAtomicU32::new(first_child_id),
             wq: None,
-            oracle: EnospcOracle::new(UcountType::UserNamespaces, "user namespace"),
-            pending: parking_lot::Mutex::new(PendingFrees::default()),
+            oracle: EnospcOracle::new(UcountType::UserNamespaces, "user namespace", &table),
+            pending: sim::HostMutex::new("user namespaces pending free", PendingFrees::default()),
         })
     }
 
@@ -737,6 +739,28 @@ impl Userns {
         self.put_user_ns_deferred(ns);
     }
 
+    /// `get_user_ns` by a new holder that found `ns` through something
+    /// that still pins it (an RCU-protected credential whose put waits
+    /// for its grace period, say): a namespace every holder had dropped
+    /// is in use again, and so are the ancestors it had stopped holding.
+    /// The reverse of [`Userns::holder_gone`].
+    pub fn get_user_ns(&self, ns: &Arc<UserNamespace>) {
+        if ns.pinned {
+            return;
+        }
+        ns.count.inc();
+        let mut cur = Some(Arc::clone(ns));
+        while let Some(ns) = cur {
+            if ns.pinned || ns.users.fetch_add(1, StdOrdering::SeqCst) != 0 {
+                return;
+            }
+            if let Some(c) = ns.charge() {
+                self.oracle.revived(&charge_chain(&c.ns, c.uid));
+            }
+            cur = ns.parent.clone();
+        }
+    }
+
     /// A holder of a reference on `ns` is gone, though the reference is put
     /// later ([`Userns::put_user_ns_deferred`]): a credential waiting for
     /// its grace period, a network namespace waiting for `cleanup_net`.
@@ -805,10 +829,11 @@ impl Userns {
             return;
         };
         let sys = Arc::clone(self);
-        let cred = parking_lot::Mutex::new(Some(cred));
+        let cred = sim::HostMutex::new("put_cred_rcu's credential", Some(cred));
         let work = Work::new("put_cred_rcu", wq, move || {
             synchronize_rcu();
-            if let Some(c) = cred.lock().take() {
+            let cred = cred.lock().take();
+            if let Some(c) = cred {
                 sys.put_user_ns_deferred(&c.user_ns);
             }
         });
