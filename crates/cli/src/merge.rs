@@ -235,6 +235,8 @@ fn combine(entries: &[&Entry]) -> Result<Record, CliError> {
         }
     };
     merged.shard = output::shard_text(None);
+    // Expectations are judged once, on the merged record.
+    merged.judge_again();
     Ok(merged)
 }
 

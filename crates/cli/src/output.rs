@@ -254,6 +254,18 @@ impl Record {
                 .is_none_or(|i| Some(i) == self.invariant.as_ref());
     }
 
+    /// Judge a record read back (a shard's, for `nssim merge`) anew: its
+    /// `as_expected` is made from its outcome and expectation, never
+    /// taken from the file. Whether the search had to be exhausted is
+    /// what its own mismatches say.
+    pub fn judge_again(&mut self) {
+        let expect_exhausted = self
+            .result_mismatches
+            .iter()
+            .any(|m| m.starts_with(NOT_EXHAUSTED));
+        self.judge(expect_exhausted);
+    }
+
     /// Attach a dfs shard's part of the search. The part is judged as far
     /// as it can be: a failure it found counts against an expectation it
     /// does not meet, but a part that passes is as expected (the failure
@@ -445,7 +457,13 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
 /// reduction, belong to shard 1): a line of text, a JSON record.
 pub fn print_skipped(r: &SkippedRecord, format: Format) {
     match format {
-        Format::Text => println!("skip {} [{}]: {}", r.scenario, r.kernel, r.reason),
+        Format::Text => println!(
+            "{}",
+            sim::echo::escape_controls(&format!(
+                "skip {} [{}]: {}",
+                r.scenario, r.kernel, r.reason
+            ))
+        ),
         Format::Json => println!(
             "{}",
             serde_json::to_value(r).expect("a record is plain data")
@@ -502,7 +520,9 @@ pub fn print_record(r: &Record, format: Format) {
     PRINTED[tally].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     match format {
         Format::Json => println!("{}", r.json()),
-        Format::Text => println!("{}", r.text()),
+        // Names and arguments come from files: a control character in one
+        // (a terminal's escape sequence) is shown escaped, never sent.
+        Format::Text => println!("{}", sim::echo::escape_controls(&r.text())),
     }
 }
 

@@ -244,3 +244,74 @@ fn files_that_are_not_the_shards_of_one_run_are_refused() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A record's `as_expected` is judged again on the merged record, never
+/// taken from a shard's file: three shards of a run that found a violation
+/// where a pass is expected merge into a failure, whatever the files say.
+#[test]
+fn expectations_are_judged_on_the_merged_record_not_read_from_the_files() {
+    let dir = scratch("rejudged");
+    let scenario = dir.join("expects-pass.toml");
+    let text = std::fs::read_to_string(root().join("sim-scenarios/ipc-alloc-vs-free.toml"))
+        .unwrap()
+        .replace(
+            "expect = { outcome = \"violation\", invariant = \"ipc.no_false_enospc\" }",
+            "expect = \"pass\"",
+        );
+    std::fs::write(&scenario, text).unwrap();
+    let files: Vec<String> = (1..=3)
+        .map(|k| {
+            let out = nssim(&[
+                "run",
+                scenario.to_str().unwrap(),
+                "--kernel",
+                "v6.2",
+                "--shard",
+                &format!("{k}/3"),
+                "--format",
+                "json",
+            ]);
+            // Each record says it is as expected, as a tampered file would.
+            let forged = stdout(&out).replace("\"as_expected\":false", "\"as_expected\":true");
+            let file = dir.join(format!("shard-{k}.json"));
+            std::fs::write(&file, forged).unwrap();
+            file.display().to_string()
+        })
+        .collect();
+    let merged = merge(&files, &[]);
+    assert_eq!(merged.status.code(), Some(1), "{}", stdout(&merged));
+    assert!(
+        stdout(&merged).contains("violation (expected pass)"),
+        "{}",
+        stdout(&merged)
+    );
+}
+
+/// A shard file's names reach the terminal escaped: an escape sequence in
+/// a scenario's name (a window title, a screen clear) is shown, not sent.
+#[test]
+fn control_characters_of_a_shard_file_are_escaped() {
+    let dir = scratch("controls");
+    let out = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v5.6",
+        "--format",
+        "json",
+    ]);
+    let forged = stdout(&out).replace(
+        "\"scenario\":\"ipc-alloc-vs-free\"",
+        "\"scenario\":\"ipc\\u001b]0;owned\\u0007\\u001b[2J\"",
+    );
+    assert_ne!(forged, stdout(&out), "the name was replaced");
+    let file = dir.join("shard.json");
+    std::fs::write(&file, forged).unwrap();
+    let merged = nssim(&["merge", file.to_str().unwrap()]);
+    let text = stdout(&merged);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("ipc\\u{1b}]0;owned"), "{text}");
+}

@@ -7,26 +7,15 @@
 //! with the margin (a 2 s timeout ends within 3 s), not speed.
 
 use crate::support;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::{nssim, stderr, stdout};
 
 const GUARD: Duration = Duration::from_secs(3);
 
-/// Run `nssim args`; it must end within [`GUARD`] as a run ends (0, 1 or
-/// 2, no signal). Its standard output.
+/// `nssim args` ends within [`GUARD`]; its standard output.
 #[track_caller]
 fn ends_in_time(args: &[&str]) -> String {
-    let start = Instant::now();
-    let o = nssim(args);
-    let took = start.elapsed();
-    assert!(
-        matches!(o.status.code(), Some(0..=2)),
-        "{args:?}: {:?}\n{}",
-        o.status,
-        stderr(&o)
-    );
-    assert!(took < GUARD, "{args:?} took {took:?}\n{}", stdout(&o));
-    stdout(&o)
+    support::ends_within(args, GUARD)
 }
 
 fn workdir(name: &str) -> std::path::PathBuf {

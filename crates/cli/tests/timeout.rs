@@ -5,8 +5,8 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-use support::{nssim, stderr, stdout};
+use std::time::Duration;
+use support::ends_within;
 
 /// A copy of a library scenario with its text edited, in a directory of
 /// this test.
@@ -17,23 +17,6 @@ fn scenario(name: &str, from: &str, edit: impl Fn(&str) -> String) -> String {
     let file = dir.join(name);
     std::fs::write(&file, edit(&text)).unwrap();
     file.to_str().unwrap().to_string()
-}
-
-/// Run `nssim args`, check it ends as a run does (0, 1 or 2, no signal)
-/// within `guard`, and return its standard output.
-#[track_caller]
-fn ends_within(args: &[&str], guard: Duration) -> String {
-    let start = Instant::now();
-    let o = nssim(args);
-    let took = start.elapsed();
-    assert!(
-        matches!(o.status.code(), Some(0..=2)),
-        "{args:?}: {:?}\n{}",
-        o.status,
-        stderr(&o)
-    );
-    assert!(took < guard, "{args:?} took {took:?}\n{}", stdout(&o));
-    stdout(&o)
 }
 
 const ALLOC_VS_FREE: &str = "sim-scenarios/ipc-alloc-vs-free.toml";

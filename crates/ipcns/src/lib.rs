@@ -34,6 +34,11 @@
 //!   waits (`wait_var_event` on `free_ipc_state`) until one of them
 //!   completes, and retries.
 //!
+//! A namespace holds a reference on the user namespace that owns it from
+//! `create_ipc_ns` to `free_ipc_ns`, as the kernel's does: the owner (and
+//! the ucounts entries its own charge went through) outlives every ipc
+//! namespace it owns, queued ones included.
+//!
 //! The oracle for `ipc.no_false_enospc` lives in [`oracle`].
 
 pub mod oracle;
@@ -46,6 +51,7 @@ use sync::{
     AtomicBool, AtomicU64, LList, Ordering, Refcount, SpinLock, Work, Workqueue,
 };
 use ucounts::{UcountType, Ucounts, UcountsNs, UcountsTable};
+use userns::{UserNamespace, Userns};
 
 pub mod costs {
     use sim::CostKey;
@@ -113,6 +119,10 @@ pub struct IpcNamespace {
     count: Refcount,
     /// The user namespace that owns it (its ucounts side).
     pub user_ns: Arc<UcountsNs>,
+    /// The owner itself, referenced (`get_user_ns` in `create_ipc_ns`,
+    /// put by `free_ipc_ns`); `None` for the initial namespace and where
+    /// no user-namespace subsystem is modelled.
+    owner: Option<Arc<UserNamespace>>,
     /// The UCOUNT_IPC_NAMESPACES charge; `None` for the initial namespace.
     ucounts: Option<Arc<Ucounts>>,
     pub mq_mnt: MqMount,
@@ -145,16 +155,20 @@ pub struct Ipc {
     free_ipc_state: AtomicU64,
     pub init_ipc_ns: Arc<IpcNamespace>,
     pub oracle: Oracle,
+    /// The user-namespace subsystem the owners' references go back to.
+    userns: Option<Arc<Userns>>,
 }
 
 impl Ipc {
     /// Set up the subsystem; `wq` is the system workqueue whose kworker
-    /// runs `free_ipc_work`.
+    /// runs `free_ipc_work`; `userns`, where user namespaces are modelled,
+    /// the subsystem that the owners' references go back to.
     pub fn new(
         patches: IpcPatches,
         ucounts: Arc<UcountsTable>,
         init_user_ns: &Arc<UcountsNs>,
         wq: &Arc<Workqueue>,
+        userns: Option<&Arc<Userns>>,
     ) -> Arc<Ipc> {
         Arc::new_cyclic(|me: &Weak<Ipc>| {
             let me = me.clone();
@@ -175,6 +189,7 @@ impl Ipc {
                     obj: sim::new_object("init_ipc_ns"),
                     count: Refcount::new("ipc_ns.count", 1),
                     user_ns: Arc::clone(init_user_ns),
+                    owner: None,
                     ucounts: None,
                     mq_mnt: MqMount {
                         obj: sim::new_object("mq_mnt"),
@@ -183,16 +198,19 @@ impl Ipc {
                     sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
                 }),
                 oracle,
+                userns: userns.cloned(),
             }
         })
     }
 
     /// `create_ipc_ns`: charge the namespace to (user_ns, euid), then
-    /// allocate it and its mqueue mount.
+    /// allocate it and its mqueue mount, and take a reference on its
+    /// owner, `owner` (whose ucounts side is `user_ns`), when given.
     pub fn create_ipc_ns(
         &self,
         user_ns: &Arc<UcountsNs>,
         euid: u32,
+        owner: Option<&Arc<UserNamespace>>,
     ) -> Result<Arc<IpcNamespace>, IpcError> {
         let ucounts = self.inc_ipc_namespaces(user_ns, euid)?;
         self.oracle.charged(&ucounts::charge_chain(user_ns, euid));
@@ -200,10 +218,15 @@ impl Ipc {
         let obj = sim::new_object("ipc_ns");
         let mq_mnt = self.mq_init_ns();
         sim::point("setup_ipc_sysctls", obj, &costs::IPC_INIT_NS);
+        // get_user_ns: the creator's credentials hold the owner meanwhile.
+        if let Some(owner) = owner {
+            owner.get();
+        }
         Ok(Arc::new(IpcNamespace {
             obj,
             count: Refcount::new("ipc_ns.count", 1),
             user_ns: Arc::clone(user_ns),
+            owner: owner.cloned(),
             ucounts: Some(ucounts),
             mq_mnt,
             sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
@@ -295,6 +318,10 @@ impl Ipc {
             self.oracle
                 .released(&ucounts::charge_chain(&ns.user_ns, u.uid));
         }
+        // Its owner loses a holder now; the reference goes in free_ipc_ns.
+        if let (Some(sys), Some(owner)) = (&self.userns, &ns.owner) {
+            sys.holder_gone(owner);
+        }
         if !self.patches.async_free {
             self.mq_put_mnt(&ns);
             self.free_ipc_ns(ns);
@@ -350,6 +377,9 @@ impl Ipc {
         sim::point("free_ipc_ns", ns.obj, &costs::FREE_IPC_NS);
         if let Some(u) = &ns.ucounts {
             self.ucounts.dec_ucount(u, UcountType::IpcNamespaces);
+        }
+        if let (Some(sys), Some(owner)) = (&self.userns, &ns.owner) {
+            sys.put_user_ns_deferred(owner);
         }
         sim::free_object(ns.obj);
         self.oracle.freed();

@@ -25,9 +25,9 @@ fn one_namespace_allowed(
     wq.start_worker("kworker");
     let init = UcountsNs::init(0);
     init.set_max(UcountType::IpcNamespaces, 1);
-    let ipc = Ipc::new(patches, Arc::new(UcountsTable::new()), &init, &wq);
+    let ipc = Ipc::new(patches, Arc::new(UcountsTable::new()), &init, &wq, None);
     let first = ipc
-        .create_ipc_ns(&init, 0)
+        .create_ipc_ns(&init, 0, None)
         .expect("the first namespace fits");
     (wq, init, ipc, first)
 }
@@ -37,7 +37,7 @@ fn one_namespace_allowed(
 fn put_then_create(patches: IpcPatches) {
     let (wq, init, ipc, first) = one_namespace_allowed(patches);
     ipc.put_ipc_ns(first);
-    let second = ipc.create_ipc_ns(&init, 0);
+    let second = ipc.create_ipc_ns(&init, 0, None);
     // No more puts follow, so a free seen pending here was pending when
     // create_ipc_ns gave up.
     let pending =
@@ -93,7 +93,7 @@ fn release_while_creating(patches: IpcPatches) {
         loom::thread::yield_now();
     }
     let call = ipc.oracle.begin_call(ucounts::charge_chain(&init, 0));
-    let created = ipc.create_ipc_ns(&init, 0);
+    let created = ipc.create_ipc_ns(&init, 0, None);
     ipc.oracle.end_call(call, created.is_err(), "creator");
     putter.join().expect("the putter finishes");
     if let Ok(ns) = created {

@@ -51,6 +51,14 @@ pub const KNOWN_BEHAVIOURS: &[KnownBehaviour] = &[
         matches: a_free_was_pending,
     },
     KnownBehaviour {
+        name: "nproc-creator-budget-shared",
+        invariant: Invariant::NprocIsolated,
+        summary: "from v5.16 each user namespace records its creator's RLIMIT_NPROC, and the creator's level counts its uid's processes in every namespace below it: sibling namespaces made by one user share that user's budget, so a fork in one can be refused for processes in the other",
+        evidence: "v5.16's \"ucounts: Fix rlimit max values check\"; sim-scenarios/nproc-unprivileged-siblings.toml, as the running kernel does it",
+        needs: Some(Patch::UcountsRlimitMaxCheck),
+        matches: |detail| detail.contains("comes from sibling namespaces"),
+    },
+    KnownBehaviour {
         name: "uevent-seqnum-reorder",
         invariant: Invariant::UeventSeqnumInOrder,
         summary: "since v6.9 a uevent's SEQNUM is taken with an atomic increment before uevent_sock_mutex, which covers only the walk of the socket list: two uevents sent at once can reach a listener in the other order",

@@ -133,7 +133,9 @@ impl World {
             .ipc
             .oracle
             .begin_call(ucounts::charge_chain(user_ns, cred.euid));
-        let created = self.ipc.create_ipc_ns(user_ns, cred.euid);
+        let created = self
+            .ipc
+            .create_ipc_ns(user_ns, cred.euid, Some(&cred.user_ns));
         self.ipc.oracle.end_call(call, created.is_err(), &task.name);
         match created {
             Ok(ns) => {
@@ -150,7 +152,10 @@ impl World {
     /// Install `new`, then put the old nsproxy.
     pub(super) fn switch_task_namespaces(&self, task: &Task, new: Arc<Nsproxy>) {
         sim::point("switch_task_namespaces", new.ipc_ns.obj, &SWITCH_NS);
-        let old = task.replace_nsproxy(new);
+        let old = {
+            let _task_lock = task.alloc_lock.lock();
+            task.replace_nsproxy(new)
+        };
         self.put_nsproxy(old);
     }
 
@@ -188,7 +193,10 @@ impl World {
         if let Some(sock) = sock {
             self.net.uevent.uevent_close(&sock);
         }
-        let old = task.replace_nsproxy(Arc::clone(&self.init_nsproxy));
+        let old = {
+            let _task_lock = task.alloc_lock.lock();
+            task.replace_nsproxy(Arc::clone(&self.init_nsproxy))
+        };
         self.put_nsproxy(old);
     }
 

@@ -148,18 +148,31 @@ impl World {
     ) -> Result<Arc<Nsproxy>, Errno> {
         let _rcu = sync::rcu_read_lock();
         let target = self.open_proc_file(opener, name, ProcFile::NsLink)?;
-        let (theirs, mine) = (target.nsproxy(), opener.nsproxy());
-        let (ipc_ns, net_ns) = if kind == CLONE_NEWNET {
-            (&mine.ipc_ns, &theirs.net_ns)
-        } else {
-            (&theirs.ipc_ns, &mine.net_ns)
+        // `ipcns_get`, `netns_get`: the reference is taken under the
+        // target's task_lock, while its nsproxy still holds the namespace.
+        // The nsproxies are let go of before the next scheduling point: a
+        // copy held across one would keep its last put from putting the
+        // namespaces in it (`put_nsproxy` counts the copies).
+        let task_lock = target.alloc_lock.lock();
+        let (ipc_ns, net_ns) = {
+            let (theirs, mine) = (target.nsproxy(), opener.nsproxy());
+            if kind == CLONE_NEWNET {
+                (Arc::clone(&mine.ipc_ns), Arc::clone(&theirs.net_ns))
+            } else {
+                (Arc::clone(&theirs.ipc_ns), Arc::clone(&mine.net_ns))
+            }
         };
-        ipc_ns.get();
-        net_ns.get();
-        Ok(Arc::new(Nsproxy {
-            ipc_ns: Arc::clone(ipc_ns),
-            net_ns: Arc::clone(net_ns),
-        }))
+        // The target's namespace under its lock, then the opener's own.
+        if kind == CLONE_NEWNET {
+            net_ns.get();
+            drop(task_lock);
+            ipc_ns.get();
+        } else {
+            ipc_ns.get();
+            drop(task_lock);
+            net_ns.get();
+        }
+        Ok(Arc::new(Nsproxy { ipc_ns, net_ns }))
     }
 
     /// The walk to `/proc/PID`: the pid's lookup, then the directory's

@@ -55,6 +55,11 @@ pub struct Task {
     /// `/proc/PID/ns`).
     nsproxy: Mutex<Arc<Nsproxy>>,
     pub own: Mutex<Own>,
+    /// `task_lock` (`task->alloc_lock`): held while the nsproxy is
+    /// replaced, and by a `/proc/PID/ns` open while it takes its reference
+    /// on one of the namespaces in it, so that it never takes one on a
+    /// namespace whose last reference is being put.
+    pub alloc_lock: sync::SpinLock<()>,
     /// Exited and released (`release_task`): its pid no longer finds it.
     released: AtomicBool,
 }
@@ -67,6 +72,7 @@ impl Task {
             cred: Mutex::new("task->cred", cred),
             nsproxy: Mutex::new("task->nsproxy", nsproxy),
             released: AtomicBool::new(false),
+            alloc_lock: sync::SpinLock::new("task_lock", ()),
             own: Mutex::new(
                 "task's own state",
                 Own {

@@ -227,7 +227,13 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
         let setup_charges = checks::charged_counters(&ucounts);
         apply_sysctls(spec.setup, &user_namespaces);
         let init_ucounts = &user_namespaces[INIT_USER_NS].ucounts_ns;
-        let ipc = Ipc::new(spec.patches.ipc(), Arc::clone(&ucounts), init_ucounts, &wq);
+        let ipc = Ipc::new(
+            spec.patches.ipc(),
+            Arc::clone(&ucounts),
+            init_ucounts,
+            &wq,
+            Some(&userns),
+        );
         let net = crate::net::NetWorld::new(spec.patches.uevent(), &userns, &wq);
         let procs = crate::process::Procs::new(
             spec.patches,

@@ -749,16 +749,7 @@ impl Userns {
             return;
         }
         ns.count.inc();
-        let mut cur = Some(Arc::clone(ns));
-        while let Some(ns) = cur {
-            if ns.pinned || ns.users.fetch_add(1, StdOrdering::SeqCst) != 0 {
-                return;
-            }
-            if let Some(c) = ns.charge() {
-                self.oracle.revived(&charge_chain(&c.ns, c.uid));
-            }
-            cur = ns.parent.clone();
-        }
+        self.holders_change(ns, 1);
     }
 
     /// A holder of a reference on `ns` is gone, though the reference is put
@@ -769,13 +760,26 @@ impl Userns {
     /// then loses the holder the child was. Bookkeeping only: no
     /// scheduling point.
     pub fn holder_gone(&self, ns: &Arc<UserNamespace>) {
+        self.holders_change(ns, -1);
+    }
+
+    /// `ns` gains (`by` 1) or loses (`by` -1) a holder. Where that brings
+    /// it into use again (from none) or out of use (to none), the oracle
+    /// is told, and its parent gains or loses the holder it is.
+    fn holders_change(&self, ns: &Arc<UserNamespace>, by: i64) {
+        let boundary = if by > 0 { 0 } else { 1 };
         let mut cur = Some(Arc::clone(ns));
         while let Some(ns) = cur {
-            if ns.pinned || ns.users.fetch_sub(1, StdOrdering::SeqCst) != 1 {
+            if ns.pinned || ns.users.fetch_add(by, StdOrdering::SeqCst) != boundary {
                 return;
             }
             if let Some(c) = ns.charge() {
-                self.oracle.released(&charge_chain(&c.ns, c.uid));
+                let chain = charge_chain(&c.ns, c.uid);
+                if by > 0 {
+                    self.oracle.revived(&chain);
+                } else {
+                    self.oracle.released(&chain);
+                }
             }
             cur = ns.parent.clone();
         }

@@ -80,3 +80,21 @@ pub fn kernel_turn() -> KernelTurn {
     assert_eq!(rc, 0, "flock {}", path.display());
     KernelTurn(file)
 }
+
+/// Run `nssim args`, check it ends as a run does (0, 1 or 2, no signal)
+/// within `guard` (a hang guard, not a measure of speed), and return its
+/// standard output.
+#[track_caller]
+pub fn ends_within(args: &[&str], guard: std::time::Duration) -> String {
+    let start = std::time::Instant::now();
+    let o = nssim(args);
+    let took = start.elapsed();
+    assert!(
+        matches!(o.status.code(), Some(0..=2)),
+        "{args:?}: {:?}\n{}",
+        o.status,
+        stderr(&o)
+    );
+    assert!(took < guard, "{args:?} took {took:?}\n{}", stdout(&o));
+    stdout(&o)
+}
