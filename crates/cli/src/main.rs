@@ -146,7 +146,8 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
         _ => return Err(not_a_size(s)),
     };
     let n: usize = num.parse().map_err(|_| not_a_size(s))?;
-    Ok(n.saturating_mul(mult))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {} is more than this machine can address", echo(s)))
 }
 
 fn not_a_size(s: &str) -> String {

@@ -155,3 +155,19 @@ fn a_replay_ends_at_its_timeout() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_memory_limit_past_what_a_machine_can_address_is_refused() {
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--max-memory",
+        "17179869184g",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("more than this machine can address"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -141,6 +141,11 @@ impl Reader<'_> {
                 .get(self.pos)
                 .ok_or(TokenError::Malformed("ends inside a number"))?;
             self.pos += 1;
+            // Only the shortest form is a token's: a last byte of zero
+            // after others, or bits past 64, are not what `encode` writes.
+            if (b == 0 && shift > 0) || (shift == 63 && b & 0x7e != 0) {
+                return Err(TokenError::Malformed("number not in its shortest form"));
+            }
             v |= ((b & 0x7f) as u64) << shift;
             if b & 0x80 == 0 {
                 return Ok(v);
@@ -521,6 +526,33 @@ mod tests {
         let sum = hash32(&b);
         b.extend_from_slice(&sum.to_le_bytes());
         format!("{MAGIC}{}", b64_encode(&b))
+    }
+
+    #[test]
+    fn a_number_not_in_its_shortest_form_is_refused() {
+        let well_formed = raw(1, 100, &[2]);
+        assert!(Token::decode(&well_formed).is_ok());
+        // cpus = 1 written as 0x81 0x00, and the steps as 11 bytes.
+        let mut b = vec![VERSION];
+        for v in [hash32(b"x"), 7, 1, 0].map(u64::from) {
+            put_varint(&mut b, v);
+        }
+        b.extend_from_slice(&[0x81, 0x00]);
+        for v in [100u64, 1, 2] {
+            put_varint(&mut b, v);
+        }
+        let sum = hash32(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        let overlong = format!("{MAGIC}{}", b64_encode(&b));
+        assert_eq!(
+            Token::decode(&overlong),
+            Err(TokenError::Malformed("number not in its shortest form"))
+        );
+        let mut r = Reader {
+            bytes: &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02],
+            pos: 0,
+        };
+        assert!(r.varint().is_err(), "a 65th bit");
     }
 
     fn range_error(text: &str) -> String {
