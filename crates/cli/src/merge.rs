@@ -58,16 +58,20 @@ fn error(path: &Path, line: usize, what: impl std::fmt::Display) -> CliError {
 fn parse_entry(path: &Path, line: usize, text: &str) -> Result<Entry, CliError> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
         CliError(format!(
-            "error: {}:{line}:{}: not JSON: {e}",
+            "error: {}:{line}:{}: not JSON: {}",
             shown(path),
-            e.column()
+            e.column(),
+            sim::echo::echo_message(&e.to_string())
         ))
     })?;
     let not_a_record = |e: serde_json::Error| {
         error(
             path,
             line,
-            format!("not a record of `nssim run --format json`: {e}"),
+            format!(
+                "not a record of `nssim run --format json`: {}",
+                sim::echo::echo_message(&e.to_string())
+            ),
         )
     };
     if value.get("skipped") == Some(&Value::Bool(true)) {
@@ -119,8 +123,9 @@ fn read_shard(path: &Path) -> Result<Shard, CliError> {
                     path,
                     i + 1,
                     format!(
-                        "a record of shard {} in the output of shard {first}",
-                        entry.shard()
+                        "a record of shard {} in the output of shard {}",
+                        sim::echo::echo(entry.shard()),
+                        sim::echo::echo(first)
                     ),
                 ))
             }

@@ -184,19 +184,54 @@ pub fn model_outcomes(
         ));
     }
     let missing = |all: &BTreeMap<String, u64>| wanted.iter().any(|w| !all.contains_key(w));
+    // While a kernel outcome is missing: samples of each kind in turn, and
+    // every fourth round an exhaustive search ten times as wide as the
+    // last (a preemption more once one is exhausted), since an outcome
+    // that needs two narrow windows in one execution is rarely sampled.
     let mut round = 0u64;
-    let strategies = [
+    let mut deeper = (
+        DFS_PREEMPTION_BOUND + u32::from(exhausted),
+        width.dfs_executions,
+    );
+    let samplers = [
         StrategySpec::Random,
         StrategySpec::Pct { depth: 2 },
         StrategySpec::Pct { depth: 3 },
     ];
     while (!exhausted && round == 0) || missing(&all) {
+        if round % 4 == 3 {
+            let (bound, last) = deeper;
+            let n = affordable(budget, last.saturating_mul(10));
+            if n <= last {
+                round += 1;
+                continue;
+            }
+            let dfs = StrategySpec::Dfs {
+                preemption_bound: bound,
+            };
+            let (ran, done, _, ended) = search(dfs, seed, n, &mut all);
+            budget = budget.saturating_sub(ran * steps);
+            searches.push(format!(
+                "dfs (preemption bound {bound}): {ran} executions{}{ended}",
+                if done {
+                    ", exhausted"
+                } else {
+                    ", not exhausted"
+                }
+            ));
+            deeper = match done {
+                true => (bound + 1, width.dfs_executions),
+                false => (bound, n),
+            };
+            round += 1;
+            continue;
+        }
         let n = affordable(budget, width.samples);
         if n == 0 {
             break;
         }
-        let strategy = strategies[(round % 3) as usize];
-        let s = seed.wrapping_add(round / 3);
+        let strategy = samplers[(round % 4) as usize];
+        let s = seed.wrapping_add(round / 4);
         let (ran, _, _, ended) = search(strategy, s, n, &mut all);
         budget = budget.saturating_sub(ran * steps);
         searches.push(format!(
@@ -250,17 +285,27 @@ pub fn on_kernel(
     };
     let file = shown(&sc.path);
     match kexec::execute(&program, &file, &sc.source, &sc.setup, repeat, budget) {
-        Ok(runs) => judge(sc, &runs, patches, width, budget),
+        Ok(runs) => judge(
+            sc,
+            &runs,
+            &kexec::world::withheld_here(),
+            patches,
+            width,
+            budget,
+        ),
         Err(kexec::Skip(why)) => skipped(why),
     }
 }
 
 /// Whether every outcome of the kernel's `runs` of `sc` is one the model
 /// reaches under `patches`: what the executor's runs are held to, and
-/// those an exported program (`nssim export --c`) printed.
+/// those an exported program (`nssim export --c`) printed. The tasks of
+/// the initial user namespace ran without the capabilities `withheld`
+/// (`kexec::world::withheld_here` for a run on this machine).
 pub fn judge(
     sc: &Scenario,
     runs: &kexec::KernelRuns,
+    withheld: &[u32],
     patches: &kernel::ActivePatches,
     width: Search,
     budget: Duration,
@@ -282,7 +327,13 @@ pub fn judge(
             .or_default() += 1;
     }
     let wanted: Vec<String> = kernel_outcomes.keys().cloned().collect();
-    let model = model_outcomes(sc, patches, &wanted, width);
+    // The model runs the set-up as the kernel ran it, the initial
+    // namespace's tasks without what they were without there.
+    let as_run = Scenario {
+        setup: kexec::world::as_run(&sc.setup, withheld),
+        ..sc.clone()
+    };
+    let model = model_outcomes(&as_run, patches, &wanted, width);
     let misses = wanted.iter().any(|w| !model.outcomes.contains_key(w));
     OnKernel {
         verdict: if misses {
@@ -504,7 +555,14 @@ fn run_printed(
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
     let r = OnKernel {
         printed_in: Some(echo_path(&file.display().to_string())),
-        ..judge(sc, &runs, &patches, Search::LIBRARY, KERNEL_BUDGET)
+        ..judge(
+            sc,
+            &runs,
+            kexec::world::WITHHELD_IN_INIT,
+            &patches,
+            Search::LIBRARY,
+            KERNEL_BUDGET,
+        )
     };
     print_record(sc, profile, &r, format);
     Ok(r.verdict != Verdict::ModelMisses)

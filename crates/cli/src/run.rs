@@ -772,6 +772,11 @@ pub struct ReplayMode {
 fn same_content(sc: &Scenario, path: &Path, token: &Token) -> Result<(), String> {
     match token.content {
         Some(c) if c == sc.content_hash() => Ok(()),
+        Some(sim::ContentHash::Fnv32(_)) => Err(format!(
+            "the token is of format 3, whose 32-bit hash of the scenario's content another scenario can be made to match: nssim cannot tell whether `{}` ({}) changed since",
+            sc.name,
+            shown(path)
+        )),
         Some(_) => Err(format!(
             "`{}` ({}) changed since the token was made (its set-up, invariants, costs or kernel runs differ)",
             sc.name,

@@ -266,7 +266,8 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
     let doc: Value = serde_json::from_slice(&text).map_err(|e| {
         let (line, column) = syntax_position(&text, e.line(), e.column());
         CliError(format!(
-            "error: {at}:{line}:{column}: not a valid trace file: {e}"
+            "error: {at}:{line}:{column}: not a valid trace file: {}",
+            sim::echo::echo_message(&e.to_string())
         ))
     })?;
     let Value::Object(doc) = &doc else {

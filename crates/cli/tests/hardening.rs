@@ -69,7 +69,7 @@ fn boundaries_of_every_range_on_the_command_line() {
     }
 }
 
-fn content_hash() -> u32 {
+fn content_hash() -> sim::ContentHash {
     scenario::load(&support::root().join(SCENARIO))
         .unwrap()
         .content_hash()
@@ -303,6 +303,41 @@ fn a_token_of_format_2_replays_with_a_warning_and_strict_refuses_it() {
     );
     let err = usage_error(&["replay", SCENARIO, &v2, "--strict"]);
     assert!(err.contains("token is of format 2"), "{err}");
+}
+
+/// A token of format 3 carries a 32-bit FNV-1a of the scenario's content,
+/// which another scenario can be made to match: it replays with a
+/// warning, and `--strict` refuses it, even when the hash would match.
+#[test]
+fn a_token_of_format_3_is_not_trusted_to_bind_its_scenario() {
+    let text = std::fs::read_to_string(support::root().join(SCENARIO)).unwrap();
+    let sc = scenario::parse(SCENARIO, &text).unwrap();
+    let runs: Vec<_> = sc
+        .runs
+        .iter()
+        .map(|r| (&r.profile, &r.patches, &r.label))
+        .collect();
+    let content = format!("{:?}", (&sc.setup, &sc.invariants, &sc.costs, runs));
+    let v3 = Token {
+        content: Some(sim::ContentHash::Fnv32(sim::token::hash32(
+            content.as_bytes(),
+        ))),
+        ..token(Schedule::Fair)
+    }
+    .encode();
+    let o = nssim(&["replay", SCENARIO, &v3]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("token is of format 3"),
+        "{}",
+        stderr(&o)
+    );
+    let err = usage_error(&["replay", SCENARIO, &v3, "--strict"]);
+    assert!(err.contains("cannot tell whether"), "{err}");
+    // The token of this version is trusted.
+    let v4 = token(Schedule::Fair).encode();
+    let o = nssim(&["replay", SCENARIO, &v4, "--strict"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
 }
 
 #[test]

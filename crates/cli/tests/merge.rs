@@ -315,3 +315,36 @@ fn control_characters_of_a_shard_file_are_escaped() {
     );
     assert!(text.contains("ipc\\u{1b}]0;owned"), "{text}");
 }
+
+/// An error about a shard file quotes what the parser choked on only so
+/// far: a 200 KB string in the wrong field is cut, not echoed whole, and
+/// its control characters are escaped.
+#[test]
+fn an_error_about_a_long_value_quotes_it_cut() {
+    let dir = scratch("long-value");
+    let out = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v5.6",
+        "--format",
+        "json",
+    ]);
+    let long = format!("\\u001b[2J{}", "A".repeat(200_000));
+    let forged = stdout(&out).replace(
+        "\"executions\":",
+        &format!("\"executions\":\"{long}\",\"x\":"),
+    );
+    assert_ne!(forged, stdout(&out), "the field was replaced");
+    let file = dir.join("shard.json");
+    std::fs::write(&file, forged).unwrap();
+    let merged = nssim(&["merge", file.to_str().unwrap()]);
+    assert_eq!(merged.status.code(), Some(2), "{}", stderr(&merged));
+    let err = stderr(&merged);
+    assert!(
+        err.contains("not a record of `nssim run --format json`"),
+        "{err}"
+    );
+    assert!(err.len() < 2_000, "{} bytes of error", err.len());
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+}

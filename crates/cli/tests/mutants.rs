@@ -406,6 +406,10 @@ fn token_mutant(good: &str, i: usize) -> String {
         0 | 1 => {
             let mut b = good.as_bytes().to_vec();
             for _ in 0..1 + rng.below(3) {
+                // Nothing after the prefix is left to edit.
+                if b.len() <= 5 {
+                    break;
+                }
                 let at = 5 + rng.below(b.len() - 5);
                 match rng.below(4) {
                     0 => b[at] = *rng.pick(B64),
@@ -428,7 +432,13 @@ fn token_mutant(good: &str, i: usize) -> String {
                 0 => t.cpus = v.min(u64::from(u32::MAX)) as u32,
                 1 => t.max_steps = v,
                 2 => t.max_virtual_ns = v,
-                3 => t.content = rng.pick(&[None, Some(0), Some(u32::MAX)]).to_owned(),
+                3 => {
+                    t.content = *rng.pick(&[
+                        None,
+                        Some(sim::ContentHash::Digest(0)),
+                        Some(sim::ContentHash::Fnv32(u32::MAX)),
+                    ])
+                }
                 4 => t.context = vec![rng.pick(&["v9.9", "", "v6.2", "+nope"]).to_string()],
                 _ => {
                     if let sim::Schedule::Segments(s) = &mut t.schedule {

@@ -53,16 +53,23 @@ impl World {
             procs.fork_undone(cred, pid);
             return Err(e);
         }
+        // `dup_mm`: the child's image is a copy of the parent's.
+        let mm = parent.mm().expect("a process forks before it exits");
+        mm.user_ns.get();
         let child = Task::new(
             pid,
             format!("{}/{pid}", parent.name),
             cred.clone(),
             parent.nsproxy(),
+            mm,
             own.rlimit_nproc.0,
         );
         child.own.lock().rlimit_nproc = own.rlimit_nproc;
         if flags & (CLONE_NEWIPC | CLONE_NEWNET) != 0 {
             if let Err(e) = self.copy_namespaces(&child, flags, &cred) {
+                if let Some(mm) = child.replace_mm(None) {
+                    self.userns.put_user_ns(&mm.user_ns);
+                }
                 procs.fork_undone(cred, pid);
                 return Err(ForkError::Other(e));
             }

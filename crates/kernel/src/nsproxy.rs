@@ -176,6 +176,12 @@ impl World {
         for child in children {
             self.do_exit(&child);
         }
+        // `exit_mm`: the image goes, and its reference on the namespace it
+        // was exec'd in; until it is reaped, the process's `/proc` files
+        // belong to root.
+        if let Some(mm) = task.replace_mm(None) {
+            self.userns.put_user_ns(&mm.user_ns);
+        }
         self.exit_task_namespaces(task);
         self.procs.release(task);
         task.set_released();
@@ -195,6 +201,7 @@ impl World {
         }
         let old = {
             let _task_lock = task.alloc_lock.lock();
+            task.set_namespaces_gone();
             task.replace_nsproxy(Arc::clone(&self.init_nsproxy))
         };
         self.put_nsproxy(old);

@@ -46,7 +46,7 @@ use crate::errno::Errno;
 use crate::invariants::Invariant;
 use crate::profile::ActivePatches;
 use crate::setup::{Op, Setup};
-use crate::task::{Own, Task};
+use crate::task::{Mm, Own, Task};
 use sim::HostMutex as Mutex;
 use sim::ObjId;
 use std::collections::BTreeMap;
@@ -472,6 +472,15 @@ impl Procs {
             self.moving.lock().insert(task.pid, live_of(&new, true));
             self.count_process(&new);
         }
+        // A process whose ids or capabilities change this way may hold
+        // what its owner must not read: it stops being dumpable.
+        if new.euid != old_cred.euid
+            || new.egid != old_cred.egid
+            || new.fsuid != old_cred.fsuid
+            || !userns::cred_cap_issubset(&old_cred, &new)
+        {
+            task.set_dumpable(false);
+        }
         let old = task.replace_cred(new);
         if moved {
             self.uncount_process(&old);
@@ -650,6 +659,16 @@ impl Procs {
         } else {
             CapSet::EMPTY
         };
+        // `begin_new_exec`: the new image is dumpable when the real and
+        // effective ids agree, and `mm->user_ns` is the caller's namespace.
+        let mm = Mm {
+            dumpable: new.uid == new.euid && new.gid == new.egid,
+            user_ns: Arc::clone(&new.user_ns),
+        };
+        mm.user_ns.get();
+        if let Some(old) = task.replace_mm(Some(mm)) {
+            self.userns.put_user_ns(&old.user_ns);
+        }
         // The new image's credentials keep the same references.
         task.replace_cred(new);
         Ok(())

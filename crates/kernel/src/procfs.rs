@@ -1,5 +1,5 @@
 //! Opening another task's files under `/proc/PID` (fs/proc/base.c,
-//! fs/proc/namespaces.c, kernel/ptrace.c). The open is the path walk and
+//! fs/proc/namespaces.c, kernel/ptrace.c, security/commoncap.c). The open is the path walk and
 //! then the file's own `open`, and the task may be reaped at any point
 //! between them:
 //! - `proc_pid_lookup` finds no task once it has been reaped (ENOENT);
@@ -7,12 +7,15 @@
 //!   and `proc_pid_permission` fails with ESRCH for a task reaped since
 //!   the lookup;
 //! - its namespace links open only for a caller that may ptrace-read it
-//!   (`ptrace_may_access` with PTRACE_MODE_READ_FSCREDS, else EACCES);
-//! - its uid_map, gid_map and setgroups (mode 0644, owned by the task's
-//!   euid, the task being dumpable) open for writing only for their owner
-//!   or a caller with CAP_DAC_OVERRIDE over the owner
-//!   (`generic_permission`, else EACCES); anyone may open them for
-//!   reading;
+//!   (`ptrace_may_access` with PTRACE_MODE_READ_FSCREDS and commoncap's
+//!   `cap_ptrace_access_check`, else EACCES), and not once the exiting
+//!   task has let go of its namespaces (ENOENT);
+//! - its uid_map, gid_map and setgroups (mode 0644, owned as
+//!   `task_dump_owner` says: by the task's euid while it is dumpable, by
+//!   root once a change of ids made it not dumpable or once it exited)
+//!   open for writing only for their owner or a caller with
+//!   CAP_DAC_OVERRIDE over the owner (`generic_permission`, else EACCES);
+//!   anyone may open them for reading;
 //! - those id files' own open finds the task again with `get_proc_task`:
 //!   for a task reaped since the walk, `proc_id_map_open` fails with
 //!   EINVAL and `proc_setgroups_open` with ESRCH.
@@ -28,28 +31,64 @@ use crate::costs::{PROC_FILE_OPEN, PROC_PID_WALK};
 use crate::errno::Errno;
 use crate::setup::clone_flags::CLONE_NEWNET;
 use crate::setup::UsernsFile;
-use crate::task::{Nsproxy, Task};
+use crate::task::{Mm, Nsproxy, Task};
 use sim::ObjId;
 use std::sync::Arc;
-use userns::{caps, from_kgid, from_kuid, ns_capable, Cred, UNMAPPED};
+use userns::{caps, from_kgid, from_kuid, make_kgid, make_kuid, ns_capable, Cred, UNMAPPED};
 
-/// `__ptrace_may_access`: the caller's fs ids are the task's real,
-/// effective and saved ids, or it has CAP_SYS_PTRACE over the task's
-/// user namespace.
-fn ptrace_may_read(caller: &Cred, target: &Cred) -> bool {
+/// `ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS)`
+/// (`__ptrace_may_access`, then commoncap's `cap_ptrace_access_check`):
+/// - the caller's fs ids are the task's real, effective and saved ids, or
+///   it has CAP_SYS_PTRACE over the task's user namespace;
+/// - a task that is not dumpable only to a caller with CAP_SYS_PTRACE
+///   over its `mm->user_ns`;
+/// - and the caller is in the task's user namespace with every
+///   capability the task holds, or has CAP_SYS_PTRACE over the task's
+///   namespace.
+fn ptrace_may_read(caller: &Cred, target: &Cred, mm: Option<&Mm>) -> bool {
+    let may_ptrace = |ns| ns_capable(caller, ns, caps::CAP_SYS_PTRACE);
     let same_ids = [target.uid, target.euid, target.suid]
         .iter()
         .all(|u| *u == caller.fsuid)
         && [target.gid, target.egid].iter().all(|g| *g == caller.egid);
-    same_ids || ns_capable(caller, &target.user_ns, caps::CAP_SYS_PTRACE)
+    if !same_ids && !may_ptrace(&target.user_ns) {
+        return false;
+    }
+    if let Some(mm) = mm.filter(|mm| !mm.dumpable) {
+        if !may_ptrace(&mm.user_ns) {
+            return false;
+        }
+    }
+    let within = Arc::ptr_eq(&caller.user_ns, &target.user_ns)
+        && target.cap_effective.is_subset_of(caller.cap_effective);
+    within || may_ptrace(&target.user_ns)
 }
 
-/// `generic_permission` for a write to a 0644 file owned by `owner`.
-fn may_write_owned_by(caller: &Cred, owner: &Cred) -> bool {
+/// `task_dump_owner`: a dumpable task's files belong to its effective
+/// ids; a task that is not dumpable's to root of its `mm->user_ns` where
+/// that maps root, else to the initial namespace's root, as are those of
+/// an exiting task that has no `mm` any more.
+fn dump_owner(target: &Cred, mm: Option<&Mm>) -> (u32, u32) {
+    let Some(mm) = mm else {
+        return (0, 0);
+    };
+    if mm.dumpable {
+        return (target.euid, target.egid);
+    }
+    let root = |kid: u32| if kid == UNMAPPED { 0 } else { kid };
+    (
+        root(make_kuid(&mm.user_ns, 0)),
+        root(make_kgid(&mm.user_ns, 0)),
+    )
+}
+
+/// `generic_permission` for a write to a 0644 file owned by `owner`:
+/// its owner, or CAP_DAC_OVERRIDE in the caller's namespace when that
+/// maps the owner (`capable_wrt_inode_uidgid`).
+fn may_write_owned_by(caller: &Cred, (uid, gid): (u32, u32)) -> bool {
     let ns = &caller.user_ns;
-    let owner_mapped =
-        from_kuid(ns, owner.euid) != UNMAPPED && from_kgid(ns, owner.egid) != UNMAPPED;
-    caller.fsuid == owner.euid || (owner_mapped && ns_capable(caller, ns, caps::CAP_DAC_OVERRIDE))
+    let owner_mapped = from_kuid(ns, uid) != UNMAPPED && from_kgid(ns, gid) != UNMAPPED;
+    caller.fsuid == uid || (owner_mapped && ns_capable(caller, ns, caps::CAP_DAC_OVERRIDE))
 }
 
 /// Which of a task's `/proc/PID` files is opened.
@@ -98,10 +137,12 @@ impl World {
             return Ok(target);
         }
         Self::proc_pid_walk(&target)?;
-        let (caller, theirs) = (opener.cred(), target.cred());
+        let (caller, theirs, mm) = (opener.cred(), target.cred(), target.mm());
         let permitted = match file {
-            ProcFile::NsLink => ptrace_may_read(&caller, &theirs),
-            ProcFile::IdFile | ProcFile::Setgroups => may_write_owned_by(&caller, &theirs),
+            ProcFile::NsLink => ptrace_may_read(&caller, &theirs, mm.as_ref()),
+            ProcFile::IdFile | ProcFile::Setgroups => {
+                may_write_owned_by(&caller, dump_owner(&theirs, mm.as_ref()))
+            }
             ProcFile::IdFileRead => true,
         };
         if !permitted {
@@ -154,6 +195,9 @@ impl World {
         // copy held across one would keep its last put from putting the
         // namespaces in it (`put_nsproxy` counts the copies).
         let task_lock = target.alloc_lock.lock();
+        if target.namespaces_gone() {
+            return Err(Errno::ENOENT);
+        }
         let (ipc_ns, net_ns) = {
             let (theirs, mine) = (target.nsproxy(), opener.nsproxy());
             if kind == CLONE_NEWNET {

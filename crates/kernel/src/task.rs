@@ -44,6 +44,23 @@ pub struct Own {
     pub reported: Vec<u64>,
 }
 
+/// The part of `task->mm` that the permission checks on a task's `/proc`
+/// files read (include/linux/mm_types.h, fs/exec.c): whether the process
+/// is dumpable, and `mm->user_ns`, the user namespace its image was
+/// exec'd in. A scenario task's image was exec'd in the initial namespace
+/// (the executor's processes are forked from one) and made dumpable; a
+/// child shares its parent's (`dup_mm`).
+#[derive(Clone)]
+pub struct Mm {
+    /// `get_dumpable(mm) == SUID_DUMP_USER`: cleared by a `commit_creds`
+    /// that changes the effective or fs ids or gains capabilities
+    /// (`fs.suid_dumpable` is 0), set again by an `execve` whose real and
+    /// effective ids agree.
+    pub dumpable: bool,
+    /// `mm->user_ns`, a reference the process holds until it exits.
+    pub user_ns: Arc<userns::UserNamespace>,
+}
+
 /// A simulated process.
 pub struct Task {
     pub pid: u64,
@@ -54,6 +71,9 @@ pub struct Task {
     /// `task->nsproxy`, likewise read by other tasks (`setns`,
     /// `/proc/PID/ns`).
     nsproxy: Mutex<Arc<Nsproxy>>,
+    /// `task->mm`: read by other tasks' `/proc/PID` opens; `None` once
+    /// the exiting process has let go of it (`exit_mm`).
+    mm: Mutex<Option<Mm>>,
     pub own: Mutex<Own>,
     /// `task_lock` (`task->alloc_lock`): held while the nsproxy is
     /// replaced, and by a `/proc/PID/ns` open while it takes its reference
@@ -62,16 +82,30 @@ pub struct Task {
     pub alloc_lock: sync::SpinLock<()>,
     /// Exited and released (`release_task`): its pid no longer finds it.
     released: AtomicBool,
+    /// `task->nsproxy` is NULL: the exiting process let go of its
+    /// namespaces, and a `/proc/PID/ns` open finds none (ENOENT).
+    namespaces_gone: AtomicBool,
 }
 
 impl Task {
-    pub fn new(pid: u64, name: String, cred: Cred, nsproxy: Arc<Nsproxy>, rlimit: u64) -> Task {
+    /// A process holding `mm`, whose reference on `mm.user_ns` the caller
+    /// has taken.
+    pub fn new(
+        pid: u64,
+        name: String,
+        cred: Cred,
+        nsproxy: Arc<Nsproxy>,
+        mm: Mm,
+        rlimit: u64,
+    ) -> Task {
         Task {
             pid,
             name,
             cred: Mutex::new("task->cred", cred),
             nsproxy: Mutex::new("task->nsproxy", nsproxy),
+            mm: Mutex::new("task->mm", Some(mm)),
             released: AtomicBool::new(false),
+            namespaces_gone: AtomicBool::new(false),
             alloc_lock: sync::SpinLock::new("task_lock", ()),
             own: Mutex::new(
                 "task's own state",
@@ -120,6 +154,34 @@ impl Task {
     /// The user namespace of the task's credentials.
     pub fn user_ns(&self) -> Arc<userns::UserNamespace> {
         Arc::clone(&self.cred.lock().user_ns)
+    }
+
+    /// The task's `mm` as other tasks see it now (`None` once it exited).
+    pub fn mm(&self) -> Option<Mm> {
+        self.mm.lock().clone()
+    }
+
+    /// `set_dumpable`.
+    pub fn set_dumpable(&self, dumpable: bool) {
+        if let Some(mm) = self.mm.lock().as_mut() {
+            mm.dumpable = dumpable;
+        }
+    }
+
+    /// Install `new` (an execve's new image, or `None` at `exit_mm`); the
+    /// old one is returned for the caller to put its namespace reference.
+    pub fn replace_mm(&self, new: Option<Mm>) -> Option<Mm> {
+        std::mem::replace(&mut *self.mm.lock(), new)
+    }
+
+    /// Has `exit_task_namespaces` let go of the task's namespaces? Read
+    /// under `task_lock`, which that holds while it does.
+    pub fn namespaces_gone(&self) -> bool {
+        self.namespaces_gone.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_namespaces_gone(&self) {
+        self.namespaces_gone.store(true, Ordering::Relaxed);
     }
 
     pub fn nsproxy(&self) -> Arc<Nsproxy> {

@@ -9,7 +9,7 @@ use crate::errno::Errno;
 use crate::invariants::Invariant;
 use crate::profile::ActivePatches;
 use crate::setup::{Op, Setup, TaskSpec, UsernsFile, INIT_USER_NS};
-use crate::task::{Nsproxy, Task, TaskIdx};
+use crate::task::{Mm, Nsproxy, Task, TaskIdx};
 use ipcns::{mq_path_walk, Ipc};
 use parking_lot::Mutex;
 use sim::{ExecReport, Execution, ExploreConfig, ExploreReport, HostMutex, ObjId, Schedule};
@@ -370,8 +370,12 @@ fn make_tasks(
             let mut cred = procs.setup_cred(pid, &user_ns[&t.userns], t.uid, t.uid, bset);
             cred.cap_effective =
                 CapSet(cred.cap_effective.0 & dropped(&setup.processes.cap_drop).0);
+            let mm = Mm {
+                dumpable: true,
+                user_ns: Arc::clone(&user_ns[INIT_USER_NS]),
+            };
             index.insert(name.clone(), tasks.len());
-            tasks.push(Arc::new(Task::new(pid, name, cred, nsproxy, limit)));
+            tasks.push(Arc::new(Task::new(pid, name, cred, nsproxy, mm, limit)));
         }
     }
     (tasks, index)

@@ -153,6 +153,26 @@ fn a_writer_racing_the_reap_of_its_target_sees_each_window() {
     );
 }
 
+/// Between `exit_mm` and its reap an exiting task's `/proc/PID` files
+/// belong to root (`task_dump_owner` of a task with no mm): a peer with
+/// its euid, which may open them before, is refused (EACCES) in that
+/// window, and finds no file (ENOENT) after the reap. The running kernel
+/// shows the window in generated scenarios (`nssim gen --check kernel`).
+#[test]
+fn an_exiting_task_s_id_files_belong_to_root_until_it_is_reaped() {
+    let setup = writers_of_an_exiting_process(vec![task(
+        "peer",
+        1,
+        "init",
+        1000,
+        vec![write_of("inside", UsernsFile::UidMap, "0 1000 1\n")],
+    )]);
+    let seen = results_seen(&setup, "peer", 300);
+    for result in ["ok", "EACCES", "ENOENT"] {
+        assert!(seen.contains(result), "{result} not among {seen:?}");
+    }
+}
+
 #[test]
 fn an_unshare_loop_gets_enospc_while_frees_are_pending() {
     let setup = |max: i64| Setup {

@@ -44,7 +44,7 @@ pub fn program(sc: &Scenario, file: &str, entry: Option<&KernelRun>) -> Result<S
     if let Some(why) = unsupported_in(&sc.setup) {
         return Err(why);
     }
-    let setup = &sc.setup;
+    let setup = &world::as_run(&sc.setup, world::WITHHELD_IN_INIT);
     let instances = world::instances(setup);
     let mut out = String::new();
     out.push_str(&opening_comment(sc, file, entry, &instances));

@@ -385,7 +385,7 @@ fn setup_of(request: &Value) -> Result<Setup, String> {
         .as_str()
         .ok_or("no scenario in the request")?;
     let sc = scenario::parse(file, source).map_err(|e| e.to_string())?;
-    Ok(sc.setup)
+    Ok(world::as_run(&sc.setup, world::WITHHELD_IN_INIT))
 }
 
 /// The request in a memfd that task processes keep across execve.

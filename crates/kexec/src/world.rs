@@ -50,6 +50,51 @@ pub fn instance_named(instances: &[Instance], name: &str) -> Option<usize> {
         .or_else(|| instances.iter().position(|i| i.name == zero))
 }
 
+/// Capabilities no task of the initial user namespace holds in a run,
+/// here or in an exported program: CAP_SYS_RESOURCE, so that a run never
+/// writes the machine's own `user.max_*` limits (a write to them needs it
+/// over the initial namespace) nor raises a hard limit past the machine's.
+pub const WITHHELD_IN_INIT: &[u32] = &[userns::caps::CAP_SYS_RESOURCE];
+
+/// What a task of the initial namespace lacks in a run on this machine:
+/// [`WITHHELD_IN_INIT`], and whatever the machine's own bounding set
+/// lacks (a container's root often runs without some capabilities).
+pub fn withheld_here() -> Vec<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let bounding = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapBnd:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok());
+    let mut withheld = WITHHELD_IN_INIT.to_vec();
+    if let Some(set) = bounding {
+        withheld.extend((0..=userns::caps::CAP_LAST_CAP).filter(|c| set & (1u64 << c) == 0));
+    }
+    withheld.sort_unstable();
+    withheld.dedup();
+    withheld
+}
+
+/// The set-up as a run has it: every task of the initial user namespace
+/// with `withheld` dropped from its bounding set too (so also from what
+/// it holds). The executor runs this set-up, and the model is held to
+/// the kernel on it.
+pub fn as_run(setup: &Setup, withheld: &[u32]) -> Setup {
+    let mut run = setup.clone();
+    for t in setup.tasks.iter().filter(|t| t.userns == INIT_USER_NS) {
+        let drops = run
+            .processes
+            .bounding_drop
+            .entry(t.name.clone())
+            .or_default();
+        for cap in withheld {
+            if !drops.contains(cap) {
+                drops.push(*cap);
+            }
+        }
+    }
+    run
+}
+
 /// Whether the run needs a stand-in for the initial user namespace: it
 /// writes one of the initial namespace's sysctls.
 pub fn needs_stand_in(setup: &Setup) -> bool {
@@ -476,4 +521,60 @@ fn start_tasks(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use userns::caps::{CAP_NET_ADMIN, CAP_SYS_RESOURCE};
+
+    const SCENARIO: &str = r#"
+name = "as-run"
+summary = "tasks in and out of the initial user namespace"
+[[userns]]
+name = "theirs"
+owner = 1000
+[[task]]
+name = "root"
+uid = 0
+ops = ["sysctl_write(user.max_ipc_namespaces, 5)"]
+[[task]]
+name = "dropped"
+uid = 0
+drop_bounding = ["CAP_NET_ADMIN"]
+ops = ["fork()"]
+[[task]]
+name = "inside"
+userns = "theirs"
+uid = 1000
+ops = ["sysctl_write(user.max_ipc_namespaces, 5)"]
+[[kernel]]
+profile = "v6.16"
+expect = "pass"
+"#;
+
+    #[test]
+    fn a_run_withholds_sys_resource_from_the_initial_namespace_only() {
+        let setup = scenario::parse("as-run.toml", SCENARIO).unwrap().setup;
+        let run = as_run(&setup, WITHHELD_IN_INIT);
+        let drops = |name: &str| run.processes.bounding_drop.get(name).cloned();
+        assert_eq!(drops("root"), Some(vec![CAP_SYS_RESOURCE]));
+        assert_eq!(
+            drops("dropped"),
+            Some(vec![CAP_NET_ADMIN, CAP_SYS_RESOURCE])
+        );
+        assert_eq!(drops("inside"), None, "a child namespace gives a full set");
+        assert_eq!(
+            as_run(&run, WITHHELD_IN_INIT),
+            run,
+            "withholding twice adds nothing"
+        );
+    }
+
+    #[test]
+    fn this_machine_withholds_at_least_what_every_run_does() {
+        let here = withheld_here();
+        assert!(WITHHELD_IN_INIT.iter().all(|c| here.contains(c)));
+        assert!(here.windows(2).all(|w| w[0] < w[1]), "sorted, once each");
+    }
 }

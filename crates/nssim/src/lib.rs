@@ -192,7 +192,7 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
     let exec = &config.explore.exec;
     let token = Token {
         scenario: 0,
-        content: Some(0),
+        content: Some(sim::ContentHash::Digest(0)),
         context: vec![API_KERNEL.into()],
         cpus: exec.cpus,
         max_steps: exec.max_steps,

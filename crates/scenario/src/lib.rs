@@ -75,7 +75,7 @@ impl Scenario {
     /// but not its comments, summary, expectations or `[explore]` settings
     /// (a token carries its own). Tokens carry it, so that a replay can
     /// tell that the scenario changed since the token was made.
-    pub fn content_hash(&self) -> u32 {
+    pub fn content_hash(&self) -> sim::ContentHash {
         let runs: Vec<_> = self
             .runs
             .iter()
@@ -83,7 +83,7 @@ impl Scenario {
             .collect();
         // Debug of these types is deterministic: vectors and B-tree maps.
         let text = format!("{:?}", (&self.setup, &self.invariants, &self.costs, runs));
-        sim::token::hash32(text.as_bytes())
+        sim::ContentHash::Digest(sim::token::content_digest(text.as_bytes()))
     }
 }
 

@@ -34,6 +34,16 @@ fn echo_within(s: &str, max: usize) -> String {
     out
 }
 
+/// Most characters of another program's message shown (a parser's error,
+/// which may quote the input it choked on).
+pub const MESSAGE_MAX: usize = 300;
+
+/// [`echo`] for another program's message about user input: escaped, and
+/// cut at [`MESSAGE_MAX`] characters, since it may quote a long value.
+pub fn echo_message(s: &str) -> String {
+    echo_within(s, MESSAGE_MAX)
+}
+
 /// Like [`echo`] without the cut, and keeping line breaks: for text that is
 /// a whole message (a usage error) rather than one value in it.
 pub fn escape_controls(s: &str) -> String {

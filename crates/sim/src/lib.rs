@@ -69,7 +69,7 @@ pub use rt::{
     wake_all, ObjId, ObjState,
 };
 pub use strategy::{pct_hint, pct_probe, ChoicePoint};
-pub use token::{Schedule, Segment, Token, TokenError};
+pub use token::{ContentHash, Schedule, Segment, Token, TokenError};
 pub use trace::{Event, EventKind};
 
 /// Index of a task in its execution, in spawn order.

@@ -2,10 +2,13 @@
 //! names one execution exactly. Layout (before base64url): a version byte,
 //! then varints and length-prefixed strings, then a 32-bit checksum.
 //!
-//! Version 3 adds a hash of the set-up's content, given by the caller as
-//! an opaque number, so that a replay can tell an edited set-up from the
-//! one the token was made for. Tokens of version 2 (without it) still
-//! decode, with [`Token::content`] `None`, and encode back to version 2.
+//! Version 3 adds a hash of the set-up's content, given by the caller, so
+//! that a replay can tell an edited set-up from the one the token was
+//! made for; version 4 makes it a 128-bit digest (the first half of a
+//! SHA-256, [`content_digest`]) where version 3's was a 32-bit FNV-1a,
+//! which a second set-up can be made to match in a second. Tokens of
+//! versions 2 and 3 still decode ([`Token::content`] `None` and
+//! [`ContentHash::Fnv32`]) and encode back to their version.
 //!
 //! Besides the schedule and the limits, a token carries the caller's
 //! context: strings the scheduler stores and returns without reading them
@@ -16,8 +19,11 @@ use thiserror::Error;
 use crate::limits::{self, Limit};
 
 const MAGIC: &str = "nss1_";
-/// Version 3: a hash of the set-up's content follows the name's.
-const VERSION: u8 = 3;
+/// Version 4: a 128-bit digest of the set-up's content follows the
+/// name's hash.
+const VERSION: u8 = 4;
+/// Version 3: a 32-bit hash of the set-up's content follows the name's.
+const VERSION_FNV_CONTENT: u8 = 3;
 /// Version 2: the caller's context is one list of strings; no content hash.
 const VERSION_NO_CONTENT: u8 = 2;
 
@@ -69,7 +75,7 @@ pub struct Token {
     pub scenario: u32,
     /// Hash of the set-up's content, as the caller computes it (`None` in
     /// a token of version 2, made before tokens carried one).
-    pub content: Option<u32>,
+    pub content: Option<ContentHash>,
     /// What else the caller needs to rebuild the execution's set-up, in
     /// its own words; stored as given (one length byte per short string).
     pub context: Vec<String>,
@@ -88,7 +94,7 @@ pub enum TokenError {
     #[error("the token is truncated or corrupted (checksum mismatch)")]
     Checksum,
     #[error(
-        "the token was made by another token format (version {0}, this nssim reads {VERSION_NO_CONTENT} and {VERSION})"
+        "the token was made by another token format (version {0}, this nssim reads {VERSION_NO_CONTENT} to {VERSION})"
     )]
     Version(u8),
     #[error("the token is truncated or corrupted ({0})")]
@@ -102,6 +108,27 @@ pub enum TokenError {
 /// `v` checked against `limit`, as a decoded field.
 fn in_range(limit: &Limit, v: u64) -> Result<u64, TokenError> {
     limit.check(v.into()).map_err(TokenError::Range)
+}
+
+/// The hash of a set-up's content that a token carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentHash {
+    /// Version 4: [`content_digest`] of the content.
+    Digest(u128),
+    /// Version 3: [`hash32`] of the content. Another content is easily
+    /// made to match it, so a replay cannot trust it.
+    Fnv32(u32),
+}
+
+/// The digest of a set-up's content that a token of version 4 carries:
+/// the first 128 bits of its SHA-256, which no one can make a second
+/// content match.
+pub fn content_digest(bytes: &[u8]) -> u128 {
+    use sha2::Digest;
+    let sum = sha2::Sha256::digest(bytes);
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&sum[..16]);
+    u128::from_be_bytes(first)
 }
 
 /// A stable 32-bit hash used for scenario names and token checksums.
@@ -156,6 +183,19 @@ impl Reader<'_> {
 
     fn u32(&mut self) -> Result<u32, TokenError> {
         u32::try_from(self.varint()?).map_err(|_| TokenError::Malformed("number out of range"))
+    }
+
+    /// Sixteen bytes, most significant first.
+    fn u128(&mut self) -> Result<u128, TokenError> {
+        let end = self.pos + 16;
+        let bytes = self
+            .bytes
+            .get(self.pos..end)
+            .ok_or(TokenError::Malformed("ends inside the content digest"))?;
+        self.pos = end;
+        Ok(u128::from_be_bytes(
+            bytes.try_into().expect("sixteen bytes"),
+        ))
     }
 
     fn string(&mut self) -> Result<String, TokenError> {
@@ -215,14 +255,16 @@ fn b64_decode(text: &str, offset: usize) -> Result<Vec<u8>, TokenError> {
 
 impl Token {
     pub fn encode(&self) -> String {
-        let mut b = vec![if self.content.is_some() {
-            VERSION
-        } else {
-            VERSION_NO_CONTENT
+        let mut b = vec![match self.content {
+            Some(ContentHash::Digest(_)) => VERSION,
+            Some(ContentHash::Fnv32(_)) => VERSION_FNV_CONTENT,
+            None => VERSION_NO_CONTENT,
         }];
         put_varint(&mut b, self.scenario as u64);
-        if let Some(content) = self.content {
-            put_varint(&mut b, content as u64);
+        match self.content {
+            Some(ContentHash::Digest(d)) => b.extend_from_slice(&d.to_be_bytes()),
+            Some(ContentHash::Fnv32(h)) => put_varint(&mut b, h as u64),
+            None => {}
         }
         put_varint(&mut b, self.context.len() as u64);
         for c in &self.context {
@@ -277,7 +319,7 @@ impl Token {
             return Err(TokenError::Checksum);
         }
         let version = payload[0];
-        if version != VERSION && version != VERSION_NO_CONTENT {
+        if !(VERSION_NO_CONTENT..=VERSION).contains(&version) {
             return Err(TokenError::Version(version));
         }
         let mut r = Reader {
@@ -285,10 +327,10 @@ impl Token {
             pos: 1,
         };
         let scenario = r.u32()?;
-        let content = if version == VERSION {
-            Some(r.u32()?)
-        } else {
-            None
+        let content = match version {
+            VERSION => Some(ContentHash::Digest(r.u128()?)),
+            VERSION_FNV_CONTENT => Some(ContentHash::Fnv32(r.u32()?)),
+            _ => None,
         };
         let ncontext = r.varint()?;
         if ncontext > 1024 {
@@ -437,7 +479,9 @@ mod tests {
     fn sample(schedule: Schedule) -> Token {
         Token {
             scenario: hash32(b"ipc-alloc-vs-free"),
-            content: Some(hash32(b"the scenario's content")),
+            content: Some(ContentHash::Digest(content_digest(
+                b"the scenario's content",
+            ))),
             context: vec!["v6.2".into(), "+ipc-batch-free".into()],
             cpus: 2,
             max_steps: 1_000_000,
@@ -488,6 +532,30 @@ mod tests {
     }
 
     #[test]
+    fn the_content_digest_is_the_first_half_of_sha_256() {
+        // The FIPS 180-2 example: SHA-256("abc") = ba7816bf 8f01cfea ...
+        assert_eq!(
+            content_digest(b"abc"),
+            0xba78_16bf_8f01_cfea_4141_40de_5dae_2223
+        );
+        assert_ne!(content_digest(b"max = 3"), content_digest(b"max = 300"));
+    }
+
+    #[test]
+    fn a_digest_cut_short_is_refused() {
+        let mut b = vec![VERSION];
+        put_varint(&mut b, hash32(b"x").into());
+        b.extend_from_slice(&[0xab; 15]);
+        let sum = hash32(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        let text = format!("{MAGIC}{}", b64_encode(&b));
+        assert_eq!(
+            Token::decode(&text),
+            Err(TokenError::Malformed("ends inside the content digest"))
+        );
+    }
+
+    #[test]
     fn corruption_is_detected() {
         let text = sample(Schedule::Fair).encode();
         let truncated = &text[..text.len() - 3];
@@ -507,6 +575,14 @@ mod tests {
         assert_eq!(t.content, None);
         assert_eq!(t.context, ["v6.2"]);
         assert_eq!(t.encode(), v2);
+        // One of version 3, whose content hash is 32 bits, likewise.
+        let v3 = Token {
+            content: Some(ContentHash::Fnv32(hash32(b"the scenario's content"))),
+            ..sample(Schedule::Fair)
+        };
+        let text = v3.encode();
+        assert_eq!(Token::decode(&text), Ok(v3));
+        assert_eq!(text.as_bytes()[MAGIC.len()], b'A', "version byte 3");
         // A token of version 1, whose context was a label and a list.
         let v1 = "nss1_AYic0twJBHY2LjIAAoCt4gSAwOKF42gEAgZsb29wZXIFc3RhcnQBAAE7az-lQA";
         assert_eq!(Token::decode(v1), Err(TokenError::Version(1)));
@@ -516,7 +592,7 @@ mod tests {
     /// A token with a valid checksum whose payload ends with `schedule`
     /// (tag and fields), for fields `encode` cannot write.
     fn raw(cpus: u64, max_steps: u64, schedule: &[u64]) -> String {
-        let mut b = vec![VERSION];
+        let mut b = vec![VERSION_FNV_CONTENT];
         for v in [hash32(b"x"), 7, 1, 0].map(u64::from) {
             put_varint(&mut b, v);
         }
@@ -533,7 +609,7 @@ mod tests {
         let well_formed = raw(1, 100, &[2]);
         assert!(Token::decode(&well_formed).is_ok());
         // cpus = 1 written as 0x81 0x00, and the steps as 11 bytes.
-        let mut b = vec![VERSION];
+        let mut b = vec![VERSION_FNV_CONTENT];
         for v in [hash32(b"x"), 7, 1, 0].map(u64::from) {
             put_varint(&mut b, v);
         }

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use sim::limits;
-use sim::{Schedule, Segment, Token, TokenError};
+use sim::{ContentHash, Schedule, Segment, Token, TokenError};
 
 fn schedule() -> impl Strategy<Value = Schedule> {
     prop_oneof![
@@ -32,9 +32,17 @@ fn schedule() -> impl Strategy<Value = Schedule> {
     ]
 }
 
+/// A content hash of each token version that has one.
+fn content() -> impl Strategy<Value = ContentHash> {
+    prop_oneof![
+        any::<u128>().prop_map(ContentHash::Digest),
+        any::<u32>().prop_map(ContentHash::Fnv32),
+    ]
+}
+
 fn token() -> impl Strategy<Value = Token> {
     (
-        (any::<u32>(), proptest::option::of(any::<u32>())),
+        (any::<u32>(), proptest::option::of(content())),
         proptest::collection::vec("[a-z0-9.+-]{0,12}", 0..4),
         // In the ranges of `sim::limits`; max_steps bounds the choices.
         limits::CPUS.min as u32..=limits::CPUS.max as u32,

@@ -228,6 +228,11 @@ impl CapSet {
     pub fn without(self, cap: u32) -> CapSet {
         CapSet(self.0 & !(1u64 << cap))
     }
+
+    /// `cap_issubset`: every capability of `self` is in `of`.
+    pub fn is_subset_of(self, of: CapSet) -> bool {
+        self.0 & !of.0 == 0
+    }
 }
 
 /// `USERNS_SETGROUPS_ALLOWED`.
@@ -424,6 +429,28 @@ pub fn ns_capable(cred: &Cred, target: &Arc<UserNamespace>, cap: u32) -> bool {
         }
         ns = parent;
     }
+}
+
+/// `cred_cap_issubset(set, subset)` (kernel/cred.c): could `subset` hold
+/// no capability `set` did not? In one namespace, when its set is within
+/// `set`'s; across namespaces, when `subset`'s namespace descends from one
+/// whose parent is `set`'s and whose owner is `set`'s euid. The effective
+/// set stands for the permitted one, which the model does not keep apart.
+pub fn cred_cap_issubset(set: &Cred, subset: &Cred) -> bool {
+    if Arc::ptr_eq(&set.user_ns, &subset.user_ns) {
+        return subset.cap_effective.is_subset_of(set.cap_effective);
+    }
+    let mut ns = Some(Arc::clone(&subset.user_ns));
+    while let Some(n) = ns {
+        let Some(parent) = n.parent.clone() else {
+            return false;
+        };
+        if Arc::ptr_eq(&parent, &set.user_ns) && n.owner == set.euid {
+            return true;
+        }
+        ns = Some(parent);
+    }
+    false
 }
 
 /// The user-namespace subsystem of one simulated machine: the initial
