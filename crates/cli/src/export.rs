@@ -8,10 +8,16 @@ use std::io::Write;
 use std::path::Path;
 
 /// The `[[kernel]]` entry `--kernel` names: by label, else the first of
-/// that profile; the first entry without `--kernel`.
+/// that profile. Without `--kernel`, the first entry that expects a
+/// violation (a reproducer is mailed for the bug it shows), else the
+/// first entry.
 fn entry<'a>(sc: &'a Scenario, kernel: Option<&str>) -> Result<Option<&'a KernelRun>, CliError> {
     let Some(name) = kernel else {
-        return Ok(sc.runs.first());
+        let shows_the_bug = sc
+            .runs
+            .iter()
+            .find(|r| r.expect.outcome == scenario::ExpectedOutcome::Violation);
+        return Ok(shows_the_bug.or(sc.runs.first()));
     };
     sc.runs
         .iter()

@@ -240,9 +240,8 @@ fn check_kernel(seeds: std::ops::Range<u64>, plan: &GenPlan<'_>) -> Result<bool,
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
     let budget = plan
         .timeout
-        .map(|t| scenario::parse_duration(t).map(Duration::from_nanos))
-        .transpose()
-        .map_err(|m| CliError(format!("error: --timeout: {m}")))?
+        .map(|t| crate::run::wall_duration("--timeout", t))
+        .transpose()?
         .map_or(KERNEL_BUDGET, |t| t.min(onkernel::KERNEL_BUDGET));
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     let mut seen = 0;

@@ -96,9 +96,11 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, CliError> {
 
 /// The scenarios of the command line's paths: files, directories of
 /// `*.toml` files, and where a path is not on the disk, the library's
-/// files it names.
-pub fn load(paths: &[PathBuf]) -> Result<Vec<Scenario>, CliError> {
+/// files it names. A file that does not parse does not stop the others:
+/// its error is among the second list, for the caller to report.
+pub fn load(paths: &[PathBuf]) -> Result<(Vec<Scenario>, Vec<CliError>), CliError> {
     let mut out = Vec::new();
+    let mut bad = Vec::new();
     for path in paths {
         if std::fs::symlink_metadata(path).is_err() {
             if let Some(files) = lookup(path) {
@@ -111,17 +113,35 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Scenario>, CliError> {
         let files = scenario::discover(std::slice::from_ref(path)).map_err(|e| {
             let mut e = CliError::from(e);
             if std::fs::symlink_metadata(path).is_err() {
-                e.0.push_str(
-                    "\n  = help: nor is it a built-in scenario; `nssim scenarios` lists them",
-                );
+                e.0.push_str(&not_built_in(path));
             }
             e
         })?;
         for f in files {
-            out.push(scenario::load(&f)?);
+            match scenario::load(&f) {
+                Ok(sc) => out.push(sc),
+                Err(e) => bad.push(CliError::from(e)),
+            }
         }
     }
-    Ok(out)
+    Ok((out, bad))
+}
+
+/// The help of an error about `path`, on neither the disk nor in the
+/// library: the library's scenario it was likely meant to name.
+fn not_built_in(path: &Path) -> String {
+    let given = path.to_string_lossy();
+    let given = given.strip_prefix("./").unwrap_or(&given);
+    let given = given
+        .strip_prefix(ROOT)
+        .map_or(given, |g| g.trim_start_matches('/'));
+    let names = library().map(|(rel, _)| listed_name(rel));
+    match scenario::did_you_mean(given.trim_end_matches(".toml"), names) {
+        Some(hint) => format!(
+            "\n  = help: nor is it a built-in scenario: {hint} (`nssim scenarios` lists them)"
+        ),
+        None => "\n  = help: nor is it a built-in scenario; `nssim scenarios` lists them".into(),
+    }
 }
 
 /// One scenario file (`nssim replay`'s): from the disk, or the library's.
@@ -131,7 +151,13 @@ pub fn load_one(path: &Path) -> Result<Scenario, CliError> {
             return parse(p, text);
         }
     }
-    Ok(scenario::load(path)?)
+    scenario::load(path).map_err(|e| {
+        let mut e = CliError::from(e);
+        if std::fs::symlink_metadata(path).is_err() {
+            e.0.push_str(&not_built_in(path));
+        }
+        e
+    })
 }
 
 /// The library as `nssim run --library` runs it.

@@ -195,6 +195,10 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((k, n))
 }
 
+/// `nssim run` with neither a path nor `--library`.
+const NOTHING_TO_RUN: &str = "error: `nssim run` needs something to run: a scenario file, a directory of them, or a built-in scenario's name (`nssim scenarios` lists them)
+  = help: `nssim run --library` runs the whole built-in library";
+
 // Parsed once per process: the size of the `run` variant does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
@@ -204,7 +208,7 @@ enum Command {
         /// Scenario files or directories (every *.toml inside). A path that is not on
         /// the disk but names a built-in scenario (`sim-scenarios/NAME.toml`, `NAME`, or
         /// `sim-scenarios/` for all) runs the one built in (`nssim scenarios`).
-        #[arg(required_unless_present = "library", value_name = "PATH")]
+        #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Run the built-in scenario library (before any PATH), from any directory.
         #[arg(long)]
@@ -480,6 +484,17 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
+    if let Command::Run {
+        paths,
+        library: false,
+        ..
+    } = &cli.command
+    {
+        if paths.is_empty() {
+            eprintln!("{NOTHING_TO_RUN}");
+            return ExitCode::from(2);
+        }
+    }
     let result = match cli.command {
         Command::Run {
             paths,
@@ -594,7 +609,10 @@ fn main() -> ExitCode {
             format,
             list,
         ),
-        Command::Idmap(command) => idmap::run(&command).map_err(run::CliError),
+        // The idmap checker's messages are the rest of the tool's errors.
+        Command::Idmap(command) => {
+            idmap::run(&command).map_err(|m| run::CliError(format!("error: {m}")))
+        }
         Command::Gen {
             seed,
             count,

@@ -477,9 +477,9 @@ pub fn run(
     let toggles = crate::run::parse_toggles(&overrides.patches)?;
     let budget =
         crate::run::timeout_given(overrides)?.map_or(KERNEL_BUDGET, |t| t.min(KERNEL_BUDGET));
-    let scenarios = crate::run::load_scenarios(paths, library)?;
+    let (scenarios, unreadable) = crate::run::load_scenarios(paths, library)?;
     if let Some(file) = printed {
-        return run_printed(&scenarios, file, format, &toggles);
+        return unreadable.after(run_printed(&scenarios, file, format, &toggles));
     }
     let profile = kernel::catalog::host_profile();
     let patches = kernel::resolve_patches(profile, &toggles)
@@ -500,7 +500,7 @@ pub fn run(
             n(Verdict::Skipped)
         );
     }
-    Ok(n(Verdict::ModelMisses) == 0)
+    unreadable.after(Ok(n(Verdict::ModelMisses) == 0))
 }
 
 fn print_record(sc: &Scenario, profile: &str, r: &OnKernel, format: Format) {

@@ -128,25 +128,14 @@ fn results_text(results: &BTreeMap<String, BTreeMap<String, OpRecord>>) -> Strin
     let mut lines = Vec::new();
     for (task, ops) in results {
         for (op, stats) in ops {
-            let counts: Vec<String> = stats
-                .results
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
-            let first = stats
-                .first_failure
-                .map(|i| format!(", first failure at call {i}"))
-                .unwrap_or_default();
+            let summary = kernel::results_summary(&stats.results, stats.first_failure);
             let values = if stats.values.is_empty() {
                 String::new()
             } else {
                 let v: Vec<String> = stats.values.iter().map(u64::to_string).collect();
                 format!("; values {}", v.join(", "))
             };
-            lines.push(format!(
-                "    {task}: {op}: {}{first}{values}",
-                counts.join(", ")
-            ));
+            lines.push(format!("    {task}: {op}: {summary}{values}"));
         }
     }
     lines.join("\n")
@@ -401,7 +390,7 @@ impl SkippedRecord {
 fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -> Vec<String> {
     let mut out = Vec::new();
     for want in expected {
-        let mut got: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut got: BTreeMap<String, u64> = BTreeMap::new();
         let mut values: Vec<u64> = Vec::new();
         for ops in results
             .iter()
@@ -414,7 +403,7 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                 .map(|(_, s)| s)
             {
                 for (result, n) in &stats.results {
-                    *got.entry(result.as_str()).or_default() += n;
+                    *got.entry(result.clone()).or_default() += n;
                 }
                 values.extend(&stats.values);
             }
@@ -428,10 +417,7 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
             let seen = if got.is_empty() {
                 "no call".to_string()
             } else {
-                got.iter()
-                    .map(|(r, n)| format!("{r} {n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                kernel::results_summary(&got, None)
             };
             out.push(format!(
                 "{} {}: expected {}{}, got {seen}",
@@ -535,6 +521,8 @@ fn describe(e: &Event) -> Option<String> {
             Errno::from_return(e.value).map_or(e.value.to_string(), |x| x.name().to_string())
         }),
         "free_ipc: batch" => Some(format!("{} namespaces", e.value)),
+        // A counter's value is what it says, zero included.
+        l if l.starts_with("counter:") => Some(e.value.to_string()),
         _ => None,
     }
 }

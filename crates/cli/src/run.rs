@@ -187,14 +187,29 @@ pub(crate) fn timeout(ov: &Overrides) -> Result<std::time::Duration, CliError> {
 /// it could start.
 const MIN_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// A wall-clock duration given to `flag` on the command line. A number
+/// without a unit is refused, where a scenario file reads it as
+/// nanoseconds: `--timeout 10` is meant as seconds far more often than as
+/// ten nanoseconds.
+pub(crate) fn wall_duration(flag: &str, text: &str) -> Result<std::time::Duration, CliError> {
+    let t = text.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(CliError(format!(
+            "error: {flag} `{}` has no unit: write `{0}s` for seconds, `{0}m` for minutes or `{0}ms` for milliseconds",
+            echo(t)
+        )));
+    }
+    scenario::parse_duration(t)
+        .map(std::time::Duration::from_nanos)
+        .map_err(|m| CliError(format!("error: {flag} `{}`: {m}", echo(t))))
+}
+
 /// `--timeout`, if it was given.
 pub(crate) fn timeout_given(ov: &Overrides) -> Result<Option<std::time::Duration>, CliError> {
     ov.timeout
         .as_ref()
         .map(|t| {
-            let d = scenario::parse_duration(t)
-                .map(std::time::Duration::from_nanos)
-                .map_err(|m| CliError(format!("error: --timeout `{}`: {m}", echo(t))))?;
+            let d = wall_duration("--timeout", t)?;
             if d < MIN_TIMEOUT {
                 return Err(CliError(format!(
                     "error: --timeout `{}` is too short: a run needs at least 100ms to start and report",
@@ -291,8 +306,13 @@ fn check_kernels(scenarios: &[Scenario], ov: &Overrides) -> Result<(), CliError>
             .any(|s| s.runs.iter().any(|r| kernel_matches(r, k)));
         if !listed && catalog::profile(k).is_none() {
             let known: Vec<_> = catalog::PROFILES.iter().map(|p| p.name).collect();
+            let labels = scenarios
+                .iter()
+                .flat_map(|s| s.runs.iter().map(|r| r.label.as_str()));
+            let hint = scenario::did_you_mean(k, known.iter().copied().chain(labels))
+                .map_or(String::new(), |h| format!("\n  = help: {h}"));
             return Err(CliError(format!(
-                "error: unknown kernel `{}` in --kernel (profiles: {}; or a label of a scenario's [[kernel]] entry)",
+                "error: unknown kernel `{}` in --kernel (profiles: {}; or a label of a scenario's [[kernel]] entry){hint}",
                 echo(k),
                 known.join(", ")
             )));
@@ -303,20 +323,61 @@ fn check_kernels(scenarios: &[Scenario], ov: &Overrides) -> Result<(), CliError>
 
 /// The scenarios to run: the built-in library when asked (`--library`),
 /// then those of `paths` (files, directories of *.toml files, or the
-/// library's where a path is not on the disk).
-pub(crate) fn load_scenarios(paths: &[PathBuf], library: bool) -> Result<Vec<Scenario>, CliError> {
+/// library's where a path is not on the disk). Each file that does not
+/// parse is reported here and the others run; [`Unreadable`] then ends
+/// the command with exit status 2.
+pub(crate) fn load_scenarios(
+    paths: &[PathBuf],
+    library: bool,
+) -> Result<(Vec<Scenario>, Unreadable), CliError> {
     let mut scenarios = if library {
         crate::library::load_library()?
     } else {
         Vec::new()
     };
-    scenarios.extend(crate::library::load(paths)?);
+    let (found, mut bad) = crate::library::load(paths)?;
+    scenarios.extend(found);
     if scenarios.is_empty() {
-        return Err(CliError(
-            "error: no scenario files (*.toml) found in the given paths".into(),
-        ));
+        return Err(match bad.len() {
+            1 => bad.remove(0),
+            0 => CliError("error: no scenario files (*.toml) found in the given paths".into()),
+            _ => {
+                report_unreadable(&bad);
+                Unreadable(bad.len()).error()
+            }
+        });
     }
-    Ok(scenarios)
+    report_unreadable(&bad);
+    Ok((scenarios, Unreadable(bad.len())))
+}
+
+fn report_unreadable(bad: &[CliError]) {
+    for e in bad {
+        eprintln!("{}\n", sim::echo::escape_controls(&e.0));
+    }
+}
+
+/// How many scenario files given to a command could not be read (each
+/// reported as it was found): the command runs the others, then fails.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unreadable(pub usize);
+
+impl Unreadable {
+    fn error(self) -> CliError {
+        CliError(format!(
+            "error: {} scenario file{} could not be read (above)",
+            self.0,
+            if self.0 == 1 { "" } else { "s" }
+        ))
+    }
+
+    /// The command's result once the readable scenarios have run.
+    pub(crate) fn after(self, ran: Result<bool, CliError>) -> Result<bool, CliError> {
+        match self.0 {
+            0 => ran,
+            _ => ran.and(Err(self.error())),
+        }
+    }
 }
 
 pub fn run(
@@ -332,7 +393,7 @@ pub fn run(
     apply_overrides(Explore::default(), ov)?;
     timeout(ov)?;
     set_memory_limit(memory_limit(ov));
-    let scenarios = load_scenarios(paths, library)?;
+    let (scenarios, unreadable) = load_scenarios(paths, library)?;
     check_kernels(&scenarios, ov)?;
     let mut all = Vec::new();
     for sc in &scenarios {
@@ -371,7 +432,7 @@ pub fn run(
         side_by_side::in_order(now.len(), jobs, &work, &mut emit)?;
         rest = after;
     }
-    output::finish(&cases, format, junit_file)
+    unreadable.after(output::finish(&cases, format, junit_file))
 }
 
 /// What a run prints: its record, or that another shard makes it.

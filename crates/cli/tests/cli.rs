@@ -861,7 +861,7 @@ fn expected_syscall_results_are_checked() {
     assert_eq!(line["as_expected"], false);
     assert_eq!(
         line["result_mismatches"][0],
-        "late unshare: expected ok, got ENOSPC 1"
+        "late unshare: expected ok, got 1 ENOSPC"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

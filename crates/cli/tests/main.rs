@@ -9,6 +9,7 @@ mod book;
 mod cli;
 mod conformance;
 mod export_c;
+mod first_hour;
 mod hardening;
 mod help;
 mod idmap;

@@ -104,7 +104,7 @@ fn a_step_that_does_not_return_is_ended_by_the_watchdog_at_the_timeout() {
 
 #[test]
 fn a_timeout_too_short_to_run_anything_is_refused() {
-    for t in ["0", "1ns", "99ms"] {
+    for t in ["0s", "1ns", "99ms"] {
         let o = nssim(&[
             "run",
             "sim-scenarios/ipc-alloc-vs-free.toml",
@@ -114,6 +114,15 @@ fn a_timeout_too_short_to_run_anything_is_refused() {
         assert_eq!(o.status.code(), Some(2), "--timeout {t}");
         assert!(stderr(&o).contains("too short"), "{}", stderr(&o));
     }
+    // A bare number has no unit, and is refused for that first.
+    let o = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--timeout",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("has no unit"), "{}", stderr(&o));
 }
 
 #[test]

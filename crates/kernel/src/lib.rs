@@ -36,6 +36,6 @@ pub mod world;
 pub use errno::Errno;
 pub use profile::{resolve_patches, ActivePatches};
 pub use world::{
-    cut_by_deadline, explore_outcomes, explore_profile, explore_run, replay_run, OutcomeOf,
-    Results, RunOutput, RunSpec, SyscallStats,
+    cut_by_deadline, explore_outcomes, explore_profile, explore_run, replay_run, results_summary,
+    OutcomeOf, Results, RunOutput, RunSpec, SyscallStats,
 };

@@ -53,6 +53,19 @@ pub struct SyscallStats {
 /// Per task instance, per operation label.
 pub type Results = BTreeMap<String, BTreeMap<String, SyscallStats>>;
 
+/// How calls turned out, as every output says it: each result with its
+/// count first (`3 ok, 1 ENOSPC`), and where calls gave different
+/// results, which call failed first, counted from 1
+/// (`(first failure: call 4)`).
+pub fn results_summary(results: &BTreeMap<String, u64>, first_failure: Option<u64>) -> String {
+    let counts: Vec<String> = results.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    let mut text = counts.join(", ");
+    if let Some(f) = first_failure.filter(|_| results.len() > 1) {
+        text.push_str(&format!(" (first failure: call {})", f + 1));
+    }
+    text
+}
+
 /// A scenario's named lock (`lock(A)`): a plain sleeping lock that records
 /// its holder, so a deadlock report can show the wait-for cycle.
 struct ScenarioLock {

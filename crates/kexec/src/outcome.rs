@@ -20,14 +20,10 @@ fn stats_text(label: &str, s: &SyscallStats, with_values: bool) -> String {
             s.results.keys().next().map_or("?", |k| k.as_str())
         )
     } else {
-        let counts: Vec<String> = s.results.iter().map(|(r, n)| format!("{n} {r}")).collect();
-        let mut t = format!("{label}: {}", counts.join(", "));
-        if let Some(f) = s.first_failure {
-            if s.results.len() > 1 {
-                t.push_str(&format!(" (first failure: call {})", f + 1));
-            }
-        }
-        t
+        format!(
+            "{label}: {}",
+            kernel::results_summary(&s.results, s.first_failure)
+        )
     };
     if with_values && !s.values.is_empty() {
         let values: Vec<String> = s.values.iter().map(u64::to_string).collect();

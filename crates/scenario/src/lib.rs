@@ -46,6 +46,7 @@ mod tables;
 
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
+pub use suggest::did_you_mean;
 pub use tables::reference_tables;
 
 /// A checked scenario file.
@@ -83,7 +84,32 @@ impl Scenario {
             .collect();
         // Debug of these types is deterministic: vectors and B-tree maps.
         let text = format!("{:?}", (&self.setup, &self.invariants, &self.costs, runs));
-        sim::ContentHash::Digest(sim::token::content_digest(text.as_bytes()))
+        sim::ContentHash::Digest(content_digest(text.as_bytes()))
+    }
+}
+
+/// The first 128 bits of the SHA-256 of `bytes`: what a token carries of a
+/// scenario's content, which no one can make a second content match.
+pub fn content_digest(bytes: &[u8]) -> u128 {
+    use sha2::Digest;
+    let sum = sha2::Sha256::digest(bytes);
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&sum[..16]);
+    u128::from_be_bytes(first)
+}
+
+#[cfg(test)]
+mod digest_tests {
+    use super::content_digest;
+
+    #[test]
+    fn the_content_digest_is_the_first_half_of_sha_256() {
+        // The FIPS 180-2 example: SHA-256("abc") = ba7816bf 8f01cfea ...
+        assert_eq!(
+            content_digest(b"abc"),
+            0xba78_16bf_8f01_cfea_4141_40de_5dae_2223
+        );
+        assert_ne!(content_digest(b"max = 3"), content_digest(b"max = 300"));
     }
 }
 

@@ -3,10 +3,7 @@
 /// The candidate closest to `word`, if it is close enough to be a plausible
 /// typo: within an edit distance (transpositions count as one edit) of a
 /// third of the word's length, or else a prefix of it or extending it.
-pub(crate) fn closest<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     if word.is_empty() || word.len() > 64 {
         return None;
     }
@@ -35,7 +32,7 @@ pub(crate) fn closest<'a>(
 }
 
 /// `Some("did you mean `x`?")` when a close candidate exists.
-pub(crate) fn did_you_mean<'a>(
+pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {

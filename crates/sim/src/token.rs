@@ -4,8 +4,9 @@
 //!
 //! Version 3 adds a hash of the set-up's content, given by the caller, so
 //! that a replay can tell an edited set-up from the one the token was
-//! made for; version 4 makes it a 128-bit digest (the first half of a
-//! SHA-256, [`content_digest`]) where version 3's was a 32-bit FNV-1a,
+//! made for; version 4 makes it a 128-bit digest (the caller's: the
+//! scenario crate takes the first half of a SHA-256) where version 3's
+//! was a 32-bit FNV-1a,
 //! which a second set-up can be made to match in a second. Tokens of
 //! versions 2 and 3 still decode ([`Token::content`] `None` and
 //! [`ContentHash::Fnv32`]) and encode back to their version.
@@ -113,22 +114,13 @@ fn in_range(limit: &Limit, v: u64) -> Result<u64, TokenError> {
 /// The hash of a set-up's content that a token carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContentHash {
-    /// Version 4: [`content_digest`] of the content.
+    /// Version 4: a 128-bit digest of the content, which no one can make
+    /// a second content match (the scenario crate's: the first half of a
+    /// SHA-256).
     Digest(u128),
     /// Version 3: [`hash32`] of the content. Another content is easily
     /// made to match it, so a replay cannot trust it.
     Fnv32(u32),
-}
-
-/// The digest of a set-up's content that a token of version 4 carries:
-/// the first 128 bits of its SHA-256, which no one can make a second
-/// content match.
-pub fn content_digest(bytes: &[u8]) -> u128 {
-    use sha2::Digest;
-    let sum = sha2::Sha256::digest(bytes);
-    let mut first = [0u8; 16];
-    first.copy_from_slice(&sum[..16]);
-    u128::from_be_bytes(first)
 }
 
 /// A stable 32-bit hash used for scenario names and token checksums.
@@ -479,9 +471,9 @@ mod tests {
     fn sample(schedule: Schedule) -> Token {
         Token {
             scenario: hash32(b"ipc-alloc-vs-free"),
-            content: Some(ContentHash::Digest(content_digest(
-                b"the scenario's content",
-            ))),
+            content: Some(ContentHash::Digest(
+                0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+            )),
             context: vec!["v6.2".into(), "+ipc-batch-free".into()],
             cpus: 2,
             max_steps: 1_000_000,
@@ -529,16 +521,6 @@ mod tests {
             assert!(text.starts_with(MAGIC));
             assert_eq!(Token::decode(&text), Ok(t));
         }
-    }
-
-    #[test]
-    fn the_content_digest_is_the_first_half_of_sha_256() {
-        // The FIPS 180-2 example: SHA-256("abc") = ba7816bf 8f01cfea ...
-        assert_eq!(
-            content_digest(b"abc"),
-            0xba78_16bf_8f01_cfea_4141_40de_5dae_2223
-        );
-        assert_ne!(content_digest(b"max = 3"), content_digest(b"max = 300"));
     }
 
     #[test]
