@@ -338,6 +338,14 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// List the operations a scenario's tasks can run: each op's arguments, what it
+    /// does, and the kernel functions it goes through.
+    Ops {
+        /// Output format: `json` prints a line per op: `name`, `signature`, `summary`,
+        /// `kernel` (the functions, each `function (file)`).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels {
         /// Output format: `json` prints a line per profile, patch, invariant and
@@ -586,6 +594,10 @@ fn main() -> ExitCode {
         } => library::list(all, format),
         Command::Kernels { format } => {
             output::print_kernels(format);
+            Ok(true)
+        }
+        Command::Ops { format } => {
+            output::print_ops(format);
             Ok(true)
         }
         Command::Bench { quick, jobs } => {

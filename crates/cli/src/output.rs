@@ -531,6 +531,31 @@ pub fn print_steps(report: &ExecReport) {
     print!("{}", report::steps::render(report, &describe));
 }
 
+/// `nssim ops`: every op a task can run, from its declaration
+/// (`kernel::ops::OPS`), as the format chapter's table gives them.
+pub fn print_ops(format: Format) {
+    for op in kernel::ops::OPS {
+        let signature = scenario::op_signature(op);
+        match format {
+            Format::Json => println!(
+                "{}",
+                json!({
+                    "name": op.name,
+                    "signature": signature,
+                    "summary": op.summary,
+                    "kernel": op.kernel,
+                })
+            ),
+            Format::Text => {
+                println!("{signature}\n    {}", op.summary);
+                if !op.kernel.is_empty() {
+                    println!("    kernel: {}", op.kernel.join(", "));
+                }
+            }
+        }
+    }
+}
+
 /// `nssim kernels`: the profiles, patches, invariants and cost-table
 /// entries; with `--format json` one object per line, its `kind` one of
 /// `profile`, `patch`, `invariant`, `cost`.

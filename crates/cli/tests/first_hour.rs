@@ -189,3 +189,26 @@ fn an_exported_reproducer_is_of_the_entry_that_shows_the_bug() {
         "{comment}"
     );
 }
+
+/// `nssim ops` lists every op a scenario can use, from the declarations,
+/// each with a signature the scenario parser accepts the name of.
+#[test]
+fn ops_lists_every_declared_op() {
+    let o = nssim(&["ops", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let listed: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let declared: Vec<&str> = kernel::ops::OPS.iter().map(|op| op.name).collect();
+    let names: Vec<&str> = listed.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, declared);
+    for v in &listed {
+        let signature = v["signature"].as_str().unwrap();
+        assert!(signature.starts_with(&format!("{}(", v["name"].as_str().unwrap())));
+        assert!(!v["summary"].as_str().unwrap().is_empty(), "{v}");
+    }
+    let text = stdout(&nssim(&["ops"]));
+    assert!(text.contains("setns_net(task)"), "{text}");
+    assert!(text.contains("kernel: "), "{text}");
+}

@@ -46,6 +46,7 @@ mod tables;
 
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
+pub use ops::signature as op_signature;
 pub use suggest::did_you_mean;
 pub use tables::reference_tables;
 

@@ -60,7 +60,7 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
 }
 
 /// `sysctl_write(sysctl, integer)`.
-pub(crate) fn signature(op: &OpInfo) -> String {
+pub fn signature(op: &OpInfo) -> String {
     let args: Vec<&str> = op.args.iter().map(|&k| kind_name(k)).collect();
     format!("{}({})", op.name, args.join(", "))
 }

@@ -81,3 +81,46 @@ fn reference_tables_match_the_declarations() {
          NSSIM_BLESS=1 cargo test -p nssim-scenario --test integration docs:: rewrites them"
     );
 }
+
+/// The list after `expected one of:` on the line of `text` that has it.
+fn expected_list(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.split_once("expected one of: "))
+        .map(|(_, list)| list.trim().to_string())
+}
+
+/// The format chapter's example errors that list every op or every
+/// profile list what the parser lists today (the op list was once six
+/// ops behind).
+#[test]
+fn example_errors_list_what_the_parser_lists() {
+    let scenario = |ops: &str, profile: &str| {
+        format!(
+            "name = \"x\"\nsummary = \"x\"\n[[task]]\nname = \"t\"\nops = [{ops}]\n[[kernel]]\nprofile = \"{profile}\"\nexpect = \"pass\"\n"
+        )
+    };
+    let cases = [
+        (
+            "error: unknown operation",
+            scenario("\"unshar(CLONE_NEWIPC)\"", "v6.16"),
+        ),
+        (
+            "error: unknown kernel profile",
+            scenario("\"fork()\"", "v9.9"),
+        ),
+    ];
+    for (heading, text) in cases {
+        let err = scenario::parse("x.toml", &text).unwrap_err().to_string();
+        let parser = expected_list(&err).unwrap_or_else(|| panic!("{err}"));
+        let example = DOC
+            .split("```text\n")
+            .find(|block| block.starts_with(heading))
+            .unwrap_or_else(|| panic!("no example `{heading}` in docs/scenario-format.md"));
+        let block = example.split("```").next().unwrap();
+        assert_eq!(
+            expected_list(block).as_deref(),
+            Some(parser.as_str()),
+            "the example `{heading}` of docs/scenario-format.md"
+        );
+    }
+}
