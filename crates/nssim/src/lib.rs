@@ -145,11 +145,12 @@ impl Report {
         &self.trace
     }
 
-    /// What went wrong, with the token and the trace.
+    /// What went wrong, with the token, the line that replays it, and the
+    /// trace.
     pub fn message(&self) -> String {
         format!(
-            "nssim: {} after {} execution(s)\ntoken: {}\n{}",
-            self.outcome, self.executions, self.token, self.trace
+            "nssim: {} after {} execution(s)\ntoken: {}\nreplay: nssim::replay(model, \"{}\")\n{}",
+            self.outcome, self.executions, self.token, self.token, self.trace
         )
     }
 }

@@ -133,6 +133,9 @@ fn every_entry_point_finds_the_lost_update_and_names_by_source_location() {
     ] {
         assert!(r.is_failure(), "{}", r.outcome);
         assert!(r.message().contains("lost update"), "{}", r.message());
+        // The line to paste into a test that replays it.
+        let paste = format!("replay: nssim::replay(model, \"{}\")", r.token());
+        assert!(r.message().contains(&paste), "{}", r.message());
         // Unnamed tasks and objects carry their source location.
         assert!(r.trace().contains("tests/api.rs:"), "{}", r.trace());
         let again = replay(lost_update, r.token()).unwrap();
