@@ -37,7 +37,9 @@ sockets (`nssim kernels` lists profiles and patches; `nssim conformance` checks 
 the running kernel; `nssim export --c` writes a scenario as a C program for it; `nssim idmap \
 check` judges a map write).\n\nExit \
 status: 0 when every run's outcome is what its scenario expects, 1 when one is not, 2 for bad \
-input or usage."
+input or usage.\n\nShell completions: `nssim completions bash > \
+~/.local/share/bash-completion/completions/nssim` (or zsh, fish, elvish, powershell); the \
+manual page: `nssim man > ~/.local/share/man/man1/nssim.1`."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -338,6 +340,16 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Print a shell completion script for nssim, generated from its options:
+    /// `nssim completions bash > ~/.local/share/bash-completion/completions/nssim`.
+    Completions {
+        /// The shell the script is for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print nssim's manual page (roff), generated from its options:
+    /// `nssim man > ~/.local/share/man/man1/nssim.1`, then `man nssim`.
+    Man,
     /// List the operations a scenario's tasks can run: each op's arguments, what it
     /// does, and the kernel functions it goes through.
     Ops {
@@ -599,6 +611,20 @@ fn main() -> ExitCode {
         Command::Ops { format } => {
             output::print_ops(format);
             Ok(true)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut out = std::io::stdout().lock();
+            clap_complete::generate(shell, &mut Cli::command(), "nssim", &mut out);
+            Ok(true)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut out = std::io::stdout().lock();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut out)
+                .map(|()| true)
+                .map_err(|e| run::CliError(format!("error: cannot write the manual page: {e}")))
         }
         Command::Bench { quick, jobs } => {
             let jobs = jobs

@@ -177,3 +177,38 @@ fn conformance_help_and_docs_name_the_subsystems_there_are() {
         }
     }
 }
+
+/// The completion scripts and the manual page come from the same clap
+/// definition as `--help`: every command and every option of each is in
+/// them.
+#[test]
+fn completions_and_the_manual_page_cover_every_command_and_option() {
+    let bash = stdout(&nssim(&["completions", "bash"]));
+    let zsh = stdout(&nssim(&["completions", "zsh"]));
+    let man = stdout(&nssim(&["man"]));
+    assert!(man.contains(".TH nssim 1"), "{man}");
+    for path in commands() {
+        let words: Vec<&str> = path.iter().map(String::as_str).collect();
+        let leaf = path.last().unwrap();
+        assert!(
+            bash.contains(leaf.as_str()),
+            "bash completion lacks `{leaf}`"
+        );
+        assert!(zsh.contains(leaf.as_str()), "zsh completion lacks `{leaf}`");
+        if path.len() == 1 {
+            // roff escapes a hyphen as `\-`.
+            let page = format!("nssim\\-{}", leaf.replace('-', "\\-"));
+            assert!(man.contains(&page), "the manual page lacks `{page}`");
+        }
+        let help = stdout(&nssim(&[&words[..], &["--help"]].concat()));
+        for option in help_options(&help) {
+            assert!(
+                bash.contains(&option),
+                "bash completion lacks `{option}` of nssim {}",
+                path.join(" ")
+            );
+        }
+    }
+    let bad = nssim(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
