@@ -310,14 +310,9 @@ fn a_token_of_format_2_replays_with_a_warning_and_strict_refuses_it() {
 /// warning, and `--strict` refuses it, even when the hash would match.
 #[test]
 fn a_token_of_format_3_is_not_trusted_to_bind_its_scenario() {
-    let text = std::fs::read_to_string(support::root().join(SCENARIO)).unwrap();
-    let sc = scenario::parse(SCENARIO, &text).unwrap();
-    let runs: Vec<_> = sc
-        .runs
-        .iter()
-        .map(|r| (&r.profile, &r.patches, &r.label))
-        .collect();
-    let content = format!("{:?}", (&sc.setup, &sc.invariants, &sc.costs, runs));
+    let content = scenario::load(&support::root().join(SCENARIO))
+        .unwrap()
+        .content_text();
     let v3 = Token {
         content: Some(sim::ContentHash::Fnv32(sim::token::hash32(
             content.as_bytes(),

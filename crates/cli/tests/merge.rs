@@ -287,11 +287,10 @@ fn expectations_are_judged_on_the_merged_record_not_read_from_the_files() {
     );
 }
 
-/// A shard file's names reach the terminal escaped: an escape sequence in
-/// a scenario's name (a window title, a screen clear) is shown, not sent.
-#[test]
-fn control_characters_of_a_shard_file_are_escaped() {
-    let dir = scratch("controls");
+/// A one-run shard file (the v5.6 run of `ipc-alloc-vs-free`) with `from`
+/// replaced by `to` in its record, given to `nssim merge`.
+fn merge_forged(name: &str, from: &str, to: &str) -> std::process::Output {
+    let dir = scratch(name);
     let out = nssim(&[
         "run",
         "sim-scenarios/ipc-alloc-vs-free.toml",
@@ -300,14 +299,22 @@ fn control_characters_of_a_shard_file_are_escaped() {
         "--format",
         "json",
     ]);
-    let forged = stdout(&out).replace(
+    let forged = stdout(&out).replace(from, to);
+    assert_ne!(forged, stdout(&out), "`{from}` was replaced");
+    let file = dir.join("shard.json");
+    std::fs::write(&file, forged).unwrap();
+    nssim(&["merge", file.to_str().unwrap()])
+}
+
+/// A shard file's names reach the terminal escaped: an escape sequence in
+/// a scenario's name (a window title, a screen clear) is shown, not sent.
+#[test]
+fn control_characters_of_a_shard_file_are_escaped() {
+    let merged = merge_forged(
+        "controls",
         "\"scenario\":\"ipc-alloc-vs-free\"",
         "\"scenario\":\"ipc\\u001b]0;owned\\u0007\\u001b[2J\"",
     );
-    assert_ne!(forged, stdout(&out), "the name was replaced");
-    let file = dir.join("shard.json");
-    std::fs::write(&file, forged).unwrap();
-    let merged = nssim(&["merge", file.to_str().unwrap()]);
     let text = stdout(&merged);
     assert!(
         !text.contains('\u{1b}') && !text.contains('\u{7}'),
@@ -321,24 +328,12 @@ fn control_characters_of_a_shard_file_are_escaped() {
 /// its control characters are escaped.
 #[test]
 fn an_error_about_a_long_value_quotes_it_cut() {
-    let dir = scratch("long-value");
-    let out = nssim(&[
-        "run",
-        "sim-scenarios/ipc-alloc-vs-free.toml",
-        "--kernel",
-        "v5.6",
-        "--format",
-        "json",
-    ]);
     let long = format!("\\u001b[2J{}", "A".repeat(200_000));
-    let forged = stdout(&out).replace(
+    let merged = merge_forged(
+        "long-value",
         "\"executions\":",
         &format!("\"executions\":\"{long}\",\"x\":"),
     );
-    assert_ne!(forged, stdout(&out), "the field was replaced");
-    let file = dir.join("shard.json");
-    std::fs::write(&file, forged).unwrap();
-    let merged = nssim(&["merge", file.to_str().unwrap()]);
     assert_eq!(merged.status.code(), Some(2), "{}", stderr(&merged));
     let err = stderr(&merged);
     assert!(

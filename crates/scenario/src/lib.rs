@@ -78,14 +78,19 @@ impl Scenario {
     /// (a token carries its own). Tokens carry it, so that a replay can
     /// tell that the scenario changed since the token was made.
     pub fn content_hash(&self) -> sim::ContentHash {
+        sim::ContentHash::Digest(content_digest(self.content_text().as_bytes()))
+    }
+
+    /// The text [`Scenario::content_hash`] digests (and a token of format
+    /// 3 hashed with FNV-1a).
+    pub fn content_text(&self) -> String {
         let runs: Vec<_> = self
             .runs
             .iter()
             .map(|r| (&r.profile, &r.patches, &r.label))
             .collect();
         // Debug of these types is deterministic: vectors and B-tree maps.
-        let text = format!("{:?}", (&self.setup, &self.invariants, &self.costs, runs));
-        sim::ContentHash::Digest(content_digest(text.as_bytes()))
+        format!("{:?}", (&self.setup, &self.invariants, &self.costs, runs))
     }
 }
 
