@@ -119,12 +119,15 @@ fn spec_explore(
 
 /// The model's outcomes of `sc` under `patches`: exhaustive `dfs` when it
 /// finishes within its bounds, else random sampling; then, while a kernel
-/// outcome is missing, PCT of depth 2 and 3 and random with further seeds,
+/// outcome (a key of `wanted`, with the results of one run that showed it)
+/// is missing, PCT of depth 2 and 3, then a directed search for each one
+/// still missing (`kernel::directed`, with up to half the step budget
+/// left), then samples with further seeds and wider exhaustive searches,
 /// until the step budget is spent.
 pub fn model_outcomes(
     sc: &Scenario,
     patches: &kernel::ActivePatches,
-    wanted: &[String],
+    wanted: &BTreeMap<String, kernel::Results>,
     width: Search,
 ) -> ModelOutcomes {
     let setup = Arc::new(sc.setup.clone());
@@ -183,7 +186,7 @@ pub fn model_outcomes(
             }
         ));
     }
-    let missing = |all: &BTreeMap<String, u64>| wanted.iter().any(|w| !all.contains_key(w));
+    let missing = |all: &BTreeMap<String, u64>| wanted.keys().any(|w| !all.contains_key(w));
     // While a kernel outcome is missing: samples of each kind in turn, and
     // every fourth round an exhaustive search ten times as wide as the
     // last (a preemption more once one is exhausted), since an outcome
@@ -199,6 +202,23 @@ pub fn model_outcomes(
         StrategySpec::Pct { depth: 3 },
     ];
     while (!exhausted && round == 0) || missing(&all) {
+        if round == 3 {
+            // The outcomes that one round of samples did not reach: a
+            // directed search for each.
+            let ran = directed_searches(
+                sc,
+                &setup,
+                patches,
+                wanted,
+                budget / 2,
+                &mut all,
+                &mut searches,
+            );
+            budget = budget.saturating_sub(ran);
+            if !missing(&all) {
+                break;
+            }
+        }
         if round % 4 == 3 {
             let (bound, last) = deeper;
             let n = affordable(budget, last.saturating_mul(10));
@@ -244,6 +264,76 @@ pub fn model_outcomes(
         outcomes: all,
         searches,
         exhausted,
+    }
+}
+
+/// For each kernel outcome in `wanted` not in `all`, a directed search
+/// with an even share of `budget` steps; what they reached goes into
+/// `all`, a line each into `searches`. Returns the steps spent.
+fn directed_searches(
+    sc: &Scenario,
+    setup: &Arc<kernel::setup::Setup>,
+    patches: &kernel::ActivePatches,
+    wanted: &BTreeMap<String, kernel::Results>,
+    budget: u64,
+    all: &mut BTreeMap<String, u64>,
+    searches: &mut Vec<String>,
+) -> u64 {
+    let targets: Vec<(usize, &String, &kernel::Results)> = wanted
+        .iter()
+        .enumerate()
+        .filter(|(_, (w, _))| !all.contains_key(*w))
+        .map(|(i, (w, r))| (i, w, r))
+        .collect();
+    let share = budget / targets.len().max(1) as u64;
+    let mut spent = 0;
+    for &(i, w, target) in &targets {
+        // A search for an earlier outcome may have reached this one.
+        if all.contains_key(w) {
+            continue;
+        }
+        let spec = RunSpec {
+            setup,
+            patches,
+            invariants: &[],
+            explore: spec_explore(StrategySpec::Fair, 0, 1, sc),
+        };
+        let found = kernel::directed::search(&spec, &wanted_outcome(setup, w, target), share);
+        spent += found.steps;
+        for r in &found.finished {
+            *all.entry(kexec::outcome::outcome_of(setup, r)).or_default() += 1;
+        }
+        searches.push(format!(
+            "directed at kernel outcome {} of {}: {} executions, {}",
+            i + 1,
+            wanted.len(),
+            found.executions,
+            match (&found.found, found.timed_out) {
+                (Some(_), _) => "reached",
+                (None, true) => "stopped by --timeout",
+                (None, false) => "not reached",
+            }
+        ));
+        if found.timed_out {
+            break;
+        }
+    }
+    spent
+}
+
+/// What a directed search for the kernel outcome `w`, shown by a run with
+/// `target` results, looks for.
+fn wanted_outcome(
+    setup: &Arc<kernel::setup::Setup>,
+    w: &str,
+    target: &kernel::Results,
+) -> kernel::directed::Wanted {
+    let (for_test, for_end) = (Arc::clone(setup), Arc::clone(setup));
+    let target = target.clone();
+    let w = w.to_string();
+    kernel::directed::Wanted {
+        may_become: Arc::new(move |r| kexec::outcome::may_become(&for_test, r, &target)),
+        is: Box::new(move |r| kexec::outcome::outcome_of(&for_end, r) == w),
     }
 }
 
@@ -321,12 +411,13 @@ pub fn judge(
         };
     }
     let mut kernel_outcomes: BTreeMap<String, u64> = BTreeMap::new();
+    // Each outcome with the results of its first run.
+    let mut wanted: BTreeMap<String, kernel::Results> = BTreeMap::new();
     for r in &runs.runs {
-        *kernel_outcomes
-            .entry(kexec::outcome::outcome_of(&sc.setup, r))
-            .or_default() += 1;
+        let o = kexec::outcome::outcome_of(&sc.setup, r);
+        wanted.entry(o.clone()).or_insert_with(|| r.clone());
+        *kernel_outcomes.entry(o).or_default() += 1;
     }
-    let wanted: Vec<String> = kernel_outcomes.keys().cloned().collect();
     // The model runs the set-up as the kernel ran it, the initial
     // namespace's tasks without what they were without there.
     let as_run = Scenario {
@@ -334,7 +425,7 @@ pub fn judge(
         ..sc.clone()
     };
     let model = model_outcomes(&as_run, patches, &wanted, width);
-    let misses = wanted.iter().any(|w| !model.outcomes.contains_key(w));
+    let misses = wanted.keys().any(|w| !model.outcomes.contains_key(w));
     OnKernel {
         verdict: if misses {
             Verdict::ModelMisses

@@ -383,3 +383,38 @@ fn an_output_that_no_program_printed_is_bad_input() {
     assert_eq!(two.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run the running kernel showed in about one of a hundred repeats of
+/// `ipc-charge-in-progress`: the second looper's first unshare fails while
+/// the first holds two namespaces, and it gets its one namespace only after
+/// the first looper's third, so that the first looper fails from its fourth
+/// on. One round of random and PCT samples does not reach it; the directed
+/// search does, and the verdict is that the model reaches what the kernel
+/// showed.
+#[test]
+fn a_rare_kernel_outcome_is_reached_by_the_directed_search() {
+    let dir = workdir("directed");
+    let printed = dir.join("out.txt");
+    let first = ["ok", "ok", "ok"].into_iter().chain(["ENOSPC"; 7]);
+    let second = ["ENOSPC", "ok"].into_iter().chain(["ENOSPC"; 8]);
+    let mut text = String::from("K\t6.18.0\nN\t0\nB\t100\n");
+    for result in first {
+        text.push_str(&format!("R\t0\t0\t{result}\t-\n"));
+    }
+    for result in second {
+        text.push_str(&format!("R\t1\t0\t{result}\t-\n"));
+    }
+    std::fs::write(&printed, text).unwrap();
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../sim-scenarios/regressions/ipc-charge-in-progress.toml"
+    );
+    let on_kernel = judged(scenario, &printed);
+    assert_eq!(on_kernel["verdict"], "agree", "{on_kernel}");
+    let searches = on_kernel["model_search"].to_string();
+    assert!(
+        searches.contains("directed at kernel outcome 1 of 1") && searches.contains("reached"),
+        "{searches}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,13 +15,15 @@
 //! * the model: [`task`], [`process`] (credentials and RLIMIT_NPROC),
 //!   [`net`] (uevent sockets), and [`world`] with its syscall paths
 //!   (`nsproxy.rs`, `fork.rs`, `userns_ops.rs`, `denials.rs`) and the
-//!   invariants' checkers (`checks.rs`);
+//!   invariants' checkers (`checks.rs`), and the [`directed`] search for
+//!   one outcome of a run;
 //! * the conformance cases, which ask the model and the running kernel the
 //!   same question.
 
 pub mod catalog;
 pub mod clone_flags;
 pub mod costs;
+pub mod directed;
 pub mod errno;
 pub mod invariants;
 pub mod known;

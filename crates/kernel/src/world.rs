@@ -231,6 +231,54 @@ pub fn replay_run(spec: &RunSpec<'_>, schedule: &Schedule, record: bool) -> (Exe
     (report, results)
 }
 
+/// Whether the results so far of an execution can still become the
+/// wanted ones, for [`directed_run`].
+pub type MayBecome = Arc<dyn Fn(&Results) -> bool + Send + Sync>;
+
+/// The invariant a [`directed_run`] is stopped by: not a claim about the
+/// kernel, only that the execution left the outcome it looked for.
+pub const LEFT_THE_WANTED_OUTCOME: &str = "directed search: left the wanted outcome";
+
+/// Run one execution under `schedule`, stopped at the first step after
+/// which `may_become` says its results can no longer become the wanted
+/// ones. Also returns how many calls had returned when they last could.
+pub fn directed_run(
+    spec: &RunSpec<'_>,
+    schedule: &Schedule,
+    may_become: MayBecome,
+) -> (ExecReport, Results, u64) {
+    let mut e = Execution::new(spec.explore.exec.clone(), schedule);
+    let w = build_world(&mut e, spec);
+    let consistent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let world = Arc::clone(&w);
+    let calls_seen = Arc::clone(&consistent);
+    let mut last_checked = 0;
+    e.check_each_step(move || {
+        let results = world.results.lock();
+        let calls: u64 = results
+            .values()
+            .flat_map(|ops| ops.values())
+            .map(|s| s.calls)
+            .sum();
+        if calls == last_checked {
+            return None;
+        }
+        last_checked = calls;
+        if may_become(&results) {
+            calls_seen.store(calls, std::sync::atomic::Ordering::Relaxed);
+            return None;
+        }
+        Some(sim::Outcome::Violation {
+            invariant: LEFT_THE_WANTED_OUTCOME.into(),
+            detail: format!("after {calls} calls"),
+        })
+    });
+    let report = e.run();
+    let results = w.results.lock().clone();
+    let consistent = consistent.load(std::sync::atomic::Ordering::Relaxed);
+    (report, results, consistent)
+}
+
 fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
     let world = e.setup(|| {
         let ucounts = Arc::new(UcountsTable::new());

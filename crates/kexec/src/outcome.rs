@@ -49,9 +49,10 @@ fn makes_network_namespaces(setup: &Setup) -> bool {
         })
 }
 
-/// The outcome of one run of `setup` with `results`.
-pub fn outcome_of(setup: &Setup, results: &Results) -> String {
-    let valued: BTreeSet<String> = setup
+/// The labels of the ops of `setup` whose reported values are part of an
+/// outcome.
+fn valued_labels(setup: &Setup) -> BTreeSet<String> {
+    setup
         .tasks
         .iter()
         .flat_map(|t| t.ops.iter())
@@ -60,7 +61,12 @@ pub fn outcome_of(setup: &Setup, results: &Results) -> String {
                 && !(crate::ops::reports_seqnums(op) && makes_network_namespaces(setup))
         })
         .map(|op| op.label())
-        .collect();
+        .collect()
+}
+
+/// The outcome of one run of `setup` with `results`.
+pub fn outcome_of(setup: &Setup, results: &Results) -> String {
+    let valued = valued_labels(setup);
     let mut parts = Vec::new();
     for task in &setup.tasks {
         let mut instances: Vec<String> = task
@@ -87,4 +93,150 @@ pub fn outcome_of(setup: &Setup, results: &Results) -> String {
         parts.push(format!("{}: {}", task.name, instances.join(" | ")));
     }
     parts.join(" / ")
+}
+
+/// Whether `partial`, the results so far of a run of `setup`, can still
+/// become results with the outcome of `target` ([`outcome_of`]): the
+/// instances of each task can be paired with the target's so that every
+/// op of each has made no more calls, and no more of any result, than its
+/// partner, its first failure (where the outcome shows one) is where the
+/// partner's is, and its values begin the partner's. A necessary test
+/// only: the outcomes are compared in full at the end.
+pub fn may_become(setup: &Setup, partial: &Results, target: &Results) -> bool {
+    let valued = valued_labels(setup);
+    setup.tasks.iter().all(|task| {
+        let names = task.instance_names();
+        let now: Vec<_> = names.iter().map(|n| partial.get(n)).collect();
+        let then: Vec<_> = names.iter().map(|n| target.get(n)).collect();
+        pairs_all(now.len(), |i, j| match (now[i], then[j]) {
+            (None, _) => true,
+            (Some(ops), None) => ops.is_empty(),
+            (Some(ops), Some(wanted)) => ops.iter().all(|(label, s)| {
+                wanted
+                    .get(label)
+                    .is_some_and(|w| stats_may_become(s, w, valued.contains(label)))
+            }),
+        })
+    })
+}
+
+fn stats_may_become(now: &SyscallStats, then: &SyscallStats, with_values: bool) -> bool {
+    let counts = now.calls <= then.calls
+        && now
+            .results
+            .iter()
+            .all(|(r, n)| *n <= then.results.get(r).copied().unwrap_or(0));
+    // The outcome shows where the first failure was only when the calls
+    // gave different results.
+    let first_failure = then.results.len() < 2
+        || match (now.first_failure, then.first_failure) {
+            (Some(a), Some(b)) => a == b,
+            (None, Some(b)) => now.calls <= b,
+            (_, None) => now.first_failure.is_none(),
+        };
+    let values = !with_values || then.values.starts_with(&now.values);
+    counts && first_failure && values
+}
+
+/// Whether the `n` items on each side can all be paired, `fits(i, j)`
+/// telling whether left item `i` may go with right item `j` (augmenting
+/// paths, Kuhn's algorithm).
+fn pairs_all(n: usize, fits: impl Fn(usize, usize) -> bool) -> bool {
+    fn augment(
+        i: usize,
+        n: usize,
+        fits: &dyn Fn(usize, usize) -> bool,
+        partner: &mut [Option<usize>],
+        seen: &mut [bool],
+    ) -> bool {
+        for j in 0..n {
+            if seen[j] || !fits(i, j) {
+                continue;
+            }
+            seen[j] = true;
+            let free = match partner[j] {
+                None => true,
+                Some(k) => augment(k, n, fits, partner, seen),
+            };
+            if free {
+                partner[j] = Some(i);
+                return true;
+            }
+        }
+        false
+    }
+    let mut partner = vec![None; n];
+    (0..n).all(|i| augment(i, n, &fits, &mut partner, &mut vec![false; n]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernel::setup::{Setup, TaskSpec, INIT_USER_NS};
+
+    fn loopers() -> Setup {
+        let mut setup = Setup::default();
+        let ipc = Op::Unshare {
+            flags: kernel::clone_flags::CLONE_NEWIPC,
+        };
+        let mut task = TaskSpec::new("looper", INIT_USER_NS, 1000, vec![ipc]);
+        task.instances = 2;
+        setup.tasks.push(task);
+        setup
+    }
+
+    /// Results with, for each instance in turn, its calls' results.
+    fn results(setup: &Setup, calls: &[&[&str]]) -> Results {
+        let names = setup.tasks[0].instance_names();
+        let label = setup.tasks[0].ops[0].label();
+        let mut r = Results::new();
+        for (name, calls) in names.iter().zip(calls) {
+            let s: &mut SyscallStats = r
+                .entry(name.clone())
+                .or_default()
+                .entry(label.clone())
+                .or_default();
+            for (i, c) in calls.iter().enumerate() {
+                *s.results.entry(c.to_string()).or_default() += 1;
+                if *c != "ok" && s.first_failure.is_none() {
+                    s.first_failure = Some(i as u64);
+                }
+                s.calls += 1;
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn a_prefix_of_the_wanted_calls_may_become_them_in_either_instance() {
+        let setup = loopers();
+        let target = results(
+            &setup,
+            &[&["ok", "ok", "ENOSPC"], &["ENOSPC", "ok", "ENOSPC"]],
+        );
+        let may = |calls: &[&[&str]]| may_become(&setup, &results(&setup, calls), &target);
+        assert!(may(&[&[], &[]]));
+        assert!(may(&[&["ok", "ok"], &["ENOSPC"]]));
+        // The instances swapped: outcomes do not say which did what.
+        assert!(may(&[&["ENOSPC", "ok"], &["ok"]]));
+        assert!(may(&[&["ok", "ok", "ENOSPC"], &["ENOSPC", "ok", "ENOSPC"]]));
+    }
+
+    #[test]
+    fn too_many_of_a_result_or_a_failure_elsewhere_cannot_become_the_wanted_calls() {
+        let setup = loopers();
+        let target = results(
+            &setup,
+            &[&["ok", "ok", "ENOSPC"], &["ENOSPC", "ok", "ENOSPC"]],
+        );
+        let may = |calls: &[&[&str]]| may_become(&setup, &results(&setup, calls), &target);
+        // Three oks in one instance: neither partner has them.
+        assert!(!may(&[&["ok", "ok", "ok"], &[]]));
+        // Both instances begin with a failure: only one partner does.
+        assert!(!may(&[&["ENOSPC"], &["ENOSPC"]]));
+        // A first failure at the second call: no partner has one there.
+        assert!(!may(&[&["ok", "ENOSPC"], &[]]));
+        // An errno no partner got.
+        assert!(!may(&[&["EPERM"], &[]]));
+    }
 }
