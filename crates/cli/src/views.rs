@@ -56,6 +56,7 @@ pub fn emit(args: &ViewArgs, ctx: &ViewContext<'_>) -> Result<(), CliError> {
         describe: &describe,
         is_syscall: &is_syscall,
         is_limit: &is_limit,
+        sums: &[ipcns::oracle::COUNTER_CHARGED],
     };
     let model = Model::build(ctx.report, &lexicon);
     if args.timeline {
@@ -125,13 +126,15 @@ fn perfetto_meta<'a>(ctx: &'a ViewContext<'a>) -> perfetto::Meta<'a> {
 }
 
 fn page_meta<'a>(ctx: &'a ViewContext<'a>) -> html::Page<'a> {
+    let bearing = ctx.patches.names_bearing_on(&ctx.scenario.setup);
     html::Page {
         scenario: &ctx.scenario.name,
         summary: &ctx.scenario.summary,
         file: ctx.scenario.path.display().to_string(),
         kernel: ctx.kernel,
         profile: &ctx.patches.profile,
-        patches: ctx.patches.names(),
+        patches: bearing.0,
+        other_patches: bearing.1,
         token: ctx.token,
         replay_command: &ctx.replay_command,
         describe: &describe,

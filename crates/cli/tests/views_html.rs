@@ -1,6 +1,8 @@
 //! `--report FILE.html` for the v6.2 ipc race, opened in headless Chromium:
-//! the scripts run, the swimlanes are in the DOM on both axes, and the
-//! screenshot shows a drawn page.
+//! the scripts run, the swimlanes are in the DOM on both axes, the page
+//! opens at the first step, every lane shows a step or why it has none,
+//! the counter lines lie side by side with the charged total drawn against
+//! the limit, and the screenshot shows all of it.
 
 use crate::support;
 
@@ -103,6 +105,19 @@ fn pixel_variety(png_file: &Path) -> (usize, f64, usize) {
     )
 }
 
+/// Pixels of colour `rgb` in the screenshot.
+fn pixels_of(png_file: &Path, rgb: [u8; 3]) -> usize {
+    let decoder = png::Decoder::new(std::fs::File::open(png_file).expect("the screenshot"));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    let channels = info.color_type.samples();
+    buf[..info.buffer_size()]
+        .chunks(channels)
+        .filter(|p| p[..3] == rgb)
+        .count()
+}
+
 #[test]
 fn the_report_of_the_v6_2_race_renders_in_chromium() {
     let dir = temp_dir("html");
@@ -157,6 +172,41 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
         body.contains("data-broken-words=\"0\""),
         "a word is broken: {body}"
     );
+    // It opens at the first step (the whole run fits), every lane shows a
+    // step or says why it has none, and no counter line lies on another.
+    assert!(
+        body.contains("data-scrolled=\"0\""),
+        "opens scrolled: {body}"
+    );
+    assert!(
+        body.contains("data-blank-lanes=\"0\""),
+        "a blank lane: {body}"
+    );
+    assert!(
+        body.contains("data-hidden-lines=\"0\""),
+        "a counter line hides another: {body}"
+    );
+    assert!(
+        layout.contains("<text class=\"never-ran\"") && layout.contains(">never ran</text>"),
+        "the kworker's lane says it never ran"
+    );
+    // The charged total (alive + pending free) is drawn against the
+    // limit, and reaches it.
+    assert!(layout.contains("<polyline class=\"series sum\""));
+    for end in [
+        "max_ipc_namespaces (limit, dashed): 3 at the end",
+        "ipc namespaces charged (alive + pending free): 3 at the end",
+    ] {
+        assert!(layout.contains(end), "{end}");
+    }
+    // Only the patches that change code the scenario runs are listed; the
+    // others are behind a summary.
+    let patches = layout
+        .split("<th>patches on</th><td>")
+        .nth(1)
+        .and_then(|p| p.split(" <details").next())
+        .expect("the patches row");
+    assert_eq!(patches, "ipc-async-free");
     let legend = layout
         .split("<span class=\"legend\">")
         .nth(1)
@@ -190,6 +240,15 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
         &url,
     );
     let (colours, inked, blue) = pixel_variety(&shot);
+    for (line, rgb) in [
+        ("alive", [0x1f, 0x77, 0xb4]),
+        ("pending free", [0x8c, 0x56, 0x4b]),
+        ("charged", [0x6a, 0x3d, 0x9a]),
+        ("limit", [0xd6, 0x27, 0x28]),
+    ] {
+        let seen = pixels_of(&shot, rgb);
+        assert!(seen > 100, "{seen} pixels of the {line} line in view");
+    }
     assert!(colours > 100, "{colours} colours: a blank page?");
     assert!(
         inked > 0.05,

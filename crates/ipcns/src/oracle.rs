@@ -19,6 +19,13 @@ use ucounts::{UcountType, UcountsNs, UcountsTable};
 pub const COUNTER_ALIVE: &str = "counter:ipc namespaces alive";
 pub const COUNTER_LIMIT: &str = "counter:max_ipc_namespaces";
 pub const COUNTER_PENDING: &str = "counter:ipc namespaces pending free";
+/// What the ucount holds against `max_ipc_namespaces`: the namespaces alive
+/// and those released and waiting to be freed, which keep their charge
+/// until the free; views draw it against the limit.
+pub const COUNTER_CHARGED: (&str, &[&str]) = (
+    "counter:ipc namespaces charged (alive + pending free)",
+    &[COUNTER_ALIVE, COUNTER_PENDING],
+);
 
 fn namespaces(n: i64) -> String {
     match n {

@@ -12,6 +12,8 @@ pub struct PatchInfo {
     /// The mainline release that first had it, or `None` for proposals that
     /// were never merged (and deliberately broken variants).
     pub merged_in: Option<&'static str>,
+    /// The part of the kernel it changes.
+    pub area: Area,
     pub summary: &'static str,
 }
 
@@ -20,7 +22,7 @@ pub struct PatchInfo {
 /// ([`crate::ActivePatches::has`]), so a patch nobody declared does not
 /// compile; scenarios, tokens and `nssim kernels` use the names.
 macro_rules! declare_patches {
-    ($($variant:ident = $name:literal, merged_in: $merged:expr, $summary:literal;)*) => {
+    ($($variant:ident = $name:literal, merged_in: $merged:expr, area: $area:ident, $summary:literal;)*) => {
         /// A kernel patch, by name in [`PATCHES`].
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Patch {
@@ -33,6 +35,7 @@ macro_rules! declare_patches {
                 patch: Patch::$variant,
                 name: $name,
                 merged_in: $merged,
+                area: Area::$area,
                 summary: $summary,
             }),*
         ];
@@ -88,61 +91,61 @@ pub fn release_number(name: &str) -> Vec<u32> {
 }
 
 declare_patches! {
-    IpcAsyncFree = "ipc-async-free", merged_in: Some("v5.7"),
+    IpcAsyncFree = "ipc-async-free", merged_in: Some("v5.7"), area: Ipc,
         "put_ipc_ns queues the namespace on free_ipc_list and free_ipc_work frees it later (one RCU grace period per namespace); before, the last put freed synchronously";
-    IpcWaitPendingFree = "ipc-wait-pending-free", merged_in: Some("v6.3"),
+    IpcWaitPendingFree = "ipc-wait-pending-free", merged_in: Some("v6.3"), area: Ipc,
         "create_ipc_ns: when inc_ucount fails and flush_work(&free_ipc_work) waited for pending frees, retry instead of failing with ENOSPC";
-    IpcBatchFree = "ipc-batch-free", merged_in: Some("v6.3"),
+    IpcBatchFree = "ipc-batch-free", merged_in: Some("v6.3"), area: Ipc,
         "free_ipc: mnt_make_shortterm on every queued namespace, one synchronize_rcu for the whole batch, then free them all";
-    IpcFreeNoGracePeriod = "ipc-free-no-grace-period", merged_in: None,
+    IpcFreeNoGracePeriod = "ipc-free-no-grace-period", merged_in: None, area: Ipc,
         "deliberately broken: free_ipc frees the queued namespaces without waiting for an RCU grace period (use-after-free with RCU readers)";
-    IpcRetryAfterFree = "ipc-retry-after-free", merged_in: None,
+    IpcRetryAfterFree = "ipc-retry-after-free", merged_in: None, area: Ipc,
         "candidate fix for v6.3's window 1: free_ipc_ns counts completed frees, and create_ipc_ns retries a failed charge when flush_work found nothing to wait for but a free completed since the charge was tried";
-    IpcPendingAtRelease = "ipc-pending-at-release", merged_in: None,
+    IpcPendingAtRelease = "ipc-pending-at-release", merged_in: None, area: Ipc,
         "candidate fix for v6.3's window 2: put_ipc_ns counts the namespace as pending at the last put, before it is queued and its work scheduled, and create_ipc_ns waits for a free to complete when its charge fails while any is pending";
-    SysctlStoreBeforePermission = "sysctl-store-before-permission", merged_in: None,
+    SysctlStoreBeforePermission = "sysctl-store-before-permission", merged_in: None, area: Sysctl,
         "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
-    UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"),
+    UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"), area: Userns,
         "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS";
-    UsernsWaitPendingFree = "userns-wait-pending-free", merged_in: None,
+    UsernsWaitPendingFree = "userns-wait-pending-free", merged_in: None, area: Userns,
         "candidate fix, never merged: when inc_user_namespaces fails, create_user_ns waits for the frees already on their way (rcu_barrier for the put_cred_rcu callbacks, then a flush of the free_user_ns works) and charges again, instead of failing with ENOSPC: once in any case, and again after each wait that began with frees on their way";
-    Idmap340Extents = "idmap-340-extents", merged_in: Some("v4.15"),
+    Idmap340Extents = "idmap-340-extents", merged_in: Some("v4.15"), area: Idmap,
         "uid/gid maps hold up to 340 extents: 5 inline, else forward and reverse arrays sorted for binary search (5 extents before)";
-    Idmap2017Proposal = "idmap-2017-proposal", merged_in: None,
+    Idmap2017Proposal = "idmap-2017-proposal", merged_in: None, area: Idmap,
         "never merged: 3 inline extents plus direct, indirect and double-indirect blocks (368 extents), linear scan; overrides idmap-340-extents";
-    IdmapSortAfterTranslate = "idmap-sort-after-translate", merged_in: Some("v4.20"),
+    IdmapSortAfterTranslate = "idmap-sort-after-translate", merged_in: Some("v4.20"), area: Idmap,
         "CVE-2018-18955 fix (also v4.19.2): map_write sorts and copies the reverse array after translating lower ids to kernel ids; without it, maps of more than 5 extents in nested namespaces answer from_kuid wrongly";
-    IdmapSetfcapRoot = "idmap-setfcap-root", merged_in: Some("v5.12"),
+    IdmapSetfcapRoot = "idmap-setfcap-root", merged_in: Some("v5.12"), area: Idmap,
         "mapping parent uid 0 in a uid_map needs CAP_SETFCAP (the creator's at creation, or the opener's over the parent)";
-    IdmapRelaxedPublication = "idmap-relaxed-publication", merged_in: None,
+    IdmapRelaxedPublication = "idmap-relaxed-publication", merged_in: None, area: Idmap,
         "deliberately broken: nr_extents published without smp_wmb/smp_rmb, so a lockless reader may see the count before the extents";
-    NprocUcounts = "nproc-ucounts", merged_in: Some("v5.14"),
+    NprocUcounts = "nproc-ucounts", merged_in: Some("v5.14"), area: Nproc,
         "RLIMIT_NPROC counted in ucounts per (user namespace, kuid) and charged up the namespace tree, instead of one user_struct per kuid for the whole machine; checked before the child is counted, with `>` (one process more than the limit gets through)";
-    UcountsRlimitMaxCheck = "ucounts-rlimit-max-check", merged_in: Some("v5.16"),
+    UcountsRlimitMaxCheck = "ucounts-rlimit-max-check", merged_in: Some("v5.16"), area: Nproc,
         "is_rlimit_overlimit compares each ancestor level with the rlimit recorded in the namespace below it (its creator's), not with its own namespace's value";
-    NprocEnforceLimit = "nproc-enforce-limit", merged_in: Some("v5.17"),
+    NprocEnforceLimit = "nproc-enforce-limit", merged_in: Some("v5.17"), area: Nproc,
         "copy_process checks RLIMIT_NPROC after copy_creds, on the child's ucounts: the limit, not limit+1, processes";
-    NprocFlagAfterSetUser = "nproc-flag-after-set-user", merged_in: Some("v5.17"),
+    NprocFlagAfterSetUser = "nproc-flag-after-set-user", merged_in: Some("v5.17"), area: Nproc,
         "set*uid decides PF_NPROC_EXCEEDED (checked by the next execve) on the new ucounts after set_cred_ucounts, without capability checks; before, set_user looked at the old ucounts";
-    NprocUcountsRealUid = "nproc-ucounts-real-uid", merged_in: Some("v5.17"),
+    NprocUcountsRealUid = "nproc-ucounts-real-uid", merged_in: Some("v5.17"), area: Nproc,
         "set_cred_ucounts keys the credential's ucounts on the real uid; before, on the effective uid, while commit_creds moved the count only when the real user changed";
-    NprocLimitnprocRegression = "nproc-limitnproc-regression", merged_in: Some("v5.17"),
+    NprocLimitnprocRegression = "nproc-limitnproc-regression", merged_in: Some("v5.17"), area: Nproc,
         "a user namespace created by global root in the initial namespace records no RLIMIT_NPROC (systemd LimitNPROC with private users)";
-    NprocPerUsernsRfc2016 = "nproc-per-userns-rfc-2016", merged_in: None,
+    NprocPerUsernsRfc2016 = "nproc-per-userns-rfc-2016", merged_in: None, area: Nproc,
         "the 2016 RFC: processes counted per (user namespace, uid) up the tree, and a fork checked against the caller's own (namespace, uid) count only";
-    UeventInject = "uevent-inject", merged_in: Some("v4.17"),
+    UeventInject = "uevent-inject", merged_in: Some("v4.17"), area: Uevent,
         "uevent_net_rcv_skb: a task with CAP_SYS_ADMIN over a network namespace's owning user namespace may send uevents into that namespace; before, the kernel uevent socket refused input";
-    UeventRestrict = "uevent-restrict", merged_in: Some("v4.18"),
+    UeventRestrict = "uevent-restrict", merged_in: Some("v4.18"), area: Uevent,
         "uevent_net_init puts only network namespaces owned by the initial user namespace on uevent_sock_list: untagged kernel uevents no longer reach containers";
-    UeventNetnsSeqnum = "uevent-netns-seqnum", merged_in: None,
+    UeventNetnsSeqnum = "uevent-netns-seqnum", merged_in: None, area: Uevent,
         "the 2018 proposal: a uevent sequence number per network namespace; namespaces not owned by the initial user namespace are locked by their own sk_mutex instead of uevent_sock_mutex";
-    UeventAtomicSeqnum = "uevent-atomic-seqnum", merged_in: Some("v6.9"),
+    UeventAtomicSeqnum = "uevent-atomic-seqnum", merged_in: Some("v6.9"), area: Uevent,
         "uevent_seqnum is an atomic taken before any lock; uevent_sock_mutex covers only the walk of uevent_sock_list; tagged events and injection take no lock";
-    SkbSmallHeadCache = "skb-small-head-cache", merged_in: Some("v6.3"),
+    SkbSmallHeadCache = "skb-small-head-cache", merged_in: Some("v6.3"), area: Uevent,
         "__alloc_skb takes heads of up to 576 bytes (data and skb_shared_info) from a cache of that size instead of kmalloc: a short uevent charges a listener 832 bytes of truesize (768 from kmalloc-512 before, 1280 from kmalloc-1024 for 193-256 bytes of data)";
-    NetnsWaitPendingFree = "netns-wait-pending-free", merged_in: None,
+    NetnsWaitPendingFree = "netns-wait-pending-free", merged_in: None, area: Netns,
         "candidate fix, never merged: copy_net_ns waits for pending frees the way ipc does: when inc_net_namespaces fails and flush_work(&net_cleanup_work) waited for a queued or running cleanup_net, charge again instead of failing with ENOSPC";
-    NetlinkRmemAfterCharge = "netlink-rmem-after-charge", merged_in: Some("v6.16"),
+    NetlinkRmemAfterCharge = "netlink-rmem-after-charge", merged_in: Some("v6.16"), area: Uevent,
         "netlink_broadcast_deliver adds the skb's truesize to sk_rmem_alloc first and queues it only if the total is within sk_rcvbuf or the skb is alone; before, it queued whenever the bytes already queued were within sk_rcvbuf, one skb past the buffer";
 }
 
@@ -239,7 +242,7 @@ pub const PROFILES: &[ProfileInfo] = &[
 
 pub use crate::invariants::{Invariant, InvariantInfo, INVARIANTS};
 
-pub use crate::ops::{op, ArgKind, OpInfo, OPS};
+pub use crate::ops::{op, Area, ArgKind, OpInfo, OPS};
 
 pub use crate::clone_flags::CLONE_FLAGS;
 

@@ -359,7 +359,63 @@ declare_ops! {
         kernel: ["do_prlimit (kernel/sys.c)"];
 }
 
+/// A part of the kernel the model covers: what a patch changes and what an
+/// op runs through, so that a report can name the patches that bear on a
+/// scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Area {
+    /// ipc/namespace.c: creating and freeing ipc namespaces.
+    Ipc,
+    /// kernel/user_namespace.c and the ucount limits on it.
+    Userns,
+    /// The uid/gid maps of kernel/user_namespace.c.
+    Idmap,
+    /// RLIMIT_NPROC: copy_process, the set*uid paths, execve, prlimit.
+    Nproc,
+    /// Uevents and the netlink sockets that carry them.
+    Uevent,
+    /// net/core/net_namespace.c.
+    Netns,
+    /// The max_* sysctls of kernel/ucount.c.
+    Sysctl,
+}
+
+impl Area {
+    /// The areas a kernel function (`name (file)`, as ops declare them)
+    /// belongs to.
+    pub fn of_function(function: &str) -> &'static [Area] {
+        let (name, file) = function
+            .split_once(" (")
+            .map_or((function, ""), |(n, f)| (n, f.trim_end_matches(')')));
+        match file {
+            "ipc/namespace.c" => &[Area::Ipc],
+            "kernel/user_namespace.c" => &[Area::Userns, Area::Idmap],
+            "kernel/ucount.c" | "fs/proc/proc_sysctl.c" => &[Area::Sysctl, Area::Userns],
+            "kernel/sys.c" | "fs/exec.c" => &[Area::Nproc],
+            "kernel/fork.c" if name == "copy_process" => &[Area::Nproc],
+            "lib/kobject_uevent.c"
+            | "net/netlink/af_netlink.c"
+            | "drivers/base/core.c"
+            | "net/core/dev.c" => &[Area::Uevent],
+            "net/core/net_namespace.c" => &[Area::Netns],
+            _ => &[],
+        }
+    }
+}
+
 impl Op {
+    /// The areas of the kernel the op runs through.
+    pub fn areas(&self) -> Vec<Area> {
+        let mut areas: Vec<Area> = self
+            .kernel_functions()
+            .iter()
+            .flat_map(|f| Area::of_function(f).iter().copied())
+            .collect();
+        areas.sort();
+        areas.dedup();
+        areas
+    }
+
     /// The kernel functions the op runs through: its declaration's, then,
     /// for each CLONE_NEW* flag it passes, the one that makes that new
     /// namespace (`unshare(CLONE_NEWIPC)`: `ksys_unshare`, `create_ipc_ns`).

@@ -28,6 +28,24 @@ impl ActivePatches {
         }
     }
 
+    /// The names of the patches in force that change a part of the kernel
+    /// an op of `setup` runs through, then those of the others, each
+    /// sorted by name.
+    pub fn names_bearing_on(
+        &self,
+        setup: &crate::setup::Setup,
+    ) -> (Vec<&'static str>, Vec<&'static str>) {
+        let areas: Vec<catalog::Area> = setup
+            .tasks
+            .iter()
+            .flat_map(|t| t.ops.iter())
+            .flat_map(|op| op.areas())
+            .collect();
+        self.names().into_iter().partition(|name| {
+            Patch::from_name(name).is_some_and(|p| areas.contains(&p.info().area))
+        })
+    }
+
     /// The names of the patches in force, sorted by name.
     pub fn names(&self) -> Vec<&'static str> {
         let mut names: Vec<&str> = PATCHES
@@ -157,6 +175,28 @@ pub fn resolve_patches(profile: &str, toggles: &[(String, bool)]) -> Result<Acti
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_patches_bearing_on_an_ipc_loop_are_the_ipc_ones() {
+        use crate::clone_flags::CLONE_NEWIPC;
+        use crate::setup::{Op, Setup, TaskSpec, INIT_USER_NS};
+        let mut setup = Setup::default();
+        let unshare = Op::Unshare {
+            flags: CLONE_NEWIPC,
+        };
+        setup
+            .tasks
+            .push(TaskSpec::new("looper", INIT_USER_NS, 0, vec![unshare]));
+        let v6_3 = resolve_patches("v6.3", &[]).unwrap();
+        let (bearing, others) = v6_3.names_bearing_on(&setup);
+        assert_eq!(
+            bearing,
+            ["ipc-async-free", "ipc-batch-free", "ipc-wait-pending-free"]
+        );
+        assert!(others.contains(&"nproc-ucounts") && others.contains(&"idmap-340-extents"));
+        assert_eq!(bearing.len() + others.len(), v6_3.names().len());
+    }
+
     use super::*;
 
     #[test]

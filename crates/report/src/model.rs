@@ -20,6 +20,10 @@ pub struct Lexicon<'a> {
     pub is_syscall: &'a dyn Fn(&str) -> bool,
     /// Whether a counter (named without its `counter:` prefix) is a limit.
     pub is_limit: &'a dyn Fn(&str) -> bool,
+    /// Counters that are the sum of others, drawn against their limit:
+    /// (name, the counters added up), named as their notes' labels are
+    /// (`counter:...`).
+    pub sums: &'a [(&'a str, &'a [&'a str])],
 }
 
 fn no_words(_: &Event) -> Option<String> {
@@ -41,6 +45,7 @@ impl Lexicon<'static> {
         describe: &no_words,
         is_syscall: &no_syscalls,
         is_limit: &max_is_limit,
+        sums: &[],
     };
 }
 
@@ -180,6 +185,41 @@ fn fits(stack: &mut Vec<u64>, start: u64, end: u64) -> bool {
     stack.last().is_none_or(|&top| end <= top)
 }
 
+/// The series `name` that adds up the series named `parts` (labels with
+/// their `counter:` prefix), a point wherever one of them changed; `None`
+/// when the run drew none of them.
+fn sum_of(series: &[Series], name: &str, parts: &[&str]) -> Option<Series> {
+    let unprefixed = |label: &str| label.strip_prefix("counter:").unwrap_or(label).to_string();
+    let parts: Vec<&Series> = parts
+        .iter()
+        .filter_map(|p| series.iter().find(|s| s.name == unprefixed(p)))
+        .collect();
+    let mut changes: Vec<(usize, usize, i64)> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(k, s)| s.points.iter().map(move |&(i, v)| (i, k, v)))
+        .collect();
+    if changes.is_empty() {
+        return None;
+    }
+    changes.sort_by_key(|&(i, k, _)| (i, k));
+    let mut now = vec![0; parts.len()];
+    let mut points: Vec<(usize, i64)> = Vec::new();
+    for (i, k, v) in changes {
+        now[k] = v;
+        let total = now.iter().sum();
+        match points.last_mut() {
+            Some(last) if last.0 == i => last.1 = total,
+            _ => points.push((i, total)),
+        }
+    }
+    Some(Series {
+        name: unprefixed(name),
+        limit: false,
+        points,
+    })
+}
+
 /// The views' reading of one recorded execution.
 pub struct Model<'r> {
     pub report: &'r ExecReport,
@@ -190,6 +230,8 @@ pub struct Model<'r> {
     /// `schedule_work` steps whose work had not started when the run ended.
     pub unrun: Vec<usize>,
     pub series: Vec<Series>,
+    /// The lexicon's sums of series, where the run drew any part.
+    pub sums: Vec<Series>,
     /// The step that broke the run (its last step), when it failed.
     pub breaking: Option<usize>,
     next_in_task: Vec<Option<usize>>,
@@ -214,6 +256,11 @@ impl<'r> Model<'r> {
             .flatten();
         let mut unrun: Vec<usize> = b.queued_by.values().copied().collect();
         unrun.sort_unstable();
+        let sums = lexicon
+            .sums
+            .iter()
+            .filter_map(|(name, parts)| sum_of(&b.series, name, parts))
+            .collect();
         Model {
             report,
             events,
@@ -222,6 +269,7 @@ impl<'r> Model<'r> {
             flows: b.flows,
             unrun,
             series: b.series,
+            sums,
             breaking,
             next_in_task: next_in_task(events),
         }
@@ -588,5 +636,38 @@ impl<'a, 'r> Builder<'a, 'r> {
                 (MarkKind::Note, text)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sum_of, Series};
+
+    fn series(name: &str, points: &[(usize, i64)]) -> Series {
+        Series {
+            name: name.into(),
+            limit: false,
+            points: points.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_sum_changes_where_a_part_does() {
+        let alive = series("alive", &[(1, 1), (5, 2), (9, 1)]);
+        let pending = series("pending", &[(1, 0), (9, 1), (12, 2)]);
+        let sum = sum_of(
+            &[alive, pending],
+            "counter:charged",
+            &["counter:alive", "counter:pending"],
+        )
+        .unwrap();
+        assert_eq!(sum.name, "charged");
+        assert_eq!(sum.points, [(1, 1), (5, 2), (9, 2), (12, 3)]);
+    }
+
+    #[test]
+    fn no_sum_without_its_parts() {
+        let other = series("other", &[(1, 1)]);
+        assert!(sum_of(&[other], "counter:charged", &["counter:alive"]).is_none());
     }
 }

@@ -20,6 +20,7 @@ fn page(task: &str, fail: bool) -> String {
         kernel: "v6.2",
         profile: "v6.2",
         patches: vec!["ipc-async-free"],
+        other_patches: vec!["uevent-inject"],
         token: "nss1_abc",
         replay_command: "nssim replay sim-scenarios/x&y.toml nss1_abc",
         describe,

@@ -20,8 +20,11 @@ pub struct Page<'a> {
     /// The kernel run's label.
     pub kernel: &'a str,
     pub profile: &'a str,
-    /// The patches that were on.
+    /// The patches that were on and change code the scenario's ops run
+    /// through.
     pub patches: Vec<&'a str>,
+    /// The other patches that were on.
+    pub other_patches: Vec<&'a str>,
     pub token: &'a str,
     pub replay_command: &'a str,
     /// Words for a note's value, for the step listing.
@@ -93,15 +96,25 @@ fn header(out: &mut String, m: &Model, page: &Page) {
 }
 
 fn facts(out: &mut String, m: &Model, page: &Page) {
-    let patches = if page.patches.is_empty() {
-        "none".to_string()
-    } else {
-        page.patches
+    let list = |names: &[&str]| {
+        names
             .iter()
             .map(|p| escape(p))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let mut patches = match page.patches.is_empty() {
+        true => "none that change code this scenario runs".to_string(),
+        false => list(&page.patches),
+    };
+    if !page.other_patches.is_empty() {
+        let _ = write!(
+            patches,
+            " <details class=\"other-patches\"><summary>and {} more, for code this scenario does not run</summary>{}</details>",
+            page.other_patches.len(),
+            list(&page.other_patches)
+        );
+    }
     let tasks: Vec<String> = m
         .task_order()
         .iter()

@@ -20,11 +20,13 @@
     });
   }
 
+  // The chart opens at its first step; only when the breaking step would
+  // be out of view does it open scrolled to show it.
   function scrollToBreak() {
     var line = document.querySelector("g.breaking line");
-    if (!line || !scroll) return;
-    var x = parseFloat(line.getAttribute("x1"));
-    scroll.scrollLeft = Math.max(0, x - scroll.clientWidth * 0.75);
+    if (!scroll) return;
+    var x = line ? parseFloat(line.getAttribute("x1")) : 0;
+    scroll.scrollLeft = x + 60 > scroll.clientWidth ? x - scroll.clientWidth * 0.75 : 0;
   }
 
   function show(axis) {
@@ -97,6 +99,39 @@
     var broken = Array.prototype.filter.call(
       document.querySelectorAll(".facts code.token, .facts .word"),
       function (w) { return w.getClientRects().length > 1; });
+    // Every lane shows a step, a box or why it has none.
+    var plot = document.getElementById("lanes");
+    var blank = Array.prototype.filter.call(plot.querySelectorAll("rect.lane"), function (lane) {
+      var top = box(lane).top, bottom = box(lane).bottom;
+      var inside = function (el) { var b = box(el); return b.top >= top - 0.5 && b.bottom <= bottom + 0.5; };
+      return !Array.prototype.some.call(
+        plot.querySelectorAll("rect.run, g.span rect, text.never-ran"), inside);
+    });
+    // No stretch of one counter line lies on another's.
+    function flats(poly) {
+      var pts = poly.getAttribute("points").trim().split(/\s+/).map(function (p) {
+        return p.split(",").map(parseFloat);
+      });
+      var out = [];
+      for (var i = 1; i < pts.length; i++) {
+        if (pts[i][1] === pts[i - 1][1] && pts[i][0] > pts[i - 1][0]) out.push([pts[i - 1][0], pts[i][0], pts[i][1]]);
+      }
+      return out;
+    }
+    var lines = Array.prototype.map.call(plot.querySelectorAll("polyline.series"), flats);
+    var hidden = 0;
+    lines.forEach(function (a, i) {
+      lines.slice(i + 1).forEach(function (b) {
+        a.forEach(function (s) {
+          b.forEach(function (t) {
+            if (Math.abs(s[2] - t[2]) < 1 && Math.min(s[1], t[1]) - Math.max(s[0], t[0]) > 1) hidden++;
+          });
+        });
+      });
+    });
+    document.body.setAttribute("data-blank-lanes", blank.length);
+    document.body.setAttribute("data-hidden-lines", hidden);
+    document.body.setAttribute("data-scrolled", scroll ? Math.round(scroll.scrollLeft) : 0);
     document.body.setAttribute("data-overlaps", overlaps.length);
     document.body.setAttribute("data-overlap-list", overlaps.join("; "));
     document.body.setAttribute("data-broken-words", broken.length);

@@ -33,6 +33,11 @@ const RIGHT: f64 = 180.0;
 const CHAR_W: f64 = 6.2;
 /// Room a mark's label needs to the right of it.
 const LABEL_ROOM: f64 = 260.0;
+/// Pixels each counter line is raised above the one drawn before it.
+const LINE_OFFSET: f64 = 3.0;
+const LIMIT_COLOR: &str = "#d62728";
+/// The colour of a sum of counters (the charged total).
+const SUM_COLOR: &str = "#6a3d9a";
 const PALETTE: [&str; 6] = [
     "#1f77b4", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#e377c2",
 ];
@@ -145,6 +150,13 @@ fn x_width(step: (f64, f64), time: (f64, f64), min: f64) -> String {
         &[("x", n(step.0)), ("width", w(step))],
         &[("x", n(time.0)), ("width", w(time))],
     )
+}
+
+/// A counter line: its series, colour and class.
+struct Line<'s> {
+    series: &'s crate::model::Series,
+    color: &'static str,
+    class: &'static str,
 }
 
 /// One lane: a task's, or the rcu lane.
@@ -369,8 +381,32 @@ impl Draw<'_> {
         self.lanes[k].spans = spans;
         if let Some(t) = self.lanes[k].task {
             self.run_ticks(k, t);
+            if let Some(why) = self.idle(t) {
+                let lane = &self.lanes[k];
+                let _ = writeln!(
+                    self.out,
+                    "<text class=\"never-ran\" x=\"8\" y=\"{}\">{why}</text>",
+                    n(lane.top + lane.height() / 2.0 + 4.0)
+                );
+            }
         }
         self.marks(k);
+    }
+
+    /// Why task `t`'s lane has no step: it never ran, or not in the steps
+    /// the chart shows.
+    fn idle(&self, t: TaskId) -> Option<&'static str> {
+        let m = self.m;
+        let steps = |shown: bool| {
+            m.events.iter().enumerate().any(|(i, e)| {
+                e.task == t && e.kind == EventKind::Step && (!shown || self.axis.shows(m, i))
+            })
+        };
+        match (steps(false), steps(true)) {
+            (false, _) => Some("never ran"),
+            (true, false) => Some("did not run in the steps shown"),
+            (true, true) => None,
+        }
     }
 
     fn span_box(&mut self, k: usize, s: usize, row: usize) {
@@ -570,6 +606,7 @@ impl Draw<'_> {
         let m = self.m;
         m.series
             .iter()
+            .chain(&m.sums)
             .flat_map(|s| s.points.iter().map(|p| p.1))
             .max()
             .unwrap_or(1)
@@ -599,42 +636,41 @@ impl Draw<'_> {
                 "<line class=\"grid\" x1=\"0\" x2=\"{w}\" y1=\"{y}\" y2=\"{y}\"/>"
             );
         }
-        for k in 0..self.m.series.len() {
-            self.series_line(k);
+        // Lines that are not the limit are raised a few pixels each, so
+        // that two at the same value lie side by side instead of one
+        // hiding the other.
+        let mut raise = 0.0;
+        for line in lines(self.m) {
+            let lift = if line.series.limit { 0.0 } else { raise };
+            if !line.series.limit {
+                raise += LINE_OFFSET;
+            }
+            self.series_line(&line, lift);
         }
     }
 
-    fn series_line(&mut self, k: usize) {
+    fn series_line(&mut self, line: &Line<'_>, lift: f64) {
         let m = self.m;
-        let series = &m.series[k];
-        let mut by_time = series.points.clone();
+        let mut by_time = line.series.points.clone();
         by_time.sort_by_key(|&(i, _)| (m.events[i].time, i));
-        let step_pts = self.polyline(&series.points, |i| self.axis.event_step_x(m, i));
-        let time_pts = self.polyline(&by_time, |i| self.axis.event_time_x(m, i));
+        let step_pts = self.polyline(&line.series.points, lift, |i| self.axis.event_step_x(m, i));
+        let time_pts = self.polyline(&by_time, lift, |i| self.axis.event_time_x(m, i));
         if step_pts.is_empty() {
             return;
         }
-        let class = if series.limit {
-            "series limit"
-        } else {
-            "series"
-        };
-        let color = if series.limit {
-            "#d62728"
-        } else {
-            PALETTE[k % PALETTE.len()]
-        };
         let _ = writeln!(
             self.out,
-            "<polyline class=\"{class}\" stroke=\"{color}\"{}><title>{}</title></polyline>",
+            "<polyline class=\"{}\" stroke=\"{}\"{}><title>{}</title></polyline>",
+            line.class,
+            line.color,
             dual(&[("points", step_pts)], &[("points", time_pts)]),
-            escape(&series.name)
+            escape(&line.series.name)
         );
     }
 
     /// A step function through `points` (event, value), from the value
-    /// before the window to the right edge.
-    fn polyline(&self, points: &[(usize, i64)], x_of: impl Fn(usize) -> f64) -> String {
+    /// before the window to the right edge, `lift` pixels up.
+    fn polyline(&self, points: &[(usize, i64)], lift: f64, x_of: impl Fn(usize) -> f64) -> String {
         let m = self.m;
         let before = points
             .iter()
@@ -643,19 +679,20 @@ impl Draw<'_> {
             .next_back();
         let mut pts: Vec<String> = Vec::new();
         let mut last = before;
+        let y = |v: i64| n(self.y_of(v) - lift);
         if let Some(v) = before {
-            pts.push(format!("0,{}", n(self.y_of(v))));
+            pts.push(format!("0,{}", y(v)));
         }
         for &(i, v) in points.iter().filter(|p| self.axis.shows(m, p.0)) {
             let x = n(x_of(i));
             if let Some(prev) = last {
-                pts.push(format!("{x},{}", n(self.y_of(prev))));
+                pts.push(format!("{x},{}", y(prev)));
             }
-            pts.push(format!("{x},{}", n(self.y_of(v))));
+            pts.push(format!("{x},{}", y(v)));
             last = Some(v);
         }
         if let Some(v) = last {
-            pts.push(format!("{},{}", n(self.axis.width), n(self.y_of(v))));
+            pts.push(format!("{},{}", n(self.axis.width), y(v)));
         }
         pts.join(" ")
     }
@@ -674,10 +711,9 @@ impl Draw<'_> {
             y = n(TICK_Y)
         );
         for lane in &self.lanes {
-            let caption = if lane.task.is_none() {
-                "grace periods"
-            } else {
-                ""
+            let caption = match lane.task {
+                None => "grace periods",
+                Some(t) => self.idle(t).unwrap_or(""),
             };
             let y = lane.top + lane.height() / 2.0;
             let _ = writeln!(
@@ -713,22 +749,44 @@ impl Draw<'_> {
             return String::new();
         }
         let mut s = String::from("<ul class=\"series-legend\">");
-        for (k, (series, v)) in self.m.final_counters().into_iter().enumerate() {
-            let color = if series.limit {
-                "#d62728"
-            } else {
-                PALETTE[k % PALETTE.len()]
+        for line in lines(self.m) {
+            let Some(&(_, v)) = line.series.points.last() else {
+                continue;
             };
-            let limit = if series.limit { " (limit, dashed)" } else { "" };
+            let limit = if line.series.limit {
+                " (limit, dashed)"
+            } else {
+                ""
+            };
             let _ = write!(
                 s,
-                "<li><span class=\"swatch\" style=\"background:{color}\"></span>{}{limit}: {v} at the end</li>",
-                escape(&series.name)
+                "<li><span class=\"swatch\" style=\"background:{}\"></span>{}{limit}: {v} at the end</li>",
+                line.color,
+                escape(&line.series.name)
             );
         }
         s.push_str("</ul>\n");
         s
     }
+}
+
+/// The counter lines, in drawing order: each series, then the sums.
+fn lines<'m>(m: &'m Model) -> Vec<Line<'m>> {
+    let series = m.series.iter().enumerate().map(|(k, s)| Line {
+        series: s,
+        color: if s.limit {
+            LIMIT_COLOR
+        } else {
+            PALETTE[k % PALETTE.len()]
+        },
+        class: if s.limit { "series limit" } else { "series" },
+    });
+    let sums = m.sums.iter().map(|s| Line {
+        series: s,
+        color: SUM_COLOR,
+        class: "series sum",
+    });
+    series.chain(sums).collect()
 }
 
 /// A round time for an axis tick: `0`, `250ns`, `5ms`, `2.5us`.

@@ -26,6 +26,7 @@ pub const LEXICON: Lexicon<'static> = Lexicon {
     describe: &describe,
     is_syscall: &is_syscall,
     is_limit: &is_limit,
+    sums: &[],
 };
 
 /// The RCU state, as the sync crate declares it.
