@@ -82,12 +82,18 @@ impl ProfileInfo {
     }
 }
 
-/// `v4.19.1` → `[4, 19, 1]`, comparable in release order.
+/// `v4.19.1` → `[4, 19, 1, MAX]`, `v5.14-rc1` → `[5, 14, 0, 1]`: comparable
+/// in release order, a release candidate before its release.
 pub fn release_number(name: &str) -> Vec<u32> {
-    name.trim_start_matches('v')
-        .split('.')
-        .map(|n| n.parse().unwrap_or(0))
-        .collect()
+    let name = name.trim_start_matches('v');
+    let (version, rc) = match name.split_once("-rc") {
+        Some((v, rc)) => (v, rc.parse().unwrap_or(0)),
+        None => (name, u32::MAX),
+    };
+    let mut number: Vec<u32> = version.split('.').map(|n| n.parse().unwrap_or(0)).collect();
+    number.resize(3, 0);
+    number.push(rc);
+    number
 }
 
 declare_patches! {
@@ -107,6 +113,10 @@ declare_patches! {
         "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
     UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"), area: Userns,
         "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS";
+    UcountsAtomicCount = "ucounts-atomic-count", merged_in: Some("v5.14-rc1"), area: Userns,
+        "\"Use atomic_t for ucounts reference counting\" (the v5.14 merge window): an entry's reference count is an atomic again, and the last put_ucounts drops it to zero before it takes ucounts_lock to unhash the entry, so a look-up under the lock can take a reference on an entry being freed (use-after-free) until ucounts-put-dec-and-lock";
+    UcountsPutDecAndLock = "ucounts-put-dec-and-lock", merged_in: Some("v5.14"), area: Userns,
+        "\"ucounts: Fix race condition between alloc_ucounts and put_ucounts\" (v5.14-rc7): the last put takes ucounts_lock as it drops the count to zero (atomic_dec_and_lock), and a look-up takes a reference only on an entry whose count it can raise from above zero";
     UsernsWaitPendingFree = "userns-wait-pending-free", merged_in: None, area: Userns,
         "candidate fix, never merged: when inc_user_namespaces fails, create_user_ns waits for the frees already on their way (rcu_barrier for the put_cred_rcu callbacks, then a flush of the free_user_ns works) and charges again, instead of failing with ENOSPC: once in any case, and again after each wait that began with frees on their way";
     Idmap340Extents = "idmap-340-extents", merged_in: Some("v4.15"), area: Idmap,
@@ -119,7 +129,7 @@ declare_patches! {
         "mapping parent uid 0 in a uid_map needs CAP_SETFCAP (the creator's at creation, or the opener's over the parent)";
     IdmapRelaxedPublication = "idmap-relaxed-publication", merged_in: None, area: Idmap,
         "deliberately broken: nr_extents published without smp_wmb/smp_rmb, so a lockless reader may see the count before the extents";
-    NprocUcounts = "nproc-ucounts", merged_in: Some("v5.14"), area: Nproc,
+    NprocUcounts = "nproc-ucounts", merged_in: Some("v5.14-rc1"), area: Nproc,
         "RLIMIT_NPROC counted in ucounts per (user namespace, kuid) and charged up the namespace tree, instead of one user_struct per kuid for the whole machine; checked before the child is counted, with `>` (one process more than the limit gets through)";
     UcountsRlimitMaxCheck = "ucounts-rlimit-max-check", merged_in: Some("v5.16"), area: Nproc,
         "is_rlimit_overlimit compares each ancestor level with the rlimit recorded in the namespace below it (its creator's), not with its own namespace's value";
@@ -205,6 +215,10 @@ pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
         name: "v5.13",
         summary: "RLIMIT_NPROC counted per kuid in user_struct, shared by every namespace that maps the kuid",
+    },
+    ProfileInfo {
+        name: "v5.14-rc1",
+        summary: "the v5.14 merge window: RLIMIT_NPROC in ucounts, whose reference count is an atomic that the last put drops to zero outside ucounts_lock",
     },
     ProfileInfo {
         name: "v5.14",

@@ -28,6 +28,13 @@ impl ActivePatches {
         }
     }
 
+    /// Whether the last `put_ucounts` drops an entry's count to zero before
+    /// taking `ucounts_lock` ([`ucounts::UcountsTable::with_put_race`]):
+    /// in the v5.14 merge window.
+    pub fn ucounts_put_race(&self) -> bool {
+        self.has(Patch::UcountsAtomicCount) && !self.has(Patch::UcountsPutDecAndLock)
+    }
+
     /// The names of the patches in force that change a part of the kernel
     /// an op of `setup` runs through, then those of the others, each
     /// sorted by name.

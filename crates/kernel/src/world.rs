@@ -281,7 +281,10 @@ pub fn directed_run(
 
 fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
     let world = e.setup(|| {
-        let ucounts = Arc::new(UcountsTable::new());
+        let ucounts = Arc::new(match spec.patches.ucounts_put_race() {
+            true => UcountsTable::with_put_race(),
+            false => UcountsTable::new(),
+        });
         let wq = Workqueue::new("system_wq");
         wq.start_worker("kworker");
         let (userns, user_namespaces) = make_user_namespaces(spec, &ucounts, &wq);
