@@ -5,6 +5,7 @@ mod bench;
 mod conformance;
 mod export;
 mod gen;
+mod history;
 mod idmap;
 mod junit;
 mod library;
@@ -358,6 +359,16 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// List the real kernel bugs the scenario library reproduces: for each patch
+    /// that is a fixing commit, the scenarios that fail on a kernel without it and
+    /// pass on one with it.
+    History {
+        /// Output format: `json` prints a line per bug: `fix` (the commit's
+        /// subject), `fixed_in`, `patch`, `scenario`, `fails` (each `kernel` and
+        /// `expect`) and `passes`.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels {
         /// Output format: `json` prints a line per profile, patch, invariant and
@@ -608,6 +619,7 @@ fn main() -> ExitCode {
             output::print_kernels(format);
             Ok(true)
         }
+        Command::History { format } => history::print(format),
         Command::Ops { format } => {
             output::print_ops(format);
             Ok(true)

@@ -121,3 +121,36 @@ fn conformance_lists_its_cases_from_any_directory() {
     assert!(stdout(&o).lines().count() > 100);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `nssim history` finds the bugs from the declarations: the v5.14 ucounts
+/// race under its fix with the entry that shows it, and no scenario under
+/// a fix whose release brought others with it (v5.17's four RLIMIT_NPROC
+/// fixes cannot be told apart by `nproc-setuid-execve`'s entries).
+#[test]
+fn the_history_lists_each_bug_under_the_fix_that_alone_separates_its_entries() {
+    let o = nssim(&["history", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let race = rows
+        .iter()
+        .find(|r| r["scenario"] == "ucounts-put-race")
+        .expect("the ucounts race is listed");
+    assert_eq!(race["patch"], "ucounts-put-dec-and-lock");
+    assert_eq!(
+        race["fix"],
+        "ucounts: Fix race condition between alloc_ucounts and put_ucounts"
+    );
+    assert_eq!(race["fails"][0]["kernel"], "v5.14-rc1");
+    assert_eq!(race["fails"][0]["expect"], "use-after-free");
+    assert!(rows.iter().all(|r| r["scenario"] != "nproc-setuid-execve"));
+    for r in &rows {
+        assert!(
+            !r["fails"].as_array().unwrap().is_empty()
+                && !r["passes"].as_array().unwrap().is_empty(),
+            "{r}"
+        );
+    }
+}

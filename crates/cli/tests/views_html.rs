@@ -206,7 +206,10 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
         .nth(1)
         .and_then(|p| p.split(" <details").next())
         .expect("the patches row");
-    assert_eq!(patches, "ipc-async-free");
+    assert_eq!(
+        patches,
+        "ipc-async-free, ucounts-atomic-count, ucounts-put-dec-and-lock"
+    );
     let legend = layout
         .split("<span class=\"legend\">")
         .nth(1)

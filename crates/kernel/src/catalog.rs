@@ -14,6 +14,10 @@ pub struct PatchInfo {
     pub merged_in: Option<&'static str>,
     /// The part of the kernel it changes.
     pub area: Area,
+    /// For a patch that fixed a bug: the subject of the fixing commit, as
+    /// in the kernel's history (`nssim history` lists the library
+    /// scenarios that show the bug without the patch and pass with it).
+    pub fixes: Option<&'static str>,
     pub summary: &'static str,
 }
 
@@ -22,7 +26,7 @@ pub struct PatchInfo {
 /// ([`crate::ActivePatches::has`]), so a patch nobody declared does not
 /// compile; scenarios, tokens and `nssim kernels` use the names.
 macro_rules! declare_patches {
-    ($($variant:ident = $name:literal, merged_in: $merged:expr, area: $area:ident, $summary:literal;)*) => {
+    ($($variant:ident = $name:literal, merged_in: $merged:expr, area: $area:ident, $(fixes: $fixes:literal,)? $summary:literal;)*) => {
         /// A kernel patch, by name in [`PATCHES`].
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Patch {
@@ -36,10 +40,19 @@ macro_rules! declare_patches {
                 name: $name,
                 merged_in: $merged,
                 area: Area::$area,
+                fixes: fix_subject(&[$($fixes)?]),
                 summary: $summary,
             }),*
         ];
     };
+}
+
+/// The fixing commit's subject a patch line gives, if any.
+const fn fix_subject(given: &[&'static str]) -> Option<&'static str> {
+    match given {
+        [subject] => Some(subject),
+        _ => None,
+    }
 }
 
 impl Patch {
@@ -100,6 +113,7 @@ declare_patches! {
     IpcAsyncFree = "ipc-async-free", merged_in: Some("v5.7"), area: Ipc,
         "put_ipc_ns queues the namespace on free_ipc_list and free_ipc_work frees it later (one RCU grace period per namespace); before, the last put freed synchronously";
     IpcWaitPendingFree = "ipc-wait-pending-free", merged_in: Some("v6.3"), area: Ipc,
+        fixes: "ipc,namespace: make ipc namespace allocation wait for pending free",
         "create_ipc_ns: when inc_ucount fails and flush_work(&free_ipc_work) waited for pending frees, retry instead of failing with ENOSPC";
     IpcBatchFree = "ipc-batch-free", merged_in: Some("v6.3"), area: Ipc,
         "free_ipc: mnt_make_shortterm on every queued namespace, one synchronize_rcu for the whole batch, then free them all";
@@ -113,9 +127,10 @@ declare_patches! {
         "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
     UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"), area: Userns,
         "create_user_ns charges max_user_namespaces through ucounts (ENOSPC at the limit); the nesting limit answers ENOSPC instead of EUSERS";
-    UcountsAtomicCount = "ucounts-atomic-count", merged_in: Some("v5.14-rc1"), area: Userns,
+    UcountsAtomicCount = "ucounts-atomic-count", merged_in: Some("v5.14-rc1"), area: Ucounts,
         "\"Use atomic_t for ucounts reference counting\" (the v5.14 merge window): an entry's reference count is an atomic again, and the last put_ucounts drops it to zero before it takes ucounts_lock to unhash the entry, so a look-up under the lock can take a reference on an entry being freed (use-after-free) until ucounts-put-dec-and-lock";
-    UcountsPutDecAndLock = "ucounts-put-dec-and-lock", merged_in: Some("v5.14"), area: Userns,
+    UcountsPutDecAndLock = "ucounts-put-dec-and-lock", merged_in: Some("v5.14"), area: Ucounts,
+        fixes: "ucounts: Fix race condition between alloc_ucounts and put_ucounts",
         "\"ucounts: Fix race condition between alloc_ucounts and put_ucounts\" (v5.14-rc7): the last put takes ucounts_lock as it drops the count to zero (atomic_dec_and_lock), and a look-up takes a reference only on an entry whose count it can raise from above zero";
     UsernsWaitPendingFree = "userns-wait-pending-free", merged_in: None, area: Userns,
         "candidate fix, never merged: when inc_user_namespaces fails, create_user_ns waits for the frees already on their way (rcu_barrier for the put_cred_rcu callbacks, then a flush of the free_user_ns works) and charges again, instead of failing with ENOSPC: once in any case, and again after each wait that began with frees on their way";
@@ -124,28 +139,36 @@ declare_patches! {
     Idmap2017Proposal = "idmap-2017-proposal", merged_in: None, area: Idmap,
         "never merged: 3 inline extents plus direct, indirect and double-indirect blocks (368 extents), linear scan; overrides idmap-340-extents";
     IdmapSortAfterTranslate = "idmap-sort-after-translate", merged_in: Some("v4.20"), area: Idmap,
+        fixes: "userns: also map extents in the reverse map to kernel IDs",
         "CVE-2018-18955 fix (also v4.19.2): map_write sorts and copies the reverse array after translating lower ids to kernel ids; without it, maps of more than 5 extents in nested namespaces answer from_kuid wrongly";
     IdmapSetfcapRoot = "idmap-setfcap-root", merged_in: Some("v5.12"), area: Idmap,
+        fixes: "capabilities: require CAP_SETFCAP to map uid 0",
         "mapping parent uid 0 in a uid_map needs CAP_SETFCAP (the creator's at creation, or the opener's over the parent)";
     IdmapRelaxedPublication = "idmap-relaxed-publication", merged_in: None, area: Idmap,
         "deliberately broken: nr_extents published without smp_wmb/smp_rmb, so a lockless reader may see the count before the extents";
     NprocUcounts = "nproc-ucounts", merged_in: Some("v5.14-rc1"), area: Nproc,
         "RLIMIT_NPROC counted in ucounts per (user namespace, kuid) and charged up the namespace tree, instead of one user_struct per kuid for the whole machine; checked before the child is counted, with `>` (one process more than the limit gets through)";
     UcountsRlimitMaxCheck = "ucounts-rlimit-max-check", merged_in: Some("v5.16"), area: Nproc,
+        fixes: "ucounts: Fix rlimit max values check",
         "is_rlimit_overlimit compares each ancestor level with the rlimit recorded in the namespace below it (its creator's), not with its own namespace's value";
     NprocEnforceLimit = "nproc-enforce-limit", merged_in: Some("v5.17"), area: Nproc,
+        fixes: "ucounts: Enforce RLIMIT_NPROC not RLIMIT_NPROC+1",
         "copy_process checks RLIMIT_NPROC after copy_creds, on the child's ucounts: the limit, not limit+1, processes";
     NprocFlagAfterSetUser = "nproc-flag-after-set-user", merged_in: Some("v5.17"), area: Nproc,
+        fixes: "ucounts: Move RLIMIT_NPROC handling after set_user",
         "set*uid decides PF_NPROC_EXCEEDED (checked by the next execve) on the new ucounts after set_cred_ucounts, without capability checks; before, set_user looked at the old ucounts";
     NprocUcountsRealUid = "nproc-ucounts-real-uid", merged_in: Some("v5.17"), area: Nproc,
+        fixes: "ucounts: Base set_cred_ucounts changes on the real user",
         "set_cred_ucounts keys the credential's ucounts on the real uid; before, on the effective uid, while commit_creds moved the count only when the real user changed";
     NprocLimitnprocRegression = "nproc-limitnproc-regression", merged_in: Some("v5.17"), area: Nproc,
+        fixes: "ucounts: Fix systemd LimitNPROC with private users regression",
         "a user namespace created by global root in the initial namespace records no RLIMIT_NPROC (systemd LimitNPROC with private users)";
     NprocPerUsernsRfc2016 = "nproc-per-userns-rfc-2016", merged_in: None, area: Nproc,
         "the 2016 RFC: processes counted per (user namespace, uid) up the tree, and a fork checked against the caller's own (namespace, uid) count only";
     UeventInject = "uevent-inject", merged_in: Some("v4.17"), area: Uevent,
         "uevent_net_rcv_skb: a task with CAP_SYS_ADMIN over a network namespace's owning user namespace may send uevents into that namespace; before, the kernel uevent socket refused input";
     UeventRestrict = "uevent-restrict", merged_in: Some("v4.18"), area: Uevent,
+        fixes: "netns: restrict uevents",
         "uevent_net_init puts only network namespaces owned by the initial user namespace on uevent_sock_list: untagged kernel uevents no longer reach containers";
     UeventNetnsSeqnum = "uevent-netns-seqnum", merged_in: None, area: Uevent,
         "the 2018 proposal: a uevent sequence number per network namespace; namespaces not owned by the initial user namespace are locked by their own sk_mutex instead of uevent_sock_mutex";

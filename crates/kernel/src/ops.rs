@@ -378,6 +378,9 @@ pub enum Area {
     Netns,
     /// The max_* sysctls of kernel/ucount.c.
     Sysctl,
+    /// kernel/ucount.c's entries and counters, which every namespace
+    /// creation and every credential of v5.14 and later go through.
+    Ucounts,
 }
 
 impl Area {
@@ -388,11 +391,16 @@ impl Area {
             .split_once(" (")
             .map_or((function, ""), |(n, f)| (n, f.trim_end_matches(')')));
         match file {
+            "ipc/namespace.c" if name == "create_ipc_ns" => &[Area::Ipc, Area::Ucounts],
             "ipc/namespace.c" => &[Area::Ipc],
+            "kernel/user_namespace.c" if name == "create_user_ns" => {
+                &[Area::Userns, Area::Idmap, Area::Ucounts]
+            }
             "kernel/user_namespace.c" => &[Area::Userns, Area::Idmap],
             "kernel/ucount.c" | "fs/proc/proc_sysctl.c" => &[Area::Sysctl, Area::Userns],
-            "kernel/sys.c" | "fs/exec.c" => &[Area::Nproc],
-            "kernel/fork.c" if name == "copy_process" => &[Area::Nproc],
+            "kernel/sys.c" | "fs/exec.c" => &[Area::Nproc, Area::Ucounts],
+            "kernel/fork.c" if name == "copy_process" => &[Area::Nproc, Area::Ucounts],
+            "net/core/net_namespace.c" if name == "copy_net_ns" => &[Area::Netns, Area::Ucounts],
             "lib/kobject_uevent.c"
             | "net/netlink/af_netlink.c"
             | "drivers/base/core.c"

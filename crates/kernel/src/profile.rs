@@ -184,7 +184,7 @@ pub fn resolve_patches(profile: &str, toggles: &[(String, bool)]) -> Result<Acti
 mod tests {
 
     #[test]
-    fn the_patches_bearing_on_an_ipc_loop_are_the_ipc_ones() {
+    fn the_patches_bearing_on_an_ipc_loop_are_the_ipc_and_ucounts_ones() {
         use crate::clone_flags::CLONE_NEWIPC;
         use crate::setup::{Op, Setup, TaskSpec, INIT_USER_NS};
         let mut setup = Setup::default();
@@ -198,7 +198,13 @@ mod tests {
         let (bearing, others) = v6_3.names_bearing_on(&setup);
         assert_eq!(
             bearing,
-            ["ipc-async-free", "ipc-batch-free", "ipc-wait-pending-free"]
+            [
+                "ipc-async-free",
+                "ipc-batch-free",
+                "ipc-wait-pending-free",
+                "ucounts-atomic-count",
+                "ucounts-put-dec-and-lock"
+            ]
         );
         assert!(others.contains(&"nproc-ucounts") && others.contains(&"idmap-340-extents"));
         assert_eq!(bearing.len() + others.len(), v6_3.names().len());
