@@ -162,6 +162,15 @@ fn check_on_kernel(test: &str, scenario: &str, repeats: u32) {
 }
 
 #[test]
+fn the_ids_a_task_sees_print_what_the_model_reports() {
+    check_on_kernel(
+        "the_ids_a_task_sees_print_what_the_model_reports",
+        "sim-scenarios/userns-ids-seen-inside.toml",
+        3,
+    );
+}
+
+#[test]
 fn an_ipc_loop_prints_outcomes_the_model_reaches() {
     check_on_kernel("an_ipc_loop", "sim-scenarios/ipc-v6.3-window.toml", 3);
 }

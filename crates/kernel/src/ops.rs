@@ -357,6 +357,14 @@ declare_ops! {
     Setrlimit = "setrlimit" { resource: String = Rlimit [label], limit: u64 = Int [label] }
         "setrlimit(2) of soft and hard limit; NPROC is modelled"
         kernel: ["do_prlimit (kernel/sys.c)"];
+    /// `getresuid()`: the task's real, effective and saved uids.
+    Getresuid = "getresuid" {}
+        "getresuid(2): reports the real, effective and saved uids as the task's user namespace sees them, 65534 (overflowuid) for one it does not map"
+        kernel: ["__do_sys_getresuid (kernel/sys.c)"];
+    /// `getresgid()`: the task's real, effective and saved gids.
+    Getresgid = "getresgid" {}
+        "getresgid(2): reports the real, effective and saved gids as the task's user namespace sees them, 65534 (overflowgid) for one it does not map"
+        kernel: ["__do_sys_getresgid (kernel/sys.c)"];
 }
 
 /// A part of the kernel the model covers: what a patch changes and what an

@@ -61,6 +61,25 @@ impl World {
         Ok(())
     }
 
+    /// `getresuid`/`getresgid`: the task's three ids of `kind`, as its
+    /// user namespace sees them (`from_kuid_munged`), reported. No op
+    /// changes a gid, so the saved gid is the real one.
+    pub(super) fn getresid(&self, task: &Task, kind: MapKind) -> Result<(), Errno> {
+        sim::point("getresid", ObjId::NONE, &crate::costs::SYSCALL);
+        let cred = task.cred();
+        let ns = &cred.user_ns;
+        let ids = match kind {
+            MapKind::Uid => {
+                [cred.uid, cred.euid, cred.suid].map(|k| userns::from_kuid_munged(ns, k))
+            }
+            MapKind::Gid => {
+                [cred.gid, cred.egid, cred.gid].map(|k| userns::from_kgid_munged(ns, k))
+            }
+        };
+        task.own.lock().reported = ids.iter().map(|&id| u64::from(id)).collect();
+        Ok(())
+    }
+
     /// One write(2) to `/proc/PID/<file>` of `target` (the writer itself
     /// when `None`), the file opened by the writer.
     pub(super) fn write_userns_file(

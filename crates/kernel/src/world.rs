@@ -595,6 +595,8 @@ impl World {
             Op::Setrlimit { limit, .. } => {
                 task.with_own(|own| procs.setrlimit_nproc(task, own, *limit))
             }
+            Op::Getresuid {} => self.getresid(task, MapKind::Uid),
+            Op::Getresgid {} => self.getresid(task, MapKind::Gid),
         }
     }
 

@@ -415,6 +415,8 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
             format!("{{ .kind = OP_SETRESUID, .ids = {{ {ruid}u, {euid}u, {suid}u }} }}")
         }
         Op::Execve {} => "{ .kind = OP_EXECVE }".into(),
+        Op::Getresuid {} => "{ .kind = OP_GETRESUID }".into(),
+        Op::Getresgid {} => "{ .kind = OP_GETRESGID }".into(),
         Op::Setrlimit { limit, .. } => format!(
             "{{ .kind = OP_SETRLIMIT_NPROC, .value = (long long){} }}",
             c_u64(*limit)

@@ -50,6 +50,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Exit {}
         | Op::Setuid { .. }
         | Op::Setresuid { .. }
+        | Op::Getresuid {}
+        | Op::Getresgid {}
         | Op::Execve {}
         | Op::Setrlimit { .. } => None,
     }
@@ -67,7 +69,11 @@ fn is_device_path(devpath: &str) -> bool {
 pub fn reports_values(op: &Op) -> bool {
     matches!(
         op,
-        Op::UeventRecv {} | Op::ReadUidMapOf { .. } | Op::ReadGidMapOf { .. }
+        Op::UeventRecv {}
+            | Op::ReadUidMapOf { .. }
+            | Op::ReadGidMapOf { .. }
+            | Op::Getresuid {}
+            | Op::Getresgid {}
     )
 }
 
@@ -236,6 +242,8 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         }),
         Op::Setuid { uid } => done(sys::setuid(*uid)),
         Op::Setresuid { ruid, euid, suid } => done(sys::setresuid(*ruid, *euid, *suid)),
+        Op::Getresuid {} => (Ok(()), sys::getresuid().map(u64::from).to_vec()),
+        Op::Getresgid {} => (Ok(()), sys::getresgid().map(u64::from).to_vec()),
         Op::Setrlimit { resource: _, limit } => done(sys::set_nproc_limit(*limit)),
         Op::Execve {} => unreachable!("the task loop runs execve itself"),
         Op::UeventDeviceEvent { action, devpath } => done(sys::write_file_once(

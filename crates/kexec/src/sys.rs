@@ -111,6 +111,21 @@ pub fn setresuid(r: u32, e: u32, s: u32) -> SysResult<()> {
     check_int(unsafe { libc::setresuid(r, e, s) }).map(drop)
 }
 
+/// The real, effective and saved uids, as the caller's namespace sees them
+/// (getresuid(2) cannot fail with valid pointers).
+pub fn getresuid() -> [u32; 3] {
+    let (mut r, mut e, mut s) = (0, 0, 0);
+    unsafe { libc::getresuid(&mut r, &mut e, &mut s) };
+    [r, e, s]
+}
+
+/// The real, effective and saved gids, as [`getresuid`].
+pub fn getresgid() -> [u32; 3] {
+    let (mut r, mut e, mut s) = (0, 0, 0);
+    unsafe { libc::getresgid(&mut r, &mut e, &mut s) };
+    [r, e, s]
+}
+
 pub fn setresgid(r: u32, e: u32, s: u32) -> SysResult<()> {
     check_int(unsafe { libc::setresgid(r, e, s) }).map(drop)
 }

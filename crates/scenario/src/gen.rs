@@ -26,8 +26,10 @@ use std::fmt::Write as _;
 
 /// Ops a generated task never performs: the scenario's own locks (a lock
 /// taken and never released ends a run in a deadlock of the scenario's
-/// making) and `bug`, which panics on purpose.
-const NOT_GENERATED: &[&str] = &["lock", "unlock", "bug"];
+/// making), `bug`, which panics on purpose, and the id getters, added
+/// after the campaigns of docs/on-kernel.md were measured (an op more in
+/// the pool changes every seed's scenario).
+const NOT_GENERATED: &[&str] = &["lock", "unlock", "bug", "getresuid", "getresgid"];
 
 /// The users a generated scenario is made of: root and two others.
 const UIDS: [u32; 3] = [0, 1000, 1001];

@@ -58,8 +58,8 @@ pub mod map_write;
 
 pub use idmap::{Extent, IdMap, Layout, Publication, UNMAPPED};
 pub use map_write::{
-    from_kgid, from_kuid, from_kuid_munged, make_kgid, make_kuid, map_write, map_write_extents,
-    proc_setgroups_write, uid_m_show, MapKind, Rule, WriteOutcome,
+    from_kgid, from_kgid_munged, from_kuid, from_kuid_munged, make_kgid, make_kuid, map_write,
+    map_write_extents, proc_setgroups_write, uid_m_show, MapKind, Rule, WriteOutcome,
 };
 
 use std::sync::atomic::{

@@ -574,6 +574,15 @@ pub fn from_kuid_munged(ns: &UserNamespace, kuid: u32) -> u32 {
     }
 }
 
+/// `from_kgid_munged`: as [`from_kgid`], with `overflowgid` (65534) for
+/// unmapped ids.
+pub fn from_kgid_munged(ns: &UserNamespace, kgid: u32) -> u32 {
+    match from_kgid(ns, kgid) {
+        UNMAPPED => OVERFLOW_ID,
+        gid => gid,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

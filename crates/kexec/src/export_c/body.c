@@ -473,6 +473,23 @@ static int read_map(const char *path, unsigned long long **values, int *n)
     return 0;
 }
 
+/* getresuid or getresgid: the three ids as values. */
+static int report_ids(enum op_kind kind, unsigned long long **values, int *n)
+{
+    unsigned r, e, s;
+    int failed = kind == OP_GETRESUID ? getresuid(&r, &e, &s) : getresgid(&r, &e, &s);
+    if (failed)
+        return errno;
+    *values = malloc(sizeof **values * 3);
+    if (!*values)
+        return ENOMEM;
+    (*values)[0] = r;
+    (*values)[1] = e;
+    (*values)[2] = s;
+    *n = 3;
+    return 0;
+}
+
 static int run_op(const struct op *op, struct state *s, unsigned long long **values, int *n)
 {
     char path[128];
@@ -533,6 +550,9 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return err_of(setuid((uid_t)op->value));
     case OP_SETRESUID:
         return err_of(setresuid(op->ids[0], op->ids[1], op->ids[2]));
+    case OP_GETRESUID:
+    case OP_GETRESGID:
+        return report_ids(op->kind, values, n);
     case OP_SETRLIMIT_NPROC:
         return set_nproc_limit((unsigned long long)op->value);
     case OP_EXECVE:

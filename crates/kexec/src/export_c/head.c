@@ -45,6 +45,8 @@ enum op_kind {
     OP_EXIT,
     OP_SETUID,
     OP_SETRESUID,
+    OP_GETRESUID,       /* reports the real, effective and saved uids */
+    OP_GETRESGID,       /* reports the real, effective and saved gids */
     OP_EXECVE,
     OP_SETRLIMIT_NPROC
 };
