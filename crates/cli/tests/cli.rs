@@ -863,6 +863,28 @@ fn expected_syscall_results_are_checked() {
         line["result_mismatches"][0],
         "late unshare: expected ok, got 1 ENOSPC"
     );
+    // "one of" and "not": held, then not held.
+    for (expect, holds) in [
+        ("ok or ENOSPC", true),
+        ("not EPERM", true),
+        ("not ENOSPC", false),
+        ("EPERM or EACCES", false),
+    ] {
+        let edited = text.replace(
+            r#"late = { unshare = "ENOSPC" }"#,
+            &format!("late = {{ unshare = \"{expect}\" }}"),
+        );
+        std::fs::write(&wrong, edited).unwrap();
+        let o = nssim(&["run", wrong.to_str().unwrap(), "--format", "json"]);
+        let line = &json_lines(&o)[0];
+        assert_eq!(line["as_expected"], holds, "{expect}: {line}");
+        if !holds {
+            assert_eq!(
+                line["result_mismatches"][0],
+                format!("late unshare: expected {expect}, got 1 ENOSPC")
+            );
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

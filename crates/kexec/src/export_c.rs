@@ -145,13 +145,12 @@ fn expectation(entry: &KernelRun) -> String {
         .results
         .iter()
         .map(|r| {
-            let some = if r.at_least_once { "some " } else { "" };
             let values = r
                 .values
                 .as_ref()
                 .map(|v| format!(" values {v:?}"))
                 .unwrap_or_default();
-            format!("{} {} = {some}{}{values}", r.task, r.op, r.result)
+            format!("{} {} = {}{values}", r.task, r.op, r.written())
         })
         .collect();
     if !results.is_empty() {

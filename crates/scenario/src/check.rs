@@ -18,7 +18,7 @@ use crate::ops::{parse_op, INT_MAX};
 use crate::strings::StringMap;
 use crate::suggest::{did_you_mean, one_of};
 use crate::{
-    Expect, ExpectedOutcome, ExpectedResult, Explore, KernelRun, PatchToggle, Scenario,
+    Expect, ExpectedOutcome, ExpectedResult, Explore, KernelRun, PatchToggle, Quantifier, Scenario,
     StrategyName,
 };
 
@@ -832,26 +832,33 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                 DeValue::Table(_) => expected_values(ctx, op, result_v)?,
                 _ => (string(ctx, op, result_v)?, None),
             };
-            let (at_least_once, result) = match written.strip_prefix("some ") {
-                Some(r) => (true, r.trim_start()),
-                None => (false, written),
+            let (quantifier, named) = if let Some(r) = written.strip_prefix("some ") {
+                (Quantifier::Some, r)
+            } else if let Some(r) = written.strip_prefix("not ") {
+                (Quantifier::No, r)
+            } else {
+                (Quantifier::Every, written)
             };
             let errnos =
                 || std::iter::once("ok").chain(kernel::Errno::ALL.iter().map(|e| e.name()));
-            if !errnos().any(|e| e == result) {
-                return Err(ctx
-                    .err(
-                        result_v.span(),
-                        format!("unknown result `{}`", echo(result)),
-                    )
-                    .with_expected(one_of(errnos()))
-                    .with_help_opt(did_you_mean(result, errnos())));
+            let mut results = Vec::new();
+            for result in named.split(" or ").map(str::trim) {
+                if !errnos().any(|e| e == result) {
+                    return Err(ctx
+                        .err(
+                            result_v.span(),
+                            format!("unknown result `{}`", echo(result)),
+                        )
+                        .with_expected(one_of(errnos()))
+                        .with_help_opt(did_you_mean(result, errnos())));
+                }
+                results.push(result.to_string());
             }
             out.push(ExpectedResult {
                 task: task.to_string(),
                 op: op.to_string(),
-                result: result.to_string(),
-                at_least_once,
+                results,
+                quantifier,
                 values,
             });
         }

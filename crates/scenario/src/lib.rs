@@ -159,24 +159,58 @@ pub struct Expect {
     pub exhausted: bool,
 }
 
-/// Every call of operation `op` by (every instance of) task `task`
-/// returned `result` (`ok` or an errno name), and there was at least one;
-/// or, written `"some ENOSPC"`, at least one call returned it.
+/// The calls of operation `op` by (every instance of) task `task`, at
+/// least one, returned results among `results` (`ok` or errno names): all
+/// of them (`"EPERM"`, `"EPERM or EACCES"`), at least one (`"some
+/// ENOSPC"`), or none (`"not EPERM"`), as `quantifier` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpectedResult {
     pub task: String,
     /// An operation name (`write_uid_map`) or a full result label
     /// (`unshare(CLONE_NEWIPC)`).
     pub op: String,
-    pub result: String,
-    /// `"some RESULT"`: one call returning it is enough.
-    pub at_least_once: bool,
+    /// The results named, one or more (`"EPERM or EACCES"`).
+    pub results: Vec<String>,
+    pub quantifier: Quantifier,
     /// `{ values = [...] }`: what the calls reported, in call order (the
     /// SEQNUM a listener received, the sequence number an injection got).
     pub values: Option<Vec<u64>>,
 }
 
+/// How many of the calls must have returned one of the results named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantifier {
+    /// Every call (`"EPERM"`, `"EPERM or EACCES"`).
+    Every,
+    /// At least one (`"some ENOSPC"`).
+    Some,
+    /// None (`"not EPERM"`).
+    No,
+}
+
 impl ExpectedResult {
+    /// The expectation as a scenario writes it: `some ENOSPC`, `not
+    /// EPERM`, `EPERM or EACCES`.
+    pub fn written(&self) -> String {
+        let prefix = match self.quantifier {
+            Quantifier::Every => "",
+            Quantifier::Some => "some ",
+            Quantifier::No => "not ",
+        };
+        format!("{prefix}{}", self.results.join(" or "))
+    }
+
+    /// Whether calls that returned `got` (result → count) are as expected.
+    pub fn holds_for(&self, got: &std::collections::BTreeMap<String, u64>) -> bool {
+        let named = |r: &String| self.results.contains(r);
+        !got.is_empty()
+            && match self.quantifier {
+                Quantifier::Every => got.keys().all(named),
+                Quantifier::Some => got.keys().any(named),
+                Quantifier::No => !got.keys().any(named),
+            }
+    }
+
     /// Whether a result label (`unshare(CLONE_NEWIPC)`) is one of `op`'s.
     pub fn matches_label(&self, label: &str) -> bool {
         label == self.op

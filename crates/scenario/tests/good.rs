@@ -541,6 +541,51 @@ fn multi_line_op_strings() {
     );
 }
 
+/// `"EPERM or EACCES"`: every call returned one of them; `"not EPERM"`:
+/// none did; `"some ENOSPC"`: one did. Each needs at least one call.
+#[test]
+fn an_expected_result_may_be_one_of_several_or_not_one() {
+    use std::collections::BTreeMap;
+    let text = r#"name = "x"
+summary = "s"
+[[task]]
+name = "t"
+ops = ["unshare(CLONE_NEWUSER)", "setuid(0)", "fork()"]
+[[kernel]]
+profile = "v6.3"
+expect = { outcome = "pass", results = { t = { unshare = "EPERM or ok", setuid = "not EPERM", fork = "some EAGAIN or ENOMEM" } } }
+"#;
+    let s = scenario::parse("t.toml", text).unwrap();
+    let want = |op: &str| {
+        s.runs[0]
+            .expect
+            .results
+            .iter()
+            .find(|r| r.op == op)
+            .unwrap()
+            .clone()
+    };
+    let got = |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> {
+        pairs.iter().map(|(r, n)| (r.to_string(), *n)).collect()
+    };
+    let one_of = want("unshare");
+    assert_eq!(one_of.written(), "EPERM or ok");
+    assert!(one_of.holds_for(&got(&[("ok", 2), ("EPERM", 1)])));
+    assert!(!one_of.holds_for(&got(&[("ok", 2), ("EINVAL", 1)])));
+    assert!(!one_of.holds_for(&got(&[])));
+    let not = want("setuid");
+    assert_eq!(not.written(), "not EPERM");
+    assert!(not.holds_for(&got(&[("EINVAL", 1)])));
+    assert!(!not.holds_for(&got(&[("ok", 1), ("EPERM", 1)])));
+    assert!(!not.holds_for(&got(&[])));
+    let some = want("fork");
+    assert!(some.holds_for(&got(&[("ok", 3), ("ENOMEM", 1)])));
+    assert!(!some.holds_for(&got(&[("ok", 3)])));
+    let bad = text.replace("not EPERM", "not EWHAT");
+    let err = scenario::parse("t.toml", &bad).unwrap_err();
+    assert!(err.message.contains("unknown result `EWHAT`"), "{err}");
+}
+
 #[test]
 fn expected_results_name_tasks_operations_and_errnos() {
     let text = r#"name = "x"
@@ -557,7 +602,7 @@ expect = { outcome = "pass", results = { looper = { "unshare(CLONE_NEWIPC)" = "o
     assert_eq!(results.len(), 2);
     let sysctl = results.iter().find(|r| r.op == "sysctl_write").unwrap();
     assert_eq!(
-        (sysctl.task.as_str(), sysctl.result.as_str()),
+        (sysctl.task.as_str(), sysctl.written().as_str()),
         ("looper", "EPERM")
     );
     assert!(sysctl.matches_label("sysctl_write(user.max_ipc_namespaces)"));
