@@ -79,6 +79,28 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Panics, naming the setting and its range, when a number is out of
+    /// the range nssim takes (the same ranges as a scenario's `[explore]`
+    /// table and the command line: `sim::limits`).
+    fn assert_in_range(&self) {
+        use sim::limits::{ITERATIONS, PCT_DEPTH, PREEMPTION_BOUND};
+        let e = &self.explore;
+        let mut checks = vec![(ITERATIONS, e.iterations)];
+        match e.strategy {
+            Dfs { preemption_bound } => checks.push((PREEMPTION_BOUND, preemption_bound.into())),
+            Pct { depth } => checks.push((PCT_DEPTH, depth.into())),
+            Random | Fair => {}
+        }
+        for (limit, value) in checks {
+            assert!(
+                limit.contains(value.into()),
+                "nssim: {} = {value} is out of its range {}",
+                limit.name,
+                limit.range_text()
+            );
+        }
+    }
+
     pub fn strategy(mut self, s: Strategy) -> Self {
         self.explore.strategy = s;
         self
@@ -188,6 +210,7 @@ fn run_once(
 
 /// Explore `model` and return the report, failing or not.
 pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) -> Report {
+    config.assert_in_range();
     let model: Arc<dyn Fn() + Send + Sync> = Arc::new(model);
     let found = sim::explore(&config.explore, &|e| spawn_main(e, &model));
     let exec = &config.explore.exec;

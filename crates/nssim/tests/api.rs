@@ -169,3 +169,29 @@ fn outside_an_execution_the_mirror_runs_real_threads() {
     assert_eq!(counter.load(Ordering::SeqCst), 4);
     locked_counter();
 }
+
+/// A preemption bound past 64 (the exhaustive search's limit) is refused
+/// with the setting and its range named, not taken as given.
+#[test]
+#[should_panic(expected = "nssim: preemption_bound = 65 is out of its range 0..=64")]
+fn a_preemption_bound_past_its_limit_is_refused() {
+    nssim::check_dfs(locked_counter, 65);
+}
+
+#[test]
+#[should_panic(expected = "nssim: preemption_bound = 4294967295 is out of its range")]
+fn the_largest_preemption_bound_is_refused_too() {
+    nssim::check_dfs(locked_counter, u32::MAX);
+}
+
+#[test]
+#[should_panic(expected = "nssim: iterations = 0 is out of its range 1..=")]
+fn no_iterations_is_refused() {
+    nssim::check_random(locked_counter, 0);
+}
+
+#[test]
+fn the_largest_preemption_bound_is_taken() {
+    let report = nssim::check_dfs(locked_counter, 64);
+    assert!(!report.outcome.is_failure(), "{report}");
+}
