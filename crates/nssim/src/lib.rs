@@ -148,6 +148,10 @@ pub struct Report {
     pub schedule: Vec<String>,
     /// The execution step by step.
     pub trace: String,
+    /// How many times the model closure ran: every execution searched,
+    /// those run while shrinking a failure, and the one recorded for the
+    /// trace, so more often than `iterations`.
+    pub model_runs: u64,
 }
 
 impl Report {
@@ -211,7 +215,12 @@ fn run_once(
 /// Explore `model` and return the report, failing or not.
 pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) -> Report {
     config.assert_in_range();
-    let model: Arc<dyn Fn() + Send + Sync> = Arc::new(model);
+    let runs = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = Arc::clone(&runs);
+    let model: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        model()
+    });
     let found = sim::explore(&config.explore, &|e| spawn_main(e, &model));
     let exec = &config.explore.exec;
     let token = Token {
@@ -233,6 +242,7 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
         token: token.encode(),
         schedule: schedule_text(&found.schedule),
         trace: report::steps::render(&recorded, &no_describe),
+        model_runs: runs.load(std::sync::atomic::Ordering::Relaxed),
     }
 }
 
@@ -329,6 +339,7 @@ pub fn replay(
         token: token.to_string(),
         schedule: schedule_text(&t.schedule),
         trace: report::steps::render(&r, &no_describe),
+        model_runs: 1,
     })
 }
 

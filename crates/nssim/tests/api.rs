@@ -195,3 +195,21 @@ fn the_largest_preemption_bound_is_taken() {
     let report = nssim::check_dfs(locked_counter, 64);
     assert!(!report.outcome.is_failure(), "{report}");
 }
+
+/// The report says how many times the model ran, which is more than the
+/// iterations asked for (the trace is recorded by one run more, and a
+/// failure is shrunk by others); a test that counts side effects can hold
+/// its count to it.
+#[test]
+fn the_report_counts_every_run_of_the_model() {
+    use std::sync::atomic::{AtomicU64 as Count, Ordering as Relaxed};
+    static RUNS: Count = Count::new(0);
+    let counted = || {
+        RUNS.fetch_add(1, Relaxed::Relaxed);
+        locked_counter();
+    };
+    let report = nssim::check_random(counted, 10);
+    assert!(!report.is_failure(), "{report}");
+    assert_eq!(report.model_runs, RUNS.load(Relaxed::Relaxed));
+    assert_eq!(report.model_runs, 11, "ten executions and the recorded one");
+}
