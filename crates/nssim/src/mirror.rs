@@ -41,6 +41,58 @@ pub mod thread {
         Real(std::thread::JoinHandle<T>),
     }
 
+    /// `std::thread::yield_now`: a scheduling point, where the explorer
+    /// may run another task; outside an execution, the real one. A task
+    /// that spins until another acts should yield in its loop: random
+    /// search then runs the other task. Unlike shuttle's, nssim's PCT does
+    /// not lower a yielding task's priority, so a spinner of higher
+    /// priority spins until a change point or the livelock limit, and
+    /// exhaustive search explores it spinning on as well.
+    ///
+    /// ```
+    /// use nssim::sync::atomic::{AtomicBool, Ordering};
+    /// use nssim::sync::Arc;
+    /// use nssim::thread;
+    ///
+    /// let report = nssim::check_random(|| {
+    ///     let flag = Arc::new(AtomicBool::new(false));
+    ///     let f = Arc::clone(&flag);
+    ///     let t = thread::spawn(move || f.store(true, Ordering::SeqCst));
+    ///     while !flag.load(Ordering::SeqCst) {
+    ///         thread::yield_now();
+    ///     }
+    ///     t.join().unwrap();
+    /// }, 100);
+    /// assert!(!report.is_failure(), "{report}");
+    /// ```
+    pub fn yield_now() {
+        if sim::active() {
+            sim::point("yield_now", sim::ObjId::NONE, &sim::costs::STEP);
+        } else {
+            std::thread::yield_now();
+        }
+    }
+
+    /// `std::thread::sleep`: inside an execution the task's virtual clock
+    /// moves on by `dur` (a scheduling point; no time passes on the wall
+    /// clock); outside one, a real sleep.
+    ///
+    /// ```
+    /// use nssim::thread;
+    /// use std::time::Duration;
+    ///
+    /// let report = nssim::check_dfs(|| thread::sleep(Duration::from_millis(5)), 0);
+    /// assert!(!report.is_failure());
+    /// ```
+    pub fn sleep(dur: std::time::Duration) {
+        if sim::active() {
+            let ns = u64::try_from(dur.as_nanos()).unwrap_or(u64::MAX);
+            sim::sleep("sleep", ns);
+        } else {
+            std::thread::sleep(dur);
+        }
+    }
+
     /// Start a task running `f`, named by where it is spawned; `join`
     /// gives what it returned.
     ///

@@ -213,3 +213,28 @@ fn the_report_counts_every_run_of_the_model() {
     assert_eq!(report.model_runs, RUNS.load(Relaxed::Relaxed));
     assert_eq!(report.model_runs, 11, "ten executions and the recorded one");
 }
+
+/// `thread::yield_now` and `thread::sleep` as std has them: a spin-wait
+/// that yields lets the other task run under random search, and a sleep is
+/// a step of virtual time in the trace.
+#[test]
+fn a_task_may_yield_and_sleep_as_with_std() {
+    use nssim::sync::atomic::AtomicBool;
+    use std::time::Duration;
+    let spin_wait = || {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = Arc::clone(&flag);
+        let t = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(1));
+            f.store(true, Ordering::SeqCst);
+        });
+        while !flag.load(Ordering::SeqCst) {
+            thread::yield_now();
+        }
+        t.join().unwrap();
+    };
+    let report = nssim::check_random(spin_wait, 200);
+    assert!(!report.is_failure(), "{report}");
+    assert!(report.trace().contains("sleep"), "{}", report.trace());
+    assert!(report.trace().contains("yield_now"), "{}", report.trace());
+}
