@@ -51,12 +51,7 @@ pub fn run_scenario(sc: &Scenario, budget: Budget) {
         costs.set(name, *ns);
     }
     for r in &sc.runs {
-        let toggles: Vec<(String, bool)> = r
-            .patches
-            .iter()
-            .map(|p| (p.name.clone(), p.enable))
-            .collect();
-        let Ok(patches) = resolve_patches(&r.profile, &toggles) else {
+        let Ok(patches) = resolve_patches(&r.profile, &r.toggles()) else {
             continue;
         };
         let start = Instant::now();

@@ -26,12 +26,7 @@ pub struct Row {
 
 /// The patches in force for `run` that change code `sc`'s ops run through.
 fn bearing(sc: &Scenario, run: &KernelRun) -> Option<Vec<&'static str>> {
-    let toggles: Vec<(String, bool)> = run
-        .patches
-        .iter()
-        .map(|t| (t.name.clone(), t.enable))
-        .collect();
-    let active = kernel::resolve_patches(&run.profile, &toggles).ok()?;
+    let active = kernel::resolve_patches(&run.profile, &run.toggles()).ok()?;
     Some(active.names_bearing_on(&sc.setup).0)
 }
 

@@ -150,11 +150,7 @@ fn plans(sc: &Scenario, ov: &Overrides, cli: &[(String, bool)]) -> Result<Vec<Pl
     };
     let wanted = |r: &KernelRun| ov.kernels.is_empty() || ov.kernels.iter().any(|k| picks(r, k));
     for r in sc.runs.iter().filter(|r| wanted(r)) {
-        let mut toggles: Vec<(String, bool)> = r
-            .patches
-            .iter()
-            .map(|p| (p.name.clone(), p.enable))
-            .collect();
+        let mut toggles = r.toggles();
         toggles.extend(cli.iter().cloned());
         let explore = apply_overrides(r.explore, ov)?;
         out.push(Plan::new(

@@ -136,6 +136,17 @@ pub struct KernelRun {
     pub explore: Explore,
 }
 
+impl KernelRun {
+    /// Its patch toggles as `kernel::resolve_patches` takes them: (name,
+    /// on), in file order.
+    pub fn toggles(&self) -> Vec<(String, bool)> {
+        self.patches
+            .iter()
+            .map(|p| (p.name.clone(), p.enable))
+            .collect()
+    }
+}
+
 /// `+name` (enable) or `-name` (disable) a patch of [`kernel::catalog::PATCHES`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatchToggle {
