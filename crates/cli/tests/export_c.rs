@@ -171,6 +171,15 @@ fn the_ids_a_task_sees_print_what_the_model_reports() {
 }
 
 #[test]
+fn a_set_up_file_opens_as_the_model_says() {
+    check_on_kernel(
+        "a_set_up_file_opens_as_the_model_says",
+        "sim-scenarios/conformance/userns/ltp.userns08.toml",
+        3,
+    );
+}
+
+#[test]
 fn an_ipc_loop_prints_outcomes_the_model_reaches() {
     check_on_kernel("an_ipc_loop", "sim-scenarios/ipc-v6.3-window.toml", 3);
 }

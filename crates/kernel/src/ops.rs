@@ -31,6 +31,21 @@ pub enum ArgKind {
     Str,
     /// A resource limit name: `NPROC` (or `RLIMIT_NPROC`).
     Rlimit,
+    /// The name of a file of the scenario's set-up (`[[file]]`).
+    File,
+    /// How a file is opened: `O_RDONLY`, `O_WRONLY` or `O_RDWR`.
+    OpenAccess,
+}
+
+/// The access modes of `open(2)`, with their flag values (`O_ACCMODE`).
+pub const OPEN_ACCESS: &[(&str, u64)] = &[("O_RDONLY", 0), ("O_WRONLY", 1), ("O_RDWR", 2)];
+
+/// `O_WRONLY`: the name of an access mode's value.
+pub fn access_name(access: u64) -> &'static str {
+    OPEN_ACCESS
+        .iter()
+        .find(|(_, v)| *v == access)
+        .map_or("O_RDONLY", |(n, _)| n)
 }
 
 /// One checked argument, as the scenario checker hands it to [`Op::build`].
@@ -74,6 +89,7 @@ impl ArgField for u64 {
     fn render(&self, kind: ArgKind) -> String {
         match kind {
             ArgKind::CloneFlags => flag_names(*self),
+            ArgKind::OpenAccess => access_name(*self).to_string(),
             _ => self.to_string(),
         }
     }
@@ -357,6 +373,10 @@ declare_ops! {
     Setrlimit = "setrlimit" { resource: String = Rlimit [label], limit: u64 = Int [label] }
         "setrlimit(2) of soft and hard limit; NPROC is modelled"
         kernel: ["do_prlimit (kernel/sys.c)"];
+    /// `open(file, access)` of a set-up file, closed again at once.
+    Open = "open" { file: String = File [label], access: u64 = OpenAccess [label] }
+        "open(2) of a file of the set-up ([[file]]) for reading (O_RDONLY), writing (O_WRONLY) or both (O_RDWR), closed again at once: EACCES unless its mode bits allow it, or CAP_DAC_OVERRIDE (CAP_DAC_READ_SEARCH to read) in a namespace that maps the file's owner and group"
+        kernel: ["do_sys_open (fs/open.c)", "generic_permission (fs/namei.c)", "capable_wrt_inode_uidgid (kernel/capability.c)"];
     /// `getresuid()`: the task's real, effective and saved uids.
     Getresuid = "getresuid" {}
         "getresuid(2): reports the real, effective and saved uids as the task's user namespace sees them, 65534 (overflowuid) for one it does not map"
@@ -414,6 +434,9 @@ impl Area {
             | "drivers/base/core.c"
             | "net/core/dev.c" => &[Area::Uevent],
             "net/core/net_namespace.c" => &[Area::Netns],
+            // A capability over a file counts only where the namespace
+            // maps the file's owner and group.
+            "kernel/capability.c" if name == "capable_wrt_inode_uidgid" => &[Area::Idmap],
             _ => &[],
         }
     }

@@ -11,7 +11,7 @@ pub const INIT_USER_NS: &str = "init";
 pub use crate::clone_flags;
 
 /// Everything a run starts from.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct Setup {
     /// Child user namespaces created before any task runs, parents first.
     pub user_namespaces: Vec<UserNsSpec>,
@@ -21,6 +21,37 @@ pub struct Setup {
     pub tasks: Vec<TaskSpec>,
     /// Uid maps, creators' and tasks' RLIMIT_NPROC (see [`crate::process`]).
     pub processes: ProcessSetup,
+    /// Regular files that exist before any task runs, for `open`.
+    pub files: Vec<FileSpec>,
+}
+
+/// As derived, but without `files` when there are none: a scenario's
+/// content hash digests this text, and the tokens of scenarios made before
+/// files existed stay valid.
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut s = f.debug_struct("Setup");
+        s.field("user_namespaces", &self.user_namespaces)
+            .field("sysctls", &self.sysctls)
+            .field("tasks", &self.tasks)
+            .field("processes", &self.processes);
+        if !self.files.is_empty() {
+            s.field("files", &self.files);
+        }
+        s.finish()
+    }
+}
+
+/// A regular file made at set-up time, in a directory every task may
+/// search: its owner, group and permission bits (`[[file]]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSpec {
+    pub name: String,
+    /// Owner kuid and group kgid, as seen from the initial user namespace.
+    pub uid: u32,
+    pub gid: u32,
+    /// The permission bits, `0o700` (no set-id or sticky bits).
+    pub mode: u32,
 }
 
 /// A user namespace made at set-up time.

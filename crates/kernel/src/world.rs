@@ -37,6 +37,9 @@ mod fork;
 #[path = "procfs.rs"]
 mod procfs;
 
+#[path = "open.rs"]
+mod open;
+
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -100,6 +103,8 @@ struct World {
     check_denials: bool,
     /// The deliberately broken `sysctl-store-before-permission` patch.
     sysctl_store_first: bool,
+    /// The set-up's regular files, for `open`.
+    files: Vec<crate::setup::FileSpec>,
 }
 
 /// What to run: a set-up under a kernel profile, with invariants and an
@@ -329,6 +334,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             guarded: HostMutex::new("the guarded targets", BTreeMap::new()),
             sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
             setup_charges,
+            files: spec.setup.files.clone(),
         });
         spawn_tasks(spec.setup, &world);
         world
@@ -595,6 +601,7 @@ impl World {
             Op::Setrlimit { limit, .. } => {
                 task.with_own(|own| procs.setrlimit_nproc(task, own, *limit))
             }
+            Op::Open { file, access } => self.open_file(task, file, *access),
             Op::Getresuid {} => self.getresid(task, MapKind::Uid),
             Op::Getresgid {} => self.getresid(task, MapKind::Gid),
         }

@@ -74,6 +74,7 @@ fn pairs(p: &[(&str, u64)]) -> Vec<(String, u64)> {
 fn injection_needs_cap_sys_admin_over_the_owning_user_namespace() {
     let setup = Setup {
         processes: Default::default(),
+        files: Vec::new(),
         user_namespaces: container(),
         sysctls: vec![],
         tasks: vec![
@@ -133,6 +134,7 @@ fn an_overrun_is_reported_once_and_counted() {
     let flood = (0..5).map(|_| inject("add@/devices/x\0ACTION=add"));
     let setup = Setup {
         processes: Default::default(),
+        files: Vec::new(),
         user_namespaces: vec![],
         sysctls: vec![],
         tasks: vec![
@@ -164,6 +166,7 @@ fn an_overrun_is_reported_once_and_counted() {
 fn leak_setup() -> Setup {
     Setup {
         processes: Default::default(),
+        files: Vec::new(),
         user_namespaces: container(),
         sysctls: vec![],
         tasks: vec![
@@ -204,6 +207,7 @@ fn host_events_leak_into_containers_until_v4_18() {
 fn dropped_network_namespaces_hold_their_charge_until_cleanup_net() {
     let setup = Setup {
         processes: Default::default(),
+        files: Vec::new(),
         user_namespaces: vec![],
         sysctls: vec![SysctlSpec {
             userns: "init".into(),
@@ -264,6 +268,7 @@ fn a_new_user_namespace_owns_the_network_namespace_made_with_it() {
     use kernel::setup::clone_flags::CLONE_NEWUSER;
     let setup = Setup {
         processes: Default::default(),
+        files: Vec::new(),
         user_namespaces: vec![],
         sysctls: vec![],
         tasks: vec![

@@ -414,6 +414,10 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
             format!("{{ .kind = OP_SETRESUID, .ids = {{ {ruid}u, {euid}u, {suid}u }} }}")
         }
         Op::Execve {} => "{ .kind = OP_EXECVE }".into(),
+        Op::Open { file, access } => format!(
+            "{{ .kind = OP_OPEN, .path = {}, .value = {access} }}",
+            c_string(file)
+        ),
         Op::Getresuid {} => "{ .kind = OP_GETRESUID }".into(),
         Op::Getresgid {} => "{ .kind = OP_GETRESGID }".into(),
         Op::Setrlimit { limit, .. } => format!(
@@ -598,6 +602,25 @@ fn tables(setup: &Setup, instances: &[Instance]) -> String {
         "struct sysctl_spec SYSCTLS",
         &sysctls,
         "{ .path = NULL }",
+    ));
+    let _ = writeln!(out, "#define N_FILES {}", setup.files.len());
+    let files: Vec<String> = setup
+        .files
+        .iter()
+        .map(|f| {
+            format!(
+                "{{ .name = {}, .uid = {}u, .gid = {}u, .mode = 0{:o} }}",
+                c_string(&f.name),
+                f.uid,
+                f.gid,
+                f.mode
+            )
+        })
+        .collect();
+    out.push_str(&c_array(
+        "struct file_spec FILES",
+        &files,
+        "{ .name = NULL }",
     ));
     out.push_str(&task_tables(setup, instances));
     let rows: Vec<String> = instances

@@ -14,6 +14,7 @@
 //! namespaces the run made.
 
 pub mod export_c;
+pub mod files;
 pub mod lines;
 pub mod netlink;
 pub mod ops;
@@ -347,6 +348,16 @@ pub fn exec_main() -> i32 {
         print_line(&json!({ "skip": why }));
         return 0;
     }
+    let files = match files::SetupFiles::make(&setup) {
+        Ok(f) => f,
+        Err(msg) => {
+            print_line(&json!({ "skip": format!("the set-up's files: {msg}") }));
+            return 0;
+        }
+    };
+    let mut request = request;
+    request["files_dir"] = json!(files.dir());
+    let text = request.to_string();
     let plan = match plan_memfd(&text) {
         Ok(fd) => fd,
         Err(e) => {
@@ -363,7 +374,7 @@ pub fn exec_main() -> i32 {
             break;
         }
         let deadline = started + budget.max(elapsed + Duration::from_secs(1));
-        let run = world::run_world(&setup, plan, deadline);
+        let run = world::run_world(&setup, plan, &files.dir(), deadline);
         if let Some(err) = &run.error {
             print_line(
                 &json!({ "skip": format!("the world could not be built on this kernel: {err}") }),
@@ -444,6 +455,7 @@ pub fn resume_main(arg: &str) -> i32 {
         pids: resume.pids,
         results: resume.results,
         plan: resume.plan,
+        files_dir: request["files_dir"].as_str().unwrap_or_default(),
     };
     let Some(inst) = instances.get(resume.instance) else {
         return 2;

@@ -50,6 +50,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Exit {}
         | Op::Setuid { .. }
         | Op::Setresuid { .. }
+        | Op::Open { .. }
         | Op::Getresuid {}
         | Op::Getresgid {}
         | Op::Execve {}
@@ -242,6 +243,10 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         }),
         Op::Setuid { uid } => done(sys::setuid(*uid)),
         Op::Setresuid { ruid, euid, suid } => done(sys::setresuid(*ruid, *euid, *suid)),
+        Op::Open { file, access } => done(sys::open_and_close(
+            &format!("{}/{file}", ctx.files_dir),
+            *access as libc::c_int,
+        )),
         Op::Getresuid {} => (Ok(()), sys::getresuid().map(u64::from).to_vec()),
         Op::Getresgid {} => (Ok(()), sys::getresgid().map(u64::from).to_vec()),
         Op::Setrlimit { resource: _, limit } => done(sys::set_nproc_limit(*limit)),

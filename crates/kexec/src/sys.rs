@@ -263,6 +263,11 @@ pub fn open(path: &str, flags: libc::c_int) -> SysResult<i32> {
     check_int(unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC) })
 }
 
+/// `open(path, access)` then `close`: whether the open was allowed.
+pub fn open_and_close(path: &str, access: libc::c_int) -> SysResult<()> {
+    open(path, access).map(close)
+}
+
 /// `open` of a file the task keeps across `execve`, as the model's task
 /// keeps its files.
 pub fn open_kept(path: &str, flags: libc::c_int) -> SysResult<i32> {

@@ -22,6 +22,8 @@ pub struct TaskCtx<'a> {
     pub pids: Vec<u32>,
     pub results: i32,
     pub plan: i32,
+    /// The directory of the set-up's files (empty when it has none).
+    pub files_dir: &'a str,
 }
 
 /// A live child of the task, and the write end of the pipe it waits on.
@@ -302,6 +304,7 @@ mod tests {
             pids: vec![10, 0, 12],
             results: 5,
             plan: 6,
+            files_dir: "",
         };
         let state = TaskState {
             children: vec![Child { pid: 100, life: 8 }, Child { pid: 101, life: 9 }],

@@ -146,10 +146,12 @@ pub struct Pipes {
     pub results: i32,
     /// The request, in a memfd kept across execve.
     pub plan: i32,
+    /// Where the set-up's files are (`files::SetupFiles`).
+    pub files_dir: String,
 }
 
 /// Run the world of `setup` once, ending it at `deadline`.
-pub fn run_world(setup: &Setup, plan_fd: i32, deadline: Instant) -> WorldRun {
+pub fn run_world(setup: &Setup, plan_fd: i32, files_dir: &str, deadline: Instant) -> WorldRun {
     let (results_r, results_w) = sys::pipe();
     sys::keep_on_exec(results_w);
     let (ask_r, ask_w) = sys::pipe();
@@ -177,6 +179,7 @@ pub fn run_world(setup: &Setup, plan_fd: i32, deadline: Instant) -> WorldRun {
         let pipes = Pipes {
             results: results_w,
             plan: plan_fd,
+            files_dir: files_dir.to_string(),
         };
         let code = match world_root(setup, &pipes, stand_in, ask_w, ack_r) {
             Ok(()) => 0,
@@ -489,6 +492,7 @@ fn start_tasks(
                 pids: Vec::new(),
                 results: pipes.results,
                 plan: pipes.plan,
+                files_dir: &pipes.files_dir,
             };
             task::start(ctx, userns_fds, gate, || table.snapshot());
         }

@@ -14,7 +14,7 @@ use toml::Spanned;
 
 use crate::duration::{parse_duration, DURATION_SYNTAX};
 use crate::error::ScenarioError;
-use crate::ops::{parse_op, INT_MAX};
+use crate::ops::{parse_op, Names, INT_MAX};
 use crate::strings::StringMap;
 use crate::suggest::{did_you_mean, one_of};
 use crate::{
@@ -33,9 +33,11 @@ const ROOT_KEYS: &[&str] = &[
     "sysctl",
     "costs",
     "userns",
+    "file",
     "task",
     "kernel",
 ];
+const FILE_KEYS: &[&str] = &["name", "owner", "group", "mode"];
 const EXPLORE_KEYS: &[&str] = &[
     "strategy",
     "seed",
@@ -582,6 +584,46 @@ fn user_namespaces(
     Ok(())
 }
 
+/// `[[file]]`: regular files made before any task runs, for `open`.
+fn files(ctx: &Ctx<'_>, v: &Val<'_>, setup: &mut Setup) -> Res<()> {
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    for t in tables(ctx, "file", v)? {
+        t.only(ctx, FILE_KEYS, "[[file]]")?;
+        let name_v = t.require(ctx, "name", "[[file]]")?;
+        let name = ident(ctx, "name", name_v, object_name_char, "a-z, 0-9, _ and -")?;
+        if let Some(i) = setup.files.iter().position(|f| f.name == name) {
+            return Err(ctx
+                .err(name_v.span(), format!("duplicate file name `{name}`"))
+                .with_expected("a name not used by an earlier [[file]]")
+                .with_help(ctx.first_at("the name is", spans[i].clone())));
+        }
+        let id = |key| match t.get(key) {
+            None => Ok(0),
+            Some(iv) => int_u32(ctx, key, iv, 0, u32::MAX - 1),
+        };
+        let (uid, gid) = (id("owner")?, id("group")?);
+        let mode_v = t.require(ctx, "mode", "[[file]]")?;
+        let mode = int_u32(ctx, "mode", mode_v, 0, u32::MAX)?;
+        if mode > 0o777 {
+            return Err(ctx
+                .err(
+                    mode_v.span(),
+                    format!("`mode` must be permission bits 0o000..=0o777, not 0o{mode:o}"),
+                )
+                .with_expected("permission bits, no set-id or sticky bit")
+                .with_help("written in octal as TOML allows: mode = 0o640"));
+        }
+        spans.push(name_v.span());
+        setup.files.push(kernel::setup::FileSpec {
+            name,
+            uid,
+            gid,
+            mode,
+        });
+    }
+    Ok(())
+}
+
 fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Res<()> {
     let entries = tables(ctx, "task", v)?;
     if entries.is_empty() {
@@ -606,6 +648,11 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
         spans.push(name_v.span());
     }
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let file_refs: Vec<&str> = setup.files.iter().map(|f| f.name.as_str()).collect();
+    let refs = Names {
+        tasks: &name_refs,
+        files: &file_refs,
+    };
     // Every instance has a task (and a stack) of its own in an execution.
     let mut all_instances: u64 = 0;
     for ((t, name), name_span) in entries.iter().zip(&names).zip(&spans) {
@@ -682,7 +729,7 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
         let mut ops = Vec::with_capacity(items.len());
         for item in items.iter() {
             let text = string(ctx, "ops", item)?;
-            match parse_op(text, &name_refs) {
+            match parse_op(text, refs) {
                 Ok(op) => ops.push(op),
                 Err(e) => {
                     let map = StringMap::new(ctx.src, item.span(), text);
@@ -1098,6 +1145,7 @@ pub(crate) fn scenario(file: &str, text: &str) -> Res<Scenario> {
             )?,
             "costs" => cost_list = costs(&ctx, table(&ctx, "costs", v)?)?,
             "userns" => user_namespaces(&ctx, v, &mut setup, &mut userns)?,
+            "file" => files(&ctx, v, &mut setup)?,
             "task" => tasks(&ctx, v, &userns, &mut setup)?,
             _ => {}
         }

@@ -26,10 +26,11 @@ use std::fmt::Write as _;
 
 /// Ops a generated task never performs: the scenario's own locks (a lock
 /// taken and never released ends a run in a deadlock of the scenario's
-/// making), `bug`, which panics on purpose, and the id getters, added
-/// after the campaigns of docs/on-kernel.md were measured (an op more in
-/// the pool changes every seed's scenario).
-const NOT_GENERATED: &[&str] = &["lock", "unlock", "bug", "getresuid", "getresgid"];
+/// making), `bug`, which panics on purpose, and the ops added after the
+/// campaigns of docs/on-kernel.md were measured (an op more in the pool
+/// changes every seed's scenario): the id getters, and `open`, whose
+/// files a generated scenario does not make.
+const NOT_GENERATED: &[&str] = &["lock", "unlock", "bug", "getresuid", "getresgid", "open"];
 
 /// The users a generated scenario is made of: root and two others.
 const UIDS: [u32; 3] = [0, 1000, 1001];
@@ -229,6 +230,9 @@ fn arg_text(
         ArgKind::Task => pick(rng, others).to_string(),
         ArgKind::Name => "A".to_string(),
         ArgKind::Rlimit => "NPROC".to_string(),
+        // `open` is not generated (NOT_GENERATED): no file to name.
+        ArgKind::File => "no_file".to_string(),
+        ArgKind::OpenAccess => "O_RDONLY".to_string(),
         ArgKind::Duration => pick(rng, &["10us", "100us", "1ms"]).to_string(),
         ArgKind::Int => match op {
             "sysctl_write" => rng.random_range(0..=4).to_string(),

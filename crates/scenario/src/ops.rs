@@ -56,6 +56,8 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
         ArgKind::Duration => "duration",
         ArgKind::Str => "\"string\"",
         ArgKind::Rlimit => "resource",
+        ArgKind::File => "file",
+        ArgKind::OpenAccess => "access",
     }
 }
 
@@ -102,8 +104,16 @@ impl<'t> Cursor<'t> {
     }
 }
 
-/// Parses and checks one op. `tasks` are the task names of the scenario.
-pub(crate) fn parse_op(text: &str, tasks: &[&str]) -> Result<Op, OpError> {
+/// The names a scenario's ops may refer to.
+#[derive(Clone, Copy)]
+pub(crate) struct Names<'a> {
+    pub tasks: &'a [&'a str],
+    /// The set-up's files (`[[file]]`).
+    pub files: &'a [&'a str],
+}
+
+/// Parses and checks one op against the scenario's `names`.
+pub(crate) fn parse_op(text: &str, names: Names<'_>) -> Result<Op, OpError> {
     let mut cur = Cursor { text, pos: 0 };
     cur.skip_ws();
     let name_start = cur.pos;
@@ -168,7 +178,7 @@ pub(crate) fn parse_op(text: &str, tasks: &[&str]) -> Result<Op, OpError> {
     }
     let mut checked = Vec::with_capacity(args.len());
     for (arg, &kind) in args.iter().zip(op.args) {
-        checked.push(check_arg(arg, kind, op, tasks)?);
+        checked.push(check_arg(arg, kind, op, names)?);
     }
     Op::build(op.name, checked).ok_or_else(|| {
         OpError::new(
@@ -294,8 +304,9 @@ fn check_arg(
     arg: &Arg<'_>,
     kind: ArgKind,
     op: &OpInfo,
-    tasks: &[&str],
+    names: Names<'_>,
 ) -> Result<ArgValue, OpError> {
+    let tasks = names.tasks;
     let what = kind_name(kind);
     let bare = match (&arg.kind, kind) {
         (ArgText::Quoted(s), ArgKind::Str) => return Ok(ArgValue::Text(s.clone())),
@@ -350,6 +361,35 @@ fn check_arg(
         ArgKind::Duration => parse_duration(bare)
             .map(ArgValue::Duration)
             .map_err(|e| OpError::new(range, e).expected(DURATION_SYNTAX)),
+        ArgKind::File => {
+            let files = names.files;
+            if files.contains(&bare) {
+                Ok(ArgValue::Text(bare.to_string()))
+            } else if files.is_empty() {
+                Err(
+                    OpError::new(range, format!("no file named `{bare}` in this scenario"))
+                        .expected("a file of the set-up")
+                        .help(Some(format!(
+                            "declare it: [[file]] name = \"{bare}\", owner = 0, group = 0, mode = 0o600"
+                        ))),
+                )
+            } else {
+                Err(
+                    OpError::new(range, format!("no file named `{bare}` in this scenario"))
+                        .expected(one_of(files.iter().copied()))
+                        .help(did_you_mean(bare, files.iter().copied())),
+                )
+            }
+        }
+        ArgKind::OpenAccess => {
+            let modes = || kernel::ops::OPEN_ACCESS.iter().map(|(n, _)| *n);
+            match kernel::ops::OPEN_ACCESS.iter().find(|(n, _)| *n == bare) {
+                Some((_, v)) => Ok(ArgValue::Flags(*v)),
+                None => Err(OpError::new(range, format!("unknown access mode `{bare}`"))
+                    .expected(one_of(modes()))
+                    .help(did_you_mean(bare, modes()))),
+            }
+        }
         ArgKind::Rlimit => match bare.strip_prefix("RLIMIT_").unwrap_or(bare) {
             "NPROC" => Ok(ArgValue::Text("NPROC".to_string())),
             _ => Err(

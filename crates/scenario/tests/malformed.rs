@@ -863,3 +863,61 @@ fn long_values_are_cut_in_messages() {
         assert!(e.message.contains('…'), "{}", e.message);
     }
 }
+
+#[test]
+fn files_and_the_ops_that_open_them() {
+    let with_file = |file: &str, op: &str| {
+        edit("[[task]]", &format!("{file}\n[[task]]"))
+            .replace("\"unshare(CLONE_NEWIPC)\"", &format!("\"{op}\""))
+    };
+    let secret = "[[file]]\nname = \"secret\"\nmode = 0o600";
+    // The good form, to hold the cases below to.
+    parse("t.toml", &with_file(secret, "open(secret, O_RDWR)")).unwrap();
+    check(
+        &with_file("", "open(secret, O_RDONLY)"),
+        Some((6, 14)),
+        &[
+            "no file named `secret` in this scenario",
+            "[[file]] name = \"secret\"",
+        ],
+    );
+    check(
+        &with_file(secret, "open(secrte, O_RDONLY)"),
+        Some((8, 14)),
+        &["no file named `secrte`", "did you mean `secret`?"],
+    );
+    check(
+        &with_file(secret, "open(secret, O_RDONLI)"),
+        Some((8, 22)),
+        &["unknown access mode `O_RDONLI`", "did you mean `O_RDONLY`?"],
+    );
+    check(
+        &with_file(
+            "[[file]]\nname = \"secret\"\nmode = 0o1777",
+            "open(secret, O_RDONLY)",
+        ),
+        Some((5, 8)),
+        &["mode", "0o640"],
+    );
+    check(
+        &with_file("[[file]]\nname = \"secret\"", "open(secret, O_RDONLY)"),
+        Some((3, 1)),
+        &["mode"],
+    );
+    check(
+        &with_file(
+            "[[file]]\nname = \"secret\"\nmode = 0o600\n[[file]]\nname = \"secret\"\nmode = 0o600",
+            "open(secret, O_RDONLY)",
+        ),
+        Some((7, 8)),
+        &["duplicate file name `secret`"],
+    );
+    check(
+        &with_file(
+            "[[file]]\nname = \"secret\"\nmode = 0o600\nowner = -1",
+            "open(secret, O_RDONLY)",
+        ),
+        Some((6, 9)),
+        &["owner", "0..=4_294_967_294"],
+    );
+}

@@ -148,6 +148,7 @@ impl Error {
 /// Capability numbers (include/uapi/linux/capability.h).
 pub mod caps {
     pub const CAP_DAC_OVERRIDE: u32 = 1;
+    pub const CAP_DAC_READ_SEARCH: u32 = 2;
     pub const CAP_SETGID: u32 = 6;
     pub const CAP_SETUID: u32 = 7;
     pub const CAP_NET_ADMIN: u32 = 12;
@@ -429,6 +430,19 @@ pub fn ns_capable(cred: &Cred, target: &Arc<UserNamespace>, cap: u32) -> bool {
         }
         ns = parent;
     }
+}
+
+/// `privileged_wrt_inode_uidgid` (kernel/capability.c): a namespace's
+/// capabilities reach a file only when it maps both the file's owner and
+/// its group.
+pub fn privileged_wrt_inode_uidgid(ns: &UserNamespace, kuid: u32, kgid: u32) -> bool {
+    from_kuid(ns, kuid) != UNMAPPED && from_kgid(ns, kgid) != UNMAPPED
+}
+
+/// `capable_wrt_inode_uidgid`: `cap` in the caller's own user namespace,
+/// over a file (owner `kuid`, group `kgid`) that namespace maps.
+pub fn capable_wrt_inode_uidgid(cred: &Cred, kuid: u32, kgid: u32, cap: u32) -> bool {
+    ns_capable(cred, &cred.user_ns, cap) && privileged_wrt_inode_uidgid(&cred.user_ns, kuid, kgid)
 }
 
 /// `cred_cap_issubset(set, subset)` (kernel/cred.c): could `subset` hold

@@ -550,6 +550,13 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return err_of(setuid((uid_t)op->value));
     case OP_SETRESUID:
         return err_of(setresuid(op->ids[0], op->ids[1], op->ids[2]));
+    case OP_OPEN: {
+        int fd = open(op->path, (int)op->value | O_CLOEXEC);
+        if (fd < 0)
+            return errno;
+        close(fd);
+        return 0;
+    }
     case OP_GETRESUID:
     case OP_GETRESGID:
         return report_ids(op->kind, values, n);
@@ -1050,6 +1057,41 @@ static int usage(const char *prog)
     return 2;
 }
 
+/* The set-up's files, in a directory of their own that every task may
+ * search, made the working directory: tasks open them by name, also
+ * after an execve. */
+static char files_dir[] = "/tmp/nssim-files.XXXXXX";
+
+static void remove_files(void)
+{
+    for (int i = 0; i < N_FILES; i++)
+        unlink(FILES[i].name);
+    if (chdir("/") == 0)
+        rmdir(files_dir);
+}
+
+static int make_files(void)
+{
+    if (!mkdtemp(files_dir) || chmod(files_dir, 0755) != 0 || chdir(files_dir) != 0) {
+        perror("the set-up's files");
+        return -1;
+    }
+    for (int i = 0; i < N_FILES; i++) {
+        const struct file_spec *f = &FILES[i];
+        int fd = open(f->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int ok = fd >= 0 && write(fd, "\n", 1) == 1 && fchown(fd, f->uid, f->gid) == 0 &&
+                 fchmod(fd, f->mode) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (!ok) {
+            perror(f->name);
+            remove_files();
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     long repeats = 1;
@@ -1077,6 +1119,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: needs root (it makes namespaces and sets uids)\n", argv[0]);
         return 1;
     }
+    if (N_FILES > 0 && make_files() != 0)
+        return 1;
     struct utsname u;
     printf("K\t%s\n", uname(&u) == 0 ? u.release : "");
     for (long r = 0; r < repeats; r++) {
@@ -1088,8 +1132,12 @@ int main(int argc, char **argv)
         if (ran == RUN_FAILED) {
             fprintf(stderr, "%s: the world could not be built on this kernel (the E line says why)\n",
                     argv[0]);
+            if (N_FILES > 0)
+                remove_files();
             return 1;
         }
     }
+    if (N_FILES > 0)
+        remove_files();
     return 0;
 }

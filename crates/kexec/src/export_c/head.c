@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
@@ -47,6 +48,7 @@ enum op_kind {
     OP_SETRESUID,
     OP_GETRESUID,       /* reports the real, effective and saved uids */
     OP_GETRESGID,       /* reports the real, effective and saved gids */
+    OP_OPEN,            /* open(2) of a set-up file (value: O_RDONLY...), closed again */
     OP_EXECVE,
     OP_SETRLIMIT_NPROC
 };
@@ -69,6 +71,12 @@ struct userns_spec {
     unsigned long long creator_nproc;
     const char *uid_map;      /* NULL: none written */
     const char *gid_map;
+};
+
+/* A regular file made before the runs, in the working directory. */
+struct file_spec {
+    const char *name;
+    unsigned uid, gid, mode;
 };
 
 struct sysctl_spec {
