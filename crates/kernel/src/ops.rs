@@ -381,6 +381,10 @@ declare_ops! {
     Getresuid = "getresuid" {}
         "getresuid(2): reports the real, effective and saved uids as the task's user namespace sees them, 65534 (overflowuid) for one it does not map"
         kernel: ["__do_sys_getresuid (kernel/sys.c)"];
+    /// `capget()`: the task's own capability sets.
+    Capget = "capget" {}
+        "capget(2) of the task itself: reports its effective, permitted and inheritable sets, each a number whose bit N is capability N (every capability: 2199023255551)"
+        kernel: ["__do_sys_capget (kernel/capability.c)", "cap_capget (security/commoncap.c)"];
     /// `getresgid()`: the task's real, effective and saved gids.
     Getresgid = "getresgid" {}
         "getresgid(2): reports the real, effective and saved gids as the task's user namespace sees them, 65534 (overflowgid) for one it does not map"

@@ -576,17 +576,8 @@ impl Procs {
         sim::point("prepare_creds", ObjId::NONE, &CRED);
         let old = task.cred();
         let mut new = self.get_cred(&old);
-        let root = make_kuid(&new.user_ns, 0);
-        let was_root = [new.uid, new.euid, new.suid]
-            .iter()
-            .any(|k| Some(*k) == root);
         (new.uid, new.euid, new.suid, new.fsuid) = (r, e, s, e);
-        let now_root = Some(new.euid) == root;
-        if now_root {
-            new.cap_effective = new.full_caps();
-        } else if was_root && old.euid != new.euid {
-            new.cap_effective = CapSet::EMPTY;
-        }
+        cap_emulate_setxuid(&mut new, &old);
         if new.uid != old.uid && self.enabled {
             new.user = Some(self.alloc_uid(new.uid));
             if !self.patches.flag_after_set_user {
@@ -653,9 +644,19 @@ impl Procs {
         self.check_execve(task.pid, &cred, own);
         sim::point("exec_binprm", ObjId::NONE, &EXECVE);
         let root = make_kuid(&cred.user_ns, 0);
+        let is_root = |k: u32| Some(k) == root;
         let mut new = cred;
-        new.cap_effective = if Some(new.euid) == root {
+        // `cap_bprm_creds_from_file` for a file without capabilities: root
+        // (by real or effective uid) is given the bounding set, made
+        // effective only when the effective uid is root; anyone else
+        // keeps nothing (no inheritable or ambient set is modelled).
+        new.cap_permitted = if is_root(new.uid) || is_root(new.euid) {
             new.full_caps()
+        } else {
+            CapSet::EMPTY
+        };
+        new.cap_effective = if is_root(new.euid) {
+            new.cap_permitted
         } else {
             CapSet::EMPTY
         };
@@ -1047,4 +1048,25 @@ pub fn setup_rlimits(
     let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
     rlimits[RlimitType::Nproc as usize] = recorded;
     rlimits
+}
+
+/// `cap_emulate_setxuid` (security/commoncap.c), the capability rules of
+/// a uid change, without keep-caps: giving up every root id loses the
+/// permitted and effective sets; giving up root as effective uid the
+/// effective set; becoming root by effective uid makes the permitted set
+/// effective again.
+fn cap_emulate_setxuid(new: &mut Cred, old: &Cred) {
+    let root = make_kuid(&new.user_ns, 0);
+    let is_root = |k: u32| Some(k) == root;
+    let any_root = |c: &Cred| [c.uid, c.euid, c.suid].into_iter().any(is_root);
+    if any_root(old) && !any_root(new) {
+        new.cap_permitted = CapSet::EMPTY;
+        new.cap_effective = CapSet::EMPTY;
+    }
+    if is_root(old.euid) && !is_root(new.euid) {
+        new.cap_effective = CapSet::EMPTY;
+    }
+    if !is_root(old.euid) && is_root(new.euid) {
+        new.cap_effective = new.cap_permitted;
+    }
 }

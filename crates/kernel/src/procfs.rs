@@ -43,8 +43,8 @@ use userns::{caps, from_kgid, from_kuid, make_kgid, make_kuid, ns_capable, Cred,
 /// - a task that is not dumpable only to a caller with CAP_SYS_PTRACE
 ///   over its `mm->user_ns`;
 /// - and the caller is in the task's user namespace with every
-///   capability the task holds, or has CAP_SYS_PTRACE over the task's
-///   namespace.
+///   capability the task is permitted in its effective set, or has
+///   CAP_SYS_PTRACE over the task's namespace.
 fn ptrace_may_read(caller: &Cred, target: &Cred, mm: Option<&Mm>) -> bool {
     let may_ptrace = |ns| ns_capable(caller, ns, caps::CAP_SYS_PTRACE);
     let same_ids = [target.uid, target.euid, target.suid]
@@ -59,8 +59,10 @@ fn ptrace_may_read(caller: &Cred, target: &Cred, mm: Option<&Mm>) -> bool {
             return false;
         }
     }
+    // With PTRACE_MODE_FSCREDS the caller's effective set is held against
+    // what the task is permitted.
     let within = Arc::ptr_eq(&caller.user_ns, &target.user_ns)
-        && target.cap_effective.is_subset_of(caller.cap_effective);
+        && target.cap_permitted.is_subset_of(caller.cap_effective);
     within || may_ptrace(&target.user_ns)
 }
 

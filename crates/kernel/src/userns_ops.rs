@@ -80,6 +80,16 @@ impl World {
         Ok(())
     }
 
+    /// `capget` of the task itself (`cap_capget`): its effective,
+    /// permitted and inheritable sets reported; no op sets an inheritable
+    /// capability, so that set is empty.
+    pub(super) fn capget(&self, task: &Task) -> Result<(), Errno> {
+        sim::point("capget", ObjId::NONE, &crate::costs::SYSCALL);
+        let cred = task.cred();
+        task.own.lock().reported = vec![cred.cap_effective.0, cred.cap_permitted.0, 0];
+        Ok(())
+    }
+
     /// One write(2) to `/proc/PID/<file>` of `target` (the writer itself
     /// when `None`), the file opened by the writer.
     pub(super) fn write_userns_file(

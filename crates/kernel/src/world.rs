@@ -604,6 +604,7 @@ impl World {
             Op::Open { file, access } => self.open_file(task, file, *access),
             Op::Getresuid {} => self.getresid(task, MapKind::Uid),
             Op::Getresgid {} => self.getresid(task, MapKind::Gid),
+            Op::Capget {} => self.capget(task),
         }
     }
 

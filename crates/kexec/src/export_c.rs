@@ -418,6 +418,7 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
             "{{ .kind = OP_OPEN, .path = {}, .value = {access} }}",
             c_string(file)
         ),
+        Op::Capget {} => "{ .kind = OP_CAPGET }".into(),
         Op::Getresuid {} => "{ .kind = OP_GETRESUID }".into(),
         Op::Getresgid {} => "{ .kind = OP_GETRESGID }".into(),
         Op::Setrlimit { limit, .. } => format!(

@@ -53,6 +53,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Open { .. }
         | Op::Getresuid {}
         | Op::Getresgid {}
+        | Op::Capget {}
         | Op::Execve {}
         | Op::Setrlimit { .. } => None,
     }
@@ -75,6 +76,7 @@ pub fn reports_values(op: &Op) -> bool {
             | Op::ReadGidMapOf { .. }
             | Op::Getresuid {}
             | Op::Getresgid {}
+            | Op::Capget {}
     )
 }
 
@@ -249,6 +251,10 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         )),
         Op::Getresuid {} => (Ok(()), sys::getresuid().map(u64::from).to_vec()),
         Op::Getresgid {} => (Ok(()), sys::getresgid().map(u64::from).to_vec()),
+        Op::Capget {} => match sys::capget() {
+            Ok(sets) => (Ok(()), sets.to_vec()),
+            Err(e) => done(Err(e)),
+        },
         Op::Setrlimit { resource: _, limit } => done(sys::set_nproc_limit(*limit)),
         Op::Execve {} => unreachable!("the task loop runs execve itself"),
         Op::UeventDeviceEvent { action, devpath } => done(sys::write_file_once(

@@ -199,16 +199,33 @@ struct CapData {
 
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
-/// Read the process's capability sets, change them with `edit`, set them.
-fn edit_capabilities(edit: impl FnOnce(&mut [CapData; 2])) -> SysResult<()> {
+fn capget_raw() -> SysResult<(CapHeader, [CapData; 2])> {
     let mut header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
     };
     let mut data = [CapData::default(); 2];
     check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
+    Ok((header, data))
+}
+
+/// Read the process's capability sets, change them with `edit`, set them.
+fn edit_capabilities(edit: impl FnOnce(&mut [CapData; 2])) -> SysResult<()> {
+    let (mut header, mut data) = capget_raw()?;
     edit(&mut data);
     check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+}
+
+/// The process's effective, permitted and inheritable sets, each as one
+/// number whose bit N is capability N.
+pub fn capget() -> SysResult<[u64; 3]> {
+    let (_, [low, high]) = capget_raw()?;
+    let join = |l: u32, h: u32| u64::from(l) | (u64::from(h) << 32);
+    Ok([
+        join(low.effective, high.effective),
+        join(low.permitted, high.permitted),
+        join(low.inheritable, high.inheritable),
+    ])
 }
 
 /// The word and the mask that clears `cap` in it.

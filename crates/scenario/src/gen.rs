@@ -28,9 +28,17 @@ use std::fmt::Write as _;
 /// taken and never released ends a run in a deadlock of the scenario's
 /// making), `bug`, which panics on purpose, and the ops added after the
 /// campaigns of docs/on-kernel.md were measured (an op more in the pool
-/// changes every seed's scenario): the id getters, and `open`, whose
-/// files a generated scenario does not make.
-const NOT_GENERATED: &[&str] = &["lock", "unlock", "bug", "getresuid", "getresgid", "open"];
+/// changes every seed's scenario): the id and capability getters, and
+/// `open`, whose files a generated scenario does not make.
+const NOT_GENERATED: &[&str] = &[
+    "lock",
+    "unlock",
+    "bug",
+    "getresuid",
+    "getresgid",
+    "capget",
+    "open",
+];
 
 /// The users a generated scenario is made of: root and two others.
 const UIDS: [u32; 3] = [0, 1000, 1001];

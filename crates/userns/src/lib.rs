@@ -351,8 +351,15 @@ pub struct Cred {
     pub fsuid: u32,
     pub gid: u32,
     pub egid: u32,
+    pub sgid: u32,
+    pub fsgid: u32,
+    /// The supplementary groups (kgids), sorted (`group_info`).
+    pub groups: Vec<u32>,
     pub user_ns: Arc<UserNamespace>,
     pub cap_effective: CapSet,
+    /// `cap_permitted`: what the task may make effective again (what a
+    /// uid change back to root restores).
+    pub cap_permitted: CapSet,
     /// `cap_bset`: what the task can gain by an execve as root (a new user
     /// namespace starts with a full set again).
     pub cap_bset: CapSet,
@@ -374,8 +381,12 @@ impl Cred {
             fsuid: uid,
             gid,
             egid: gid,
+            sgid: gid,
+            fsgid: gid,
+            groups: Vec::new(),
             user_ns: Arc::clone(ns),
             cap_effective: caps,
+            cap_permitted: caps,
             cap_bset: CapSet::FULL,
             ucounts: None,
             user: None,
@@ -404,6 +415,7 @@ impl std::fmt::Debug for Cred {
 /// a full bounding set, whatever they were bounded to before.
 pub fn set_cred_user_ns(cred: &mut Cred) {
     cred.cap_effective = CapSet::FULL;
+    cred.cap_permitted = CapSet::FULL;
     cred.cap_bset = CapSet::FULL;
 }
 
@@ -448,11 +460,11 @@ pub fn capable_wrt_inode_uidgid(cred: &Cred, kuid: u32, kgid: u32, cap: u32) -> 
 /// `cred_cap_issubset(set, subset)` (kernel/cred.c): could `subset` hold
 /// no capability `set` did not? In one namespace, when its set is within
 /// `set`'s; across namespaces, when `subset`'s namespace descends from one
-/// whose parent is `set`'s and whose owner is `set`'s euid. The effective
-/// set stands for the permitted one, which the model does not keep apart.
+/// whose parent is `set`'s and whose owner is `set`'s euid. The sets
+/// compared are the permitted ones.
 pub fn cred_cap_issubset(set: &Cred, subset: &Cred) -> bool {
     if Arc::ptr_eq(&set.user_ns, &subset.user_ns) {
-        return subset.cap_effective.is_subset_of(set.cap_effective);
+        return subset.cap_permitted.is_subset_of(set.cap_permitted);
     }
     let mut ns = Some(Arc::clone(&subset.user_ns));
     while let Some(n) = ns {

@@ -157,6 +157,24 @@ static int edit_capabilities(enum cap_edit how, const int *caps, int n)
     return err_of(syscall(SYS_capset, &h, d));
 }
 
+/* capget of the task itself: its effective, permitted and inheritable
+ * sets as values, bit N of each being capability N. */
+static int report_caps(unsigned long long **values, int *n)
+{
+    struct cap_header h = { CAP_VERSION_3, 0 };
+    struct cap_data d[2];
+    if (syscall(SYS_capget, &h, d) != 0)
+        return errno;
+    *values = malloc(sizeof **values * 3);
+    if (!*values)
+        return ENOMEM;
+    (*values)[0] = d[0].effective | (unsigned long long)d[1].effective << 32;
+    (*values)[1] = d[0].permitted | (unsigned long long)d[1].permitted << 32;
+    (*values)[2] = d[0].inheritable | (unsigned long long)d[1].inheritable << 32;
+    *n = 3;
+    return 0;
+}
+
 /* Become uid/gid in the current namespace, keeping every capability
  * effective (to join a user namespace as that uid next). */
 static int become_keeping_caps(unsigned uid, unsigned gid)
@@ -557,6 +575,8 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         close(fd);
         return 0;
     }
+    case OP_CAPGET:
+        return report_caps(values, n);
     case OP_GETRESUID:
     case OP_GETRESGID:
         return report_ids(op->kind, values, n);

@@ -48,6 +48,7 @@ enum op_kind {
     OP_SETRESUID,
     OP_GETRESUID,       /* reports the real, effective and saved uids */
     OP_GETRESGID,       /* reports the real, effective and saved gids */
+    OP_CAPGET,          /* reports the effective, permitted and inheritable sets */
     OP_OPEN,            /* open(2) of a set-up file (value: O_RDONLY...), closed again */
     OP_EXECVE,
     OP_SETRLIMIT_NPROC
