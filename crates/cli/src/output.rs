@@ -392,6 +392,7 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
     for want in expected {
         let mut got: BTreeMap<String, u64> = BTreeMap::new();
         let mut values: Vec<u64> = Vec::new();
+        let mut calls: Vec<String> = Vec::new();
         for ops in results
             .iter()
             .filter(|(t, _)| want.matches_task(t))
@@ -406,6 +407,7 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                     *got.entry(result.clone()).or_default() += n;
                 }
                 values.extend(&stats.values);
+                calls.extend(stats.first_results.iter().cloned());
             }
         }
         if !want.holds_for(&got) {
@@ -419,6 +421,15 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                 want.task,
                 want.op,
                 want.written()
+            ));
+        }
+        if let Some(want_calls) = want.calls.as_ref().filter(|_| !want.calls_hold_for(&calls)) {
+            out.push(format!(
+                "{} {}: expected the calls to begin {}, got {}",
+                want.task,
+                want.op,
+                want_calls.join(", "),
+                calls.join(", ")
             ));
         }
         if let Some(want_values) = &want.values {

@@ -180,6 +180,22 @@ fn a_set_up_file_opens_as_the_model_says() {
 }
 
 #[test]
+fn the_credential_calls_print_what_the_model_reports() {
+    for (test, scenario) in [
+        ("capget_in_a_new_namespace", "ltp.userns01"),
+        ("capget_after_execve", "ltp.userns06"),
+        ("capget_after_setresuid", "caps.uid_changes"),
+        ("the_gid_calls", "gid_calls"),
+    ] {
+        check_on_kernel(
+            test,
+            &format!("sim-scenarios/conformance/userns/{scenario}.toml"),
+            2,
+        );
+    }
+}
+
+#[test]
 fn an_ipc_loop_prints_outcomes_the_model_reaches() {
     check_on_kernel("an_ipc_loop", "sim-scenarios/ipc-v6.3-window.toml", 3);
 }

@@ -6,8 +6,8 @@
 //! file's own permission check:
 //! - the mode bits of one class decide first: the owner's when the
 //!   caller's fsuid is the file's owner, else the group's when the caller
-//!   is in the file's group (its fsgid; tasks start with no supplementary
-//!   groups), else the others' (`acl_permission_check`);
+//!   is in the file's group (its fsgid or a supplementary group; tasks
+//!   start with none), else the others' (`acl_permission_check`);
 //! - failing that, CAP_DAC_OVERRIDE overrides reading and writing, and
 //!   CAP_DAC_READ_SEARCH reading alone, each held in the caller's own user
 //!   namespace and only when that namespace maps the file's owner and group
@@ -43,12 +43,17 @@ fn may_mask(access: u64) -> u32 {
 fn acl_permission_check(cred: &Cred, file: &FileSpec, mask: u32) -> bool {
     let class_bits = if cred.fsuid == file.uid {
         file.mode >> 6
-    } else if cred.egid == file.gid {
+    } else if in_group_p(cred, file.gid) {
         file.mode >> 3
     } else {
         file.mode
     };
     mask & !class_bits & 7 == 0
+}
+
+/// `in_group_p`: the caller's fs gid, or one of its supplementary groups.
+fn in_group_p(cred: &Cred, kgid: u32) -> bool {
+    cred.fsgid == kgid || cred.groups.binary_search(&kgid).is_ok()
 }
 
 /// `generic_permission` for a regular file opened without MAY_EXEC.

@@ -35,6 +35,22 @@ pub enum ArgKind {
     File,
     /// How a file is opened: `O_RDONLY`, `O_WRONLY` or `O_RDWR`.
     OpenAccess,
+    /// A double-quoted list of ids separated by blanks: `"0 1000"`, `""`.
+    IdList,
+}
+
+/// The most ids an [`ArgKind::IdList`] argument lists.
+pub const ID_LIST_MAX: usize = 64;
+
+/// The ids of an [`ArgKind::IdList`] argument; `None` when one is not a
+/// non-negative integer below 2^32 - 1, or there are more than
+/// [`ID_LIST_MAX`].
+pub fn id_list(text: &str) -> Option<Vec<u32>> {
+    let ids: Option<Vec<u32>> = text
+        .split_whitespace()
+        .map(|id| id.parse::<u32>().ok().filter(|&v| v != u32::MAX))
+        .collect();
+    ids.filter(|ids| ids.len() <= ID_LIST_MAX)
 }
 
 /// The access modes of `open(2)`, with their flag values (`O_ACCMODE`).
@@ -365,6 +381,26 @@ declare_ops! {
     Setresuid = "setresuid" { ruid: u32 = Int [label], euid: u32 = Int [label], suid: u32 = Int [label] }
         "setresuid(2), the uids as seen in the task's user namespace"
         kernel: ["__sys_setresuid (kernel/sys.c)"];
+    /// `seteuid(euid)`: `setresuid(-1, euid, -1)`, as the C library makes it.
+    Seteuid = "seteuid" { euid: u32 = Int [label] }
+        "seteuid(3): setresuid(-1, euid, -1), the uid as seen in the task's user namespace"
+        kernel: ["__sys_setresuid (kernel/sys.c)"];
+    /// `setgid(gid)`, as seen in the task's namespace.
+    Setgid = "setgid" { gid: u32 = Int [label] }
+        "setgid(2), the gid as seen in the task's user namespace: all three gids with CAP_SETGID there, else the effective one to the real or saved gid"
+        kernel: ["__sys_setgid (kernel/sys.c)"];
+    /// `setegid(egid)`: `setresgid(-1, egid, -1)`.
+    Setegid = "setegid" { egid: u32 = Int [label] }
+        "setegid(3): setresgid(-1, egid, -1), the gid as seen in the task's user namespace"
+        kernel: ["__sys_setresgid (kernel/sys.c)"];
+    /// `setresgid(rgid, egid, sgid)`, as seen in the task's namespace.
+    Setresgid = "setresgid" { rgid: u32 = Int [label], egid: u32 = Int [label], sgid: u32 = Int [label] }
+        "setresgid(2), the gids as seen in the task's user namespace; without CAP_SETGID there each must be one of the current three"
+        kernel: ["__sys_setresgid (kernel/sys.c)"];
+    /// `setgroups(gids)`: the supplementary groups.
+    Setgroups = "setgroups" { gids: String = IdList }
+        "setgroups(2) of the listed gids: EPERM without CAP_SETGID in the task's user namespace, or before its gid_map is written, or after `deny` in its setgroups file; EINVAL for a gid it does not map"
+        kernel: ["__do_sys_setgroups (kernel/groups.c)", "userns_may_setgroups (kernel/user_namespace.c)"];
     /// `execve()` of a new image.
     Execve = "execve" {}
         "execve(2) of a new image: EAGAIN if set*uid left the task over RLIMIT_NPROC"
@@ -430,6 +466,9 @@ impl Area {
             }
             "kernel/user_namespace.c" => &[Area::Userns, Area::Idmap],
             "kernel/ucount.c" | "fs/proc/proc_sysctl.c" => &[Area::Sysctl, Area::Userns],
+            // A gid call goes through the maps, not the process count.
+            "kernel/sys.c" if name.contains("gid") => &[Area::Idmap],
+            "kernel/groups.c" => &[Area::Idmap, Area::Userns],
             "kernel/sys.c" | "fs/exec.c" => &[Area::Nproc, Area::Ucounts],
             "kernel/fork.c" if name == "copy_process" => &[Area::Nproc, Area::Ucounts],
             "net/core/net_namespace.c" if name == "copy_net_ns" => &[Area::Netns, Area::Ucounts],

@@ -57,7 +57,7 @@ use ucounts::{
     dec_rlimit_ucounts, inc_rlimit_ucounts, is_rlimit_overlimit, RlimitCheck, RlimitType, Ucounts,
     UcountsTable, RLIM_INFINITY,
 };
-use userns::caps::{CAP_SETUID, CAP_SYS_ADMIN, CAP_SYS_RESOURCE};
+use userns::caps::{CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN, CAP_SYS_RESOURCE};
 use userns::{ns_capable, CapSet, Cred, UserNamespace, UserStruct, Userns, UNMAPPED};
 
 pub use crate::setup::{ProcessSetup, UidMap};
@@ -134,6 +134,11 @@ fn ucounts_of(c: &Cred) -> &Arc<Ucounts> {
 
 fn user_of(c: &Cred) -> &Arc<UserStruct> {
     c.user.as_ref().expect("an accounted credential has a user")
+}
+
+/// `make_kgid`, `None` when `gid` is unmapped in `ns`.
+fn make_kgid(ns: &UserNamespace, gid: u32) -> Option<u32> {
+    Some(userns::make_kgid(ns, gid)).filter(|k| *k != UNMAPPED)
 }
 
 /// `make_kuid`, `None` when `uid` is unmapped in `ns`.
@@ -552,20 +557,85 @@ impl Procs {
         self.change_uids(task, own, ids)
     }
 
-    /// `setresuid(ruid, euid, suid)`: each must be one of the current three
+    /// `setresuid(ruid, euid, suid)`, `None` for -1 (unchanged, as
+    /// `seteuid` passes): each id given must be one of the current three
     /// unless the caller has CAP_SETUID in its namespace.
-    pub fn setresuid(&self, task: &Task, own: &mut Own, ids: [u32; 3]) -> Result<(), Errno> {
+    pub fn setresuid(
+        &self,
+        task: &Task,
+        own: &mut Own,
+        ids: [Option<u32>; 3],
+    ) -> Result<(), Errno> {
         sim::point("setresuid", ObjId::NONE, &SYSCALL);
         let cred = task.cred();
-        let mut kuids = [0; 3];
-        for (k, id) in kuids.iter_mut().zip(ids) {
-            *k = make_kuid(&cred.user_ns, id).ok_or(Errno::EINVAL)?;
-        }
         let cur = [cred.uid, cred.euid, cred.suid];
-        if !ns_capable(&cred, &cred.user_ns, CAP_SETUID) && kuids.iter().any(|k| !cur.contains(k)) {
+        let privileged = ns_capable(&cred, &cred.user_ns, CAP_SETUID);
+        let kuids = resolve_res_ids(ids, cur, privileged, |id| make_kuid(&cred.user_ns, id))?;
+        self.change_uids(task, own, kuids)
+    }
+
+    // ---------------------------------------------------------- set*gid
+
+    /// `setgid(gid)`: with CAP_SETGID in the namespace, all three gids
+    /// (and the fs gid); else the egid, to the real or saved gid only.
+    pub fn setgid(&self, task: &Task, gid: u32) -> Result<(), Errno> {
+        sim::point("setgid", ObjId::NONE, &SYSCALL);
+        let cred = task.cred();
+        let kgid = make_kgid(&cred.user_ns, gid).ok_or(Errno::EINVAL)?;
+        let ids = if ns_capable(&cred, &cred.user_ns, CAP_SETGID) {
+            [kgid, kgid, kgid]
+        } else if kgid == cred.gid || kgid == cred.sgid {
+            [cred.gid, kgid, cred.sgid]
+        } else {
+            return Err(Errno::EPERM);
+        };
+        self.change_gids(task, ids);
+        Ok(())
+    }
+
+    /// `setresgid(rgid, egid, sgid)`, `None` for -1: as `setresuid`, with
+    /// CAP_SETGID.
+    pub fn setresgid(&self, task: &Task, ids: [Option<u32>; 3]) -> Result<(), Errno> {
+        sim::point("setresgid", ObjId::NONE, &SYSCALL);
+        let cred = task.cred();
+        let cur = [cred.gid, cred.egid, cred.sgid];
+        let privileged = ns_capable(&cred, &cred.user_ns, CAP_SETGID);
+        let kgids = resolve_res_ids(ids, cur, privileged, |id| make_kgid(&cred.user_ns, id))?;
+        self.change_gids(task, kgids);
+        Ok(())
+    }
+
+    /// `setgroups(gids)`: only with CAP_SETGID in the caller's namespace
+    /// where that namespace allows it (`may_setgroups`), else EPERM; every
+    /// gid must be mapped there (EINVAL); the list is kept sorted.
+    pub fn setgroups(&self, task: &Task, gids: &[u32]) -> Result<(), Errno> {
+        sim::point("setgroups", ObjId::NONE, &SYSCALL);
+        let cred = task.cred();
+        let may = ns_capable(&cred, &cred.user_ns, CAP_SETGID)
+            && userns::userns_may_setgroups(&self.userns, &cred.user_ns);
+        if !may {
             return Err(Errno::EPERM);
         }
-        self.change_uids(task, own, kuids)
+        let mut kgids = Vec::with_capacity(gids.len());
+        for gid in gids {
+            kgids.push(make_kgid(&cred.user_ns, *gid).ok_or(Errno::EINVAL)?);
+        }
+        kgids.sort_unstable();
+        sim::point("prepare_creds", ObjId::NONE, &CRED);
+        let mut new = self.get_cred(&cred);
+        new.groups = kgids;
+        self.commit_creds(task, new);
+        Ok(())
+    }
+
+    /// The tail of set*gid: the new gids (the fs gid follows the effective
+    /// one) committed. No capability changes with a gid.
+    fn change_gids(&self, task: &Task, [r, e, s]: [u32; 3]) {
+        sim::point("prepare_creds", ObjId::NONE, &CRED);
+        let old = task.cred();
+        let mut new = self.get_cred(&old);
+        (new.gid, new.egid, new.sgid, new.fsgid) = (r, e, s, e);
+        self.commit_creds(task, new);
     }
 
     /// The common tail of set*uid: `set_user` when the real uid changes,
@@ -1048,6 +1118,29 @@ pub fn setup_rlimits(
     let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
     rlimits[RlimitType::Nproc as usize] = recorded;
     rlimits
+}
+
+/// The ids `setresuid`/`setresgid` set: each given id made a kernel id
+/// by `make` (EINVAL when unmapped), and, for a caller without the
+/// capability, one of the current three (EPERM otherwise); `None` keeps
+/// the current one.
+fn resolve_res_ids(
+    ids: [Option<u32>; 3],
+    cur: [u32; 3],
+    privileged: bool,
+    make: impl Fn(u32) -> Option<u32>,
+) -> Result<[u32; 3], Errno> {
+    let mut out = cur;
+    for (slot, id) in out.iter_mut().zip(ids) {
+        if let Some(id) = id {
+            *slot = make(id).ok_or(Errno::EINVAL)?;
+        }
+    }
+    let changed = out.iter().zip(ids).filter(|(_, id)| id.is_some());
+    if !privileged && changed.clone().any(|(k, _)| !cur.contains(k)) {
+        return Err(Errno::EPERM);
+    }
+    Ok(out)
 }
 
 /// `cap_emulate_setxuid` (security/commoncap.c), the capability rules of

@@ -62,8 +62,7 @@ impl World {
     }
 
     /// `getresuid`/`getresgid`: the task's three ids of `kind`, as its
-    /// user namespace sees them (`from_kuid_munged`), reported. No op
-    /// changes a gid, so the saved gid is the real one.
+    /// user namespace sees them (`from_kuid_munged`), reported.
     pub(super) fn getresid(&self, task: &Task, kind: MapKind) -> Result<(), Errno> {
         sim::point("getresid", ObjId::NONE, &crate::costs::SYSCALL);
         let cred = task.cred();
@@ -73,7 +72,7 @@ impl World {
                 [cred.uid, cred.euid, cred.suid].map(|k| userns::from_kuid_munged(ns, k))
             }
             MapKind::Gid => {
-                [cred.gid, cred.egid, cred.gid].map(|k| userns::from_kgid_munged(ns, k))
+                [cred.gid, cred.egid, cred.sgid].map(|k| userns::from_kgid_munged(ns, k))
             }
         };
         task.own.lock().reported = ids.iter().map(|&id| u64::from(id)).collect();

@@ -51,6 +51,28 @@ pub struct SyscallStats {
     /// (the SEQNUM a uevent listener received, the sequence number an
     /// injected uevent was given).
     pub values: Vec<u64>,
+    /// The results of the first [`SyscallStats::FIRST_RESULTS_KEPT`]
+    /// calls, in call order.
+    pub first_results: Vec<String>,
+}
+
+impl SyscallStats {
+    /// How many calls' results are kept in order.
+    pub const FIRST_RESULTS_KEPT: usize = 64;
+
+    /// One call more, which returned `result` (`ok` or an errno name) and
+    /// reported `values`.
+    pub fn record(&mut self, result: &str, values: impl IntoIterator<Item = u64>) {
+        *self.results.entry(result.to_string()).or_default() += 1;
+        self.values.extend(values);
+        if result != "ok" && self.first_failure.is_none() {
+            self.first_failure = Some(self.calls);
+        }
+        if self.first_results.len() < Self::FIRST_RESULTS_KEPT {
+            self.first_results.push(result.to_string());
+        }
+        self.calls += 1;
+    }
 }
 
 /// Per task instance, per operation label.
@@ -594,8 +616,20 @@ impl World {
             Op::Clone { flags } => self.fork(task, *flags),
             Op::Exit {} => self.wait_child(task),
             Op::Setuid { uid } => task.with_own(|own| procs.setuid(task, own, *uid)),
-            Op::Setresuid { ruid, euid, suid } => {
-                task.with_own(|own| procs.setresuid(task, own, [*ruid, *euid, *suid]))
+            Op::Setresuid { ruid, euid, suid } => task.with_own(|own| {
+                procs.setresuid(task, own, [Some(*ruid), Some(*euid), Some(*suid)])
+            }),
+            Op::Seteuid { euid } => {
+                task.with_own(|own| procs.setresuid(task, own, [None, Some(*euid), None]))
+            }
+            Op::Setgid { gid } => procs.setgid(task, *gid),
+            Op::Setegid { egid } => procs.setresgid(task, [None, Some(*egid), None]),
+            Op::Setresgid { rgid, egid, sgid } => {
+                procs.setresgid(task, [Some(*rgid), Some(*egid), Some(*sgid)])
+            }
+            Op::Setgroups { gids } => {
+                let gids = crate::ops::id_list(gids).expect("the scenario checker admits only ids");
+                procs.setgroups(task, &gids)
             }
             Op::Execve {} => task.with_own(|own| procs.execve(task, own)),
             Op::Setrlimit { limit, .. } => {
@@ -622,14 +656,7 @@ impl World {
             Ok(()) => "ok",
             Err(e) => e.name(),
         };
-        *stats.results.entry(key.to_string()).or_default() += 1;
-        stats
-            .values
-            .extend(std::mem::take(&mut task.own.lock().reported));
-        if result.is_err() && stats.first_failure.is_none() {
-            stats.first_failure = Some(stats.calls);
-        }
-        stats.calls += 1;
+        stats.record(key, std::mem::take(&mut task.own.lock().reported));
         drop(results);
         // The op has returned to the task: a false ENOSPC it got may now
         // be reported, with the result above.

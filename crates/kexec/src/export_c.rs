@@ -17,6 +17,9 @@ use scenario::{KernelRun, Scenario};
 use std::fmt::Write as _;
 
 const HEAD: &str = include_str!("export_c/head.c");
+
+/// -1 as an id: the set*id calls leave that id as it is.
+const UNCHANGED: u32 = u32::MAX;
 const BODY: &str = include_str!("export_c/body.c");
 
 /// The first op of the scenario the exported program cannot perform,
@@ -412,6 +415,19 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
         Op::Setuid { uid } => format!("{{ .kind = OP_SETUID, .value = {uid}LL }}"),
         Op::Setresuid { ruid, euid, suid } => {
             format!("{{ .kind = OP_SETRESUID, .ids = {{ {ruid}u, {euid}u, {suid}u }} }}")
+        }
+        Op::Seteuid { euid } => {
+            format!("{{ .kind = OP_SETRESUID, .ids = {{ {UNCHANGED}u, {euid}u, {UNCHANGED}u }} }}")
+        }
+        Op::Setgid { gid } => format!("{{ .kind = OP_SETGID, .value = {gid}LL }}"),
+        Op::Setegid { egid } => {
+            format!("{{ .kind = OP_SETRESGID, .ids = {{ {UNCHANGED}u, {egid}u, {UNCHANGED}u }} }}")
+        }
+        Op::Setresgid { rgid, egid, sgid } => {
+            format!("{{ .kind = OP_SETRESGID, .ids = {{ {rgid}u, {egid}u, {sgid}u }} }}")
+        }
+        Op::Setgroups { gids } => {
+            format!("{{ .kind = OP_SETGROUPS, .text = {} }}", c_string(gids))
         }
         Op::Execve {} => "{ .kind = OP_EXECVE }".into(),
         Op::Open { file, access } => format!(

@@ -239,6 +239,7 @@ fn results_to_json(results: &Results) -> Value {
                             "results": s.results,
                             "first_failure": s.first_failure,
                             "values": s.values,
+                            "first_results": s.first_results,
                         }),
                     )
                 })
@@ -272,6 +273,12 @@ fn results_from_json(v: &Value) -> Results {
                     .flatten()
                     .filter_map(Value::as_u64)
                     .collect(),
+                first_results: s["first_results"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect(),
             };
             entry.insert(label.clone(), stats);
         }
@@ -299,18 +306,12 @@ pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
             .or_default()
             .entry(op.label())
             .or_default();
-        *stats.results.entry(result.clone()).or_default() += 1;
-        if ops::reports_seqnums(op) {
-            stats
-                .values
-                .extend(values.iter().map(|v| v.saturating_sub(run.seqnum_base)));
+        let base = if ops::reports_seqnums(op) {
+            run.seqnum_base
         } else {
-            stats.values.extend(values);
-        }
-        if result != "ok" && stats.first_failure.is_none() {
-            stats.first_failure = Some(stats.calls);
-        }
-        stats.calls += 1;
+            0
+        };
+        stats.record(result, values.iter().map(|v| v.saturating_sub(base)));
     }
     results
 }

@@ -9,6 +9,9 @@ use crate::task::{Child, TaskCtx, TaskState};
 use crate::world::{instance_named, write_sysctl};
 use kernel::setup::Op;
 
+/// -1 as an id: the set*id calls leave that id as it is.
+const UNCHANGED: u32 = u32::MAX;
+
 /// Why an op cannot run on the running kernel, or `None` when it can.
 pub fn unsupported(op: &Op) -> Option<&'static str> {
     match op {
@@ -50,6 +53,11 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Exit {}
         | Op::Setuid { .. }
         | Op::Setresuid { .. }
+        | Op::Seteuid { .. }
+        | Op::Setgid { .. }
+        | Op::Setegid { .. }
+        | Op::Setresgid { .. }
+        | Op::Setgroups { .. }
         | Op::Open { .. }
         | Op::Getresuid {}
         | Op::Getresgid {}
@@ -245,6 +253,13 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         }),
         Op::Setuid { uid } => done(sys::setuid(*uid)),
         Op::Setresuid { ruid, euid, suid } => done(sys::setresuid(*ruid, *euid, *suid)),
+        Op::Seteuid { euid } => done(sys::setresuid(UNCHANGED, *euid, UNCHANGED)),
+        Op::Setgid { gid } => done(sys::setgid(*gid)),
+        Op::Setegid { egid } => done(sys::setresgid(UNCHANGED, *egid, UNCHANGED)),
+        Op::Setresgid { rgid, egid, sgid } => done(sys::setresgid(*rgid, *egid, *sgid)),
+        Op::Setgroups { gids } => done(sys::setgroups(
+            &kernel::ops::id_list(gids).unwrap_or_default(),
+        )),
         Op::Open { file, access } => done(sys::open_and_close(
             &format!("{}/{file}", ctx.files_dir),
             *access as libc::c_int,

@@ -134,6 +134,15 @@ pub fn setuid(uid: u32) -> SysResult<()> {
     check_int(unsafe { libc::setuid(uid) }).map(drop)
 }
 
+pub fn setgid(gid: u32) -> SysResult<()> {
+    check_int(unsafe { libc::setgid(gid) }).map(drop)
+}
+
+/// `setgroups(2)` of `gids`.
+pub fn setgroups(gids: &[u32]) -> SysResult<()> {
+    check_int(unsafe { libc::setgroups(gids.len(), gids.as_ptr()) }).map(drop)
+}
+
 pub fn clear_groups() -> SysResult<()> {
     check_int(unsafe { libc::setgroups(0, std::ptr::null()) }).map(drop)
 }

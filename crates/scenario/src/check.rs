@@ -875,10 +875,11 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                     .with_expected(one_of(names()))
                     .with_help_opt(did_you_mean(op_name, names())));
             }
-            let (written, values) = match result_v.get_ref() {
+            let (written, values, calls) = match result_v.get_ref() {
                 DeValue::Table(_) => expected_values(ctx, op, result_v)?,
-                _ => (string(ctx, op, result_v)?, None),
+                _ => (string(ctx, op, result_v)?.to_string(), None, None),
             };
+            let written = written.as_str();
             let (quantifier, named) = if let Some(r) = written.strip_prefix("some ") {
                 (Quantifier::Some, r)
             } else if let Some(r) = written.strip_prefix("not ") {
@@ -886,18 +887,16 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
             } else {
                 (Quantifier::Every, written)
             };
-            let errnos =
-                || std::iter::once("ok").chain(kernel::Errno::ALL.iter().map(|e| e.name()));
             let mut results = Vec::new();
             for result in named.split(" or ").map(str::trim) {
-                if !errnos().any(|e| e == result) {
+                if !result_names().any(|e| e == result) {
                     return Err(ctx
                         .err(
                             result_v.span(),
                             format!("unknown result `{}`", echo(result)),
                         )
-                        .with_expected(one_of(errnos()))
-                        .with_help_opt(did_you_mean(result, errnos())));
+                        .with_expected(one_of(result_names()))
+                        .with_help_opt(did_you_mean(result, result_names())));
                 }
                 results.push(result.to_string());
             }
@@ -907,6 +906,7 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                 results,
                 quantifier,
                 values,
+                calls,
             });
         }
     }
@@ -933,18 +933,38 @@ fn capabilities(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<Vec<u32>> {
     Ok(caps)
 }
 
-/// `{ result = "ok", values = [1, 2] }`: the result (`ok` when left out)
-/// and the values the calls must report, in call order.
-fn expected_values<'a>(
+/// `ok` and every errno name: what a call may return.
+fn result_names() -> impl Iterator<Item = &'static str> + Clone {
+    std::iter::once("ok").chain(kernel::Errno::ALL.iter().map(|e| e.name()))
+}
+
+/// The results of the first calls, in call order.
+type CallResults = Option<Vec<String>>;
+
+/// `{ result = "ok", values = [1, 2], calls = ["EPERM", "ok"] }`: the
+/// result (`ok` when left out, or, with `calls`, any of the results
+/// `calls` names), the values the calls must report in call order, and
+/// the results of the first calls in call order.
+fn expected_values(
     ctx: &Ctx<'_>,
     op: &str,
-    v: &'a Val<'_>,
-) -> Res<(&'a str, Option<Vec<u64>>)> {
+    v: &Val<'_>,
+) -> Res<(String, Option<Vec<u64>>, CallResults)> {
     let t = table(ctx, op, v)?;
-    t.only(ctx, &["result", "values"], op)?;
-    let result = match t.get("result") {
-        Some(rv) => string(ctx, "result", rv)?,
-        None => "ok",
+    t.only(ctx, &["result", "values", "calls"], op)?;
+    let calls = match t.get("calls") {
+        None => None,
+        Some(cv) => Some(call_results(ctx, cv)?),
+    };
+    let result = match (t.get("result"), &calls) {
+        (Some(rv), _) => string(ctx, "result", rv)?.to_string(),
+        (None, Some(calls)) if !calls.is_empty() => {
+            let mut named: Vec<&str> = calls.iter().map(String::as_str).collect();
+            named.sort_unstable();
+            named.dedup();
+            format!("some {}", named.join(" or "))
+        }
+        (None, _) => "ok".to_string(),
     };
     let values = match t.get("values") {
         None => None,
@@ -959,7 +979,32 @@ fn expected_values<'a>(
             Some(out)
         }
     };
-    Ok((result, values))
+    Ok((result, values, calls))
+}
+
+/// `calls = ["EPERM", "ok"]`: at most `FIRST_RESULTS_KEPT` results.
+fn call_results(ctx: &Ctx<'_>, v: &Val<'_>) -> Res<Vec<String>> {
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(ctx.wrong_type("calls", v, "an array of results (\"ok\" or errno names)"));
+    };
+    let most = kernel::SyscallStats::FIRST_RESULTS_KEPT;
+    if items.len() > most {
+        return Err(ctx
+            .err(v.span(), format!("`calls` lists {} results", items.len()))
+            .with_expected(format!("the results of at most the first {most} calls")));
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        let result = string(ctx, "calls", item)?;
+        if !result_names().any(|r| r == result) {
+            return Err(ctx
+                .err(item.span(), format!("unknown result `{}`", echo(result)))
+                .with_expected(one_of(result_names()))
+                .with_help_opt(did_you_mean(result, result_names())));
+        }
+        out.push(result.to_string());
+    }
+    Ok(out)
 }
 
 fn kernels(

@@ -28,8 +28,9 @@ use std::fmt::Write as _;
 /// taken and never released ends a run in a deadlock of the scenario's
 /// making), `bug`, which panics on purpose, and the ops added after the
 /// campaigns of docs/on-kernel.md were measured (an op more in the pool
-/// changes every seed's scenario): the id and capability getters, and
-/// `open`, whose files a generated scenario does not make.
+/// changes every seed's scenario): the id and capability getters, the
+/// gid calls and `seteuid`, and `open`, whose files a generated scenario
+/// does not make.
 const NOT_GENERATED: &[&str] = &[
     "lock",
     "unlock",
@@ -38,6 +39,11 @@ const NOT_GENERATED: &[&str] = &[
     "getresgid",
     "capget",
     "open",
+    "seteuid",
+    "setgid",
+    "setegid",
+    "setresgid",
+    "setgroups",
 ];
 
 /// The users a generated scenario is made of: root and two others.
@@ -241,6 +247,7 @@ fn arg_text(
         // `open` is not generated (NOT_GENERATED): no file to name.
         ArgKind::File => "no_file".to_string(),
         ArgKind::OpenAccess => "O_RDONLY".to_string(),
+        ArgKind::IdList => "\"\"".to_string(),
         ArgKind::Duration => pick(rng, &["10us", "100us", "1ms"]).to_string(),
         ArgKind::Int => match op {
             "sysctl_write" => rng.random_range(0..=4).to_string(),

@@ -186,6 +186,9 @@ pub struct ExpectedResult {
     /// `{ values = [...] }`: what the calls reported, in call order (the
     /// SEQNUM a listener received, the sequence number an injection got).
     pub values: Option<Vec<u64>>,
+    /// `{ calls = ["EPERM", "ok"] }`: the results of the first calls, in
+    /// call order (at most [`kernel::SyscallStats::FIRST_RESULTS_KEPT`]).
+    pub calls: Option<Vec<String>>,
 }
 
 /// How many of the calls must have returned one of the results named.
@@ -220,6 +223,14 @@ impl ExpectedResult {
                 Quantifier::Some => got.keys().any(named),
                 Quantifier::No => !got.keys().any(named),
             }
+    }
+
+    /// Whether calls whose first results were `got`, in call order, are
+    /// as `calls` expects: they begin with the results it lists.
+    pub fn calls_hold_for(&self, got: &[String]) -> bool {
+        self.calls
+            .as_ref()
+            .is_none_or(|want| got.len() >= want.len() && got[..want.len()] == want[..])
     }
 
     /// Whether a result label (`unshare(CLONE_NEWIPC)`) is one of `op`'s.

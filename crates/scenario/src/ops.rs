@@ -58,6 +58,7 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
         ArgKind::Rlimit => "resource",
         ArgKind::File => "file",
         ArgKind::OpenAccess => "access",
+        ArgKind::IdList => "\"ids\"",
     }
 }
 
@@ -310,6 +311,19 @@ fn check_arg(
     let what = kind_name(kind);
     let bare = match (&arg.kind, kind) {
         (ArgText::Quoted(s), ArgKind::Str) => return Ok(ArgValue::Text(s.clone())),
+        (ArgText::Quoted(s), ArgKind::IdList) => {
+            return match kernel::ops::id_list(s) {
+                Some(_) => Ok(ArgValue::Text(s.clone())),
+                None => Err(OpError::new(
+                    arg.range.clone(),
+                    format!("`{s}` is not a list of ids"),
+                )
+                .expected(format!(
+                    "at most {} ids 0..=4294967294 separated by blanks, e.g. \"0 1000\" (\"\" for none)",
+                    kernel::ops::ID_LIST_MAX
+                ))),
+            }
+        }
         (ArgText::Quoted(_), _) => {
             return Err(OpError::new(
                 arg.range.clone(),
@@ -397,6 +411,9 @@ fn check_arg(
                     .expected("NPROC (RLIMIT_NPROC)"),
             ),
         },
+        ArgKind::IdList => Err(OpError::new(range, "expected a double-quoted list of ids")
+            .expected(signature(op))
+            .help(Some(format!("quote it: \"{bare}\"")))),
         ArgKind::Str => Err(OpError::new(range, "expected a double-quoted string")
             .expected(signature(op))
             .help(Some(

@@ -586,6 +586,51 @@ expect = { outcome = "pass", results = { t = { unshare = "EPERM or ok", setuid =
     assert!(err.message.contains("unknown result `EWHAT`"), "{err}");
 }
 
+/// `{ calls = [...] }`: the first calls' results, in call order; without a
+/// `result`, any of those it names.
+#[test]
+fn an_expected_result_may_list_the_first_calls_in_order() {
+    let text = r#"name = "x"
+summary = "s"
+[[task]]
+name = "t"
+ops = ['setgroups("")', 'setgroups("0")']
+[[kernel]]
+profile = "v6.3"
+expect = { outcome = "pass", results = { t = { setgroups = { calls = ["EPERM", "ok"] } } } }
+"#;
+    let s = scenario::parse("t.toml", text).unwrap();
+    let want = &s.runs[0].expect.results[0];
+    assert_eq!(
+        want.calls,
+        Some(vec!["EPERM".to_string(), "ok".to_string()])
+    );
+    assert_eq!(want.written(), "some EPERM or ok");
+    let got = |calls: &[&str]| -> Vec<String> { calls.iter().map(|c| c.to_string()).collect() };
+    assert!(want.calls_hold_for(&got(&["EPERM", "ok"])));
+    assert!(want.calls_hold_for(&got(&["EPERM", "ok", "EINVAL"])));
+    assert!(!want.calls_hold_for(&got(&["ok", "EPERM"])));
+    assert!(!want.calls_hold_for(&got(&["EPERM"])));
+    for (bad, says) in [
+        (r#"calls = ["EPERM", "EWHAT"]"#, "unknown result `EWHAT`"),
+        (r#"calls = "EPERM""#, "an array of results"),
+    ] {
+        let text = text.replace(r#"calls = ["EPERM", "ok"]"#, bad);
+        let err = scenario::parse("t.toml", &text).unwrap_err();
+        assert!(
+            err.message.contains(says) || err.to_string().contains(says),
+            "{err}"
+        );
+    }
+    let many = format!("calls = [{}]", vec!["\"ok\""; 65].join(", "));
+    let err =
+        scenario::parse("t.toml", &text.replace(r#"calls = ["EPERM", "ok"]"#, &many)).unwrap_err();
+    assert!(
+        err.to_string().contains("at most the first 64 calls"),
+        "{err}"
+    );
+}
+
 #[test]
 fn expected_results_name_tasks_operations_and_errnos() {
     let text = r#"name = "x"

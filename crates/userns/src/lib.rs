@@ -444,6 +444,18 @@ pub fn ns_capable(cred: &Cred, target: &Arc<UserNamespace>, cap: u32) -> bool {
     }
 }
 
+/// `userns_may_setgroups` (kernel/user_namespace.c): setgroups(2) is
+/// possible in a namespace once its gid map is written, unless its
+/// `/proc/PID/setgroups` says `deny`; always in the initial namespace.
+/// Decided under `userns_state_mutex`, as the map and setgroups writes.
+pub fn userns_may_setgroups(sys: &Userns, ns: &UserNamespace) -> bool {
+    if ns.parent.is_none() {
+        return true;
+    }
+    let _guard = sys.state_mutex.lock();
+    ns.gid_map.nr_extents() != 0 && ns.setgroups_allowed()
+}
+
 /// `privileged_wrt_inode_uidgid` (kernel/capability.c): a namespace's
 /// capabilities reach a file only when it maps both the file's owner and
 /// its group.

@@ -491,6 +491,25 @@ static int read_map(const char *path, unsigned long long **values, int *n)
     return 0;
 }
 
+/* setgroups(2) of the gids listed in text, separated by blanks. */
+static int set_groups(const char *text)
+{
+    gid_t gids[64];
+    size_t n = 0;
+    char *end;
+    for (const char *p = text; *p;) {
+        if (*p == ' ' || *p == '\t' || *p == '\n') {
+            p++;
+            continue;
+        }
+        if (n == sizeof gids / sizeof gids[0])
+            return E2BIG;
+        gids[n++] = (gid_t)strtoul(p, &end, 10);
+        p = end;
+    }
+    return err_of(setgroups(n, gids));
+}
+
 /* getresuid or getresgid: the three ids as values. */
 static int report_ids(enum op_kind kind, unsigned long long **values, int *n)
 {
@@ -568,6 +587,12 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return err_of(setuid((uid_t)op->value));
     case OP_SETRESUID:
         return err_of(setresuid(op->ids[0], op->ids[1], op->ids[2]));
+    case OP_SETGID:
+        return err_of(setgid((gid_t)op->value));
+    case OP_SETRESGID:
+        return err_of(setresgid(op->ids[0], op->ids[1], op->ids[2]));
+    case OP_SETGROUPS:
+        return set_groups(op->text);
     case OP_OPEN: {
         int fd = open(op->path, (int)op->value | O_CLOEXEC);
         if (fd < 0)

@@ -45,7 +45,10 @@ enum op_kind {
     OP_FORK,            /* fork and clone: a child kept until exit() */
     OP_EXIT,
     OP_SETUID,
-    OP_SETRESUID,
+    OP_SETRESUID,       /* ids: real, effective, saved; 4294967295 leaves one as it is */
+    OP_SETGID,
+    OP_SETRESGID,
+    OP_SETGROUPS,       /* text: the gids, separated by blanks */
     OP_GETRESUID,       /* reports the real, effective and saved uids */
     OP_GETRESGID,       /* reports the real, effective and saved gids */
     OP_CAPGET,          /* reports the effective, permitted and inheritable sets */
