@@ -180,12 +180,13 @@ fn a_set_up_file_opens_as_the_model_says() {
 }
 
 #[test]
-fn the_credential_calls_print_what_the_model_reports() {
+fn the_credential_and_namespace_calls_print_what_the_model_reports() {
     for (test, scenario) in [
         ("capget_in_a_new_namespace", "ltp.userns01"),
         ("capget_after_execve", "ltp.userns06"),
         ("capget_after_setresuid", "caps.uid_changes"),
         ("the_gid_calls", "gid_calls"),
+        ("namespace_identities", "ltp.userns05"),
     ] {
         check_on_kernel(
             test,

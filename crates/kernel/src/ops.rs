@@ -37,6 +37,19 @@ pub enum ArgKind {
     OpenAccess,
     /// A double-quoted list of ids separated by blanks: `"0 1000"`, `""`.
     IdList,
+    /// A namespace type as `/proc/PID/ns` names it: `user`, `ipc`, `net`.
+    NsType,
+}
+
+/// The namespace types an [`ArgKind::NsType`] argument names.
+pub const NS_TYPES: &[&str] = &["user", "ipc", "net"];
+
+/// Whether the values of result label `label` are namespace identities:
+/// the op's arguments name a namespace type ([`ArgKind::NsType`]).
+pub fn reports_namespace_ids(label: &str) -> bool {
+    let name = label.split('(').next().unwrap_or(label);
+    OPS.iter()
+        .any(|o| o.name == name && o.args.contains(&ArgKind::NsType))
 }
 
 /// The most ids an [`ArgKind::IdList`] argument lists.
@@ -417,6 +430,10 @@ declare_ops! {
     Getresuid = "getresuid" {}
         "getresuid(2): reports the real, effective and saved uids as the task's user namespace sees them, 65534 (overflowuid) for one it does not map"
         kernel: ["__do_sys_getresuid (kernel/sys.c)"];
+    /// `ns_id(type)`: the identity of the task's namespace of a type.
+    NsId = "ns_id" { ns: String = NsType [label] }
+        "reports which namespace of the type (user, ipc or net) the task is in, as the inode of /proc/self/ns/<type>; the results number the namespaces 1, 2, ... in the order they first appear, so the same namespace gives the same number in every task, on the model and on the kernel"
+        kernel: ["proc_ns_get_link (fs/proc/namespaces.c)", "ns_get_path (fs/nsfs.c)"];
     /// `capget()`: the task's own capability sets.
     Capget = "capget" {}
         "capget(2) of the task itself: reports its effective, permitted and inheritable sets, each a number whose bit N is capability N (every capability: 2199023255551)"

@@ -89,6 +89,20 @@ impl World {
         Ok(())
     }
 
+    /// `ns_id(type)`: the task's namespace of `ns` (user, ipc or net),
+    /// reported by its object's serial, which [`super::number_namespaces`]
+    /// turns into the order of first appearance.
+    pub(super) fn ns_id(&self, task: &Task, ns: &str) -> Result<(), Errno> {
+        sim::point("proc_ns_get_link", ObjId::NONE, &crate::costs::SYSCALL);
+        let obj = match ns {
+            "user" => task.cred().user_ns.obj,
+            "ipc" => task.nsproxy().ipc_ns.obj,
+            _ => task.nsproxy().net_ns.obj,
+        };
+        task.own.lock().reported = vec![u64::from(obj.0)];
+        Ok(())
+    }
+
     /// One write(2) to `/proc/PID/<file>` of `target` (the writer itself
     /// when `None`), the file opened by the writer.
     pub(super) fn write_userns_file(

@@ -78,6 +78,26 @@ impl SyscallStats {
 /// Per task instance, per operation label.
 pub type Results = BTreeMap<String, BTreeMap<String, SyscallStats>>;
 
+/// Number the namespace identities `ns_id` reported (kernel inode
+/// numbers, model object serials) 1, 2, ... in the order they first
+/// appear in `results` (task by task, label by label, call by call), so
+/// that the model's and the kernel's compare, and say only which
+/// namespaces are the same.
+pub fn number_namespaces(results: &mut Results) {
+    let mut numbers: BTreeMap<u64, u64> = BTreeMap::new();
+    for ops in results.values_mut() {
+        for (_, stats) in ops
+            .iter_mut()
+            .filter(|(label, _)| crate::ops::reports_namespace_ids(label))
+        {
+            for v in &mut stats.values {
+                let next = numbers.len() as u64 + 1;
+                *v = *numbers.entry(*v).or_insert(next);
+            }
+        }
+    }
+}
+
 /// How calls turned out, as every output says it: each result with its
 /// count first (`3 ok, 1 ENOSPC`), and where calls gave different
 /// results, which call failed first, counted from 1
@@ -166,7 +186,7 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
     };
     let explore = sim::explore(&spec.explore, &build);
     let (results, results_complete) = match (&explore.schedule, last.into_inner()) {
-        (Schedule::Fair, Some(world)) => (world.results.lock().clone(), true),
+        (Schedule::Fair, Some(world)) => (world.results(), true),
         _ => {
             // A run stopped by wall time or memory is replayed to the step
             // it stopped at, as its token says.
@@ -211,7 +231,7 @@ pub fn explore_outcomes(
         let world = build_world(e, spec);
         let (seen, outcome) = (Arc::clone(&seen), Arc::clone(outcome));
         e.check_at_end(move || {
-            let o = outcome(&world.results.lock());
+            let o = outcome(&world.results());
             *seen.lock().entry(o).or_default() += 1;
             None
         });
@@ -254,7 +274,7 @@ pub fn replay_run(spec: &RunSpec<'_>, schedule: &Schedule, record: bool) -> (Exe
     let mut e = Execution::new(cfg, schedule);
     let w = build_world(&mut e, spec);
     let report = e.run();
-    let results = w.results.lock().clone();
+    let results = w.results();
     (report, results)
 }
 
@@ -281,7 +301,7 @@ pub fn directed_run(
     let calls_seen = Arc::clone(&consistent);
     let mut last_checked = 0;
     e.check_each_step(move || {
-        let results = world.results.lock();
+        let results = world.results();
         let calls: u64 = results
             .values()
             .flat_map(|ops| ops.values())
@@ -301,7 +321,7 @@ pub fn directed_run(
         })
     });
     let report = e.run();
-    let results = w.results.lock().clone();
+    let results = w.results();
     let consistent = consistent.load(std::sync::atomic::Ordering::Relaxed);
     (report, results, consistent)
 }
@@ -639,6 +659,7 @@ impl World {
             Op::Getresuid {} => self.getresid(task, MapKind::Uid),
             Op::Getresgid {} => self.getresid(task, MapKind::Gid),
             Op::Capget {} => self.capget(task),
+            Op::NsId { ns } => self.ns_id(task, ns),
         }
     }
 
@@ -662,6 +683,13 @@ impl World {
         // be reported, with the result above.
         self.userns.oracle.returned();
         self.net.uevent.netns_oracle.returned();
+    }
+
+    /// The results so far, namespaces numbered (`number_namespaces`).
+    fn results(&self) -> Results {
+        let mut results = self.results.lock().clone();
+        number_namespaces(&mut results);
+        results
     }
 
     /// A task instance by name, or instance 0 of a task with instances.
@@ -741,5 +769,35 @@ impl World {
         drop(h);
         sim::wake_all(l.obj, 0);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(values: &[u64]) -> SyscallStats {
+        SyscallStats {
+            values: values.to_vec(),
+            ..SyscallStats::default()
+        }
+    }
+
+    /// Namespace identities become their order of first appearance, the
+    /// same identity the same number in every task; other values stay.
+    #[test]
+    fn namespaces_are_numbered_by_first_appearance() {
+        let mut results = Results::new();
+        let a = results.entry("a".into()).or_default();
+        a.insert("ns_id(user)".into(), stats(&[4026531837, 77]));
+        a.insert("getresuid".into(), stats(&[1000, 1000, 1000]));
+        let b = results.entry("b".into()).or_default();
+        b.insert("ns_id(net)".into(), stats(&[9]));
+        b.insert("ns_id(user)".into(), stats(&[77, 4026531837]));
+        number_namespaces(&mut results);
+        assert_eq!(results["a"]["ns_id(user)"].values, [1, 2]);
+        assert_eq!(results["a"]["getresuid"].values, [1000, 1000, 1000]);
+        assert_eq!(results["b"]["ns_id(net)"].values, [3]);
+        assert_eq!(results["b"]["ns_id(user)"].values, [2, 1]);
     }
 }

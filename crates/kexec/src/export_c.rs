@@ -435,6 +435,10 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
             c_string(file)
         ),
         Op::Capget {} => "{ .kind = OP_CAPGET }".into(),
+        Op::NsId { ns } => format!(
+            "{{ .kind = OP_NS_ID, .path = {} }}",
+            c_string(&format!("/proc/self/ns/{ns}"))
+        ),
         Op::Getresuid {} => "{ .kind = OP_GETRESUID }".into(),
         Op::Getresgid {} => "{ .kind = OP_GETRESGID }".into(),
         Op::Setrlimit { limit, .. } => format!(

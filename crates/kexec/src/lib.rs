@@ -313,6 +313,7 @@ pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
         };
         stats.record(result, values.iter().map(|v| v.saturating_sub(base)));
     }
+    kernel::number_namespaces(&mut results);
     results
 }
 

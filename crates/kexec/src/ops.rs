@@ -62,6 +62,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Getresuid {}
         | Op::Getresgid {}
         | Op::Capget {}
+        | Op::NsId { .. }
         | Op::Execve {}
         | Op::Setrlimit { .. } => None,
     }
@@ -85,6 +86,7 @@ pub fn reports_values(op: &Op) -> bool {
             | Op::Getresuid {}
             | Op::Getresgid {}
             | Op::Capget {}
+            | Op::NsId { .. }
     )
 }
 
@@ -266,6 +268,10 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         )),
         Op::Getresuid {} => (Ok(()), sys::getresuid().map(u64::from).to_vec()),
         Op::Getresgid {} => (Ok(()), sys::getresgid().map(u64::from).to_vec()),
+        Op::NsId { ns } => match sys::ns_inode(ns) {
+            Ok(inode) => (Ok(()), vec![inode]),
+            Err(e) => done(Err(e)),
+        },
         Op::Capget {} => match sys::capget() {
             Ok(sets) => (Ok(()), sets.to_vec()),
             Err(e) => done(Err(e)),

@@ -225,6 +225,15 @@ fn edit_capabilities(edit: impl FnOnce(&mut [CapData; 2])) -> SysResult<()> {
     check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
 }
 
+/// The inode of `/proc/self/ns/<ns>`: which namespace of that type the
+/// process is in.
+pub fn ns_inode(ns: &str) -> SysResult<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/self/ns/{ns}"))
+        .map(|m| m.ino())
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+}
+
 /// The process's effective, permitted and inheritable sets, each as one
 /// number whose bit N is capability N.
 pub fn capget() -> SysResult<[u64; 3]> {

@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 /// taken and never released ends a run in a deadlock of the scenario's
 /// making), `bug`, which panics on purpose, and the ops added after the
 /// campaigns of docs/on-kernel.md were measured (an op more in the pool
-/// changes every seed's scenario): the id and capability getters, the
+/// changes every seed's scenario): the id, capability and namespace getters, the
 /// gid calls and `seteuid`, and `open`, whose files a generated scenario
 /// does not make.
 const NOT_GENERATED: &[&str] = &[
@@ -38,6 +38,7 @@ const NOT_GENERATED: &[&str] = &[
     "getresuid",
     "getresgid",
     "capget",
+    "ns_id",
     "open",
     "seteuid",
     "setgid",
@@ -248,6 +249,7 @@ fn arg_text(
         ArgKind::File => "no_file".to_string(),
         ArgKind::OpenAccess => "O_RDONLY".to_string(),
         ArgKind::IdList => "\"\"".to_string(),
+        ArgKind::NsType => "user".to_string(),
         ArgKind::Duration => pick(rng, &["10us", "100us", "1ms"]).to_string(),
         ArgKind::Int => match op {
             "sysctl_write" => rng.random_range(0..=4).to_string(),

@@ -59,6 +59,7 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
         ArgKind::File => "file",
         ArgKind::OpenAccess => "access",
         ArgKind::IdList => "\"ids\"",
+        ArgKind::NsType => "namespace",
     }
 }
 
@@ -392,6 +393,18 @@ fn check_arg(
                     OpError::new(range, format!("no file named `{bare}` in this scenario"))
                         .expected(one_of(files.iter().copied()))
                         .help(did_you_mean(bare, files.iter().copied())),
+                )
+            }
+        }
+        ArgKind::NsType => {
+            let types = || kernel::ops::NS_TYPES.iter().copied();
+            if types().any(|t| t == bare) {
+                Ok(ArgValue::Text(bare.to_string()))
+            } else {
+                Err(
+                    OpError::new(range, format!("unknown namespace type `{bare}`"))
+                        .expected(one_of(types()))
+                        .help(did_you_mean(bare, types())),
                 )
             }
         }

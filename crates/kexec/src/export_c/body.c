@@ -602,6 +602,17 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
     }
     case OP_CAPGET:
         return report_caps(values, n);
+    case OP_NS_ID: {
+        struct stat st;
+        if (stat(op->path, &st) != 0)
+            return errno;
+        *values = malloc(sizeof **values);
+        if (!*values)
+            return ENOMEM;
+        (*values)[0] = st.st_ino;
+        *n = 1;
+        return 0;
+    }
     case OP_GETRESUID:
     case OP_GETRESGID:
         return report_ids(op->kind, values, n);

@@ -51,6 +51,7 @@ enum op_kind {
     OP_SETGROUPS,       /* text: the gids, separated by blanks */
     OP_GETRESUID,       /* reports the real, effective and saved uids */
     OP_GETRESGID,       /* reports the real, effective and saved gids */
+    OP_NS_ID,           /* reports the inode of path, /proc/self/ns/<type> */
     OP_CAPGET,          /* reports the effective, permitted and inheritable sets */
     OP_OPEN,            /* open(2) of a set-up file (value: O_RDONLY...), closed again */
     OP_EXECVE,
