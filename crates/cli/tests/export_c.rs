@@ -187,6 +187,7 @@ fn the_credential_and_namespace_calls_print_what_the_model_reports() {
         ("capget_after_setresuid", "caps.uid_changes"),
         ("the_gid_calls", "gid_calls"),
         ("namespace_identities", "ltp.userns05"),
+        ("kept_namespace_files", "ltp.userns04"),
     ] {
         check_on_kernel(
             test,

@@ -8,8 +8,9 @@
 //! Targets: a uid/gid map write (also through a file another task's
 //! credentials opened), the map of the namespace written; a
 //! setgroups write, the namespace's setgroups flag; a `max_*` sysctl write,
-//! the limit; a setns, the task's namespaces; set*uid, setrlimit, execve, fork and clone, the task's uids,
-//! RLIMIT_NPROC and children. (An injected uevent that is refused must not
+//! the limit; a setns (also through a kept file), the task's namespaces;
+//! set*uid, set*gid, setgroups, setrlimit, execve, fork and clone, the
+//! task's ids, groups, RLIMIT_NPROC and children. (An injected uevent that is refused must not
 //! be delivered: `uevent.injection_permitted` checks that.)
 
 use super::World;
@@ -96,7 +97,10 @@ impl World {
                     .map(|(ns, _)| Arc::clone(ns))?;
                 Some(userns_file_state(UsernsFile::UidMap, &ns))
             }
-            Op::SetnsUser { .. } | Op::SetnsNet { .. } | Op::SetnsIpc { .. } => {
+            Op::SetnsUser { .. }
+            | Op::SetnsFd { .. }
+            | Op::SetnsNet { .. }
+            | Op::SetnsIpc { .. } => {
                 let ns = p.nsproxy();
                 Some((
                     format!("namespaces of {}", p.name),
@@ -118,6 +122,11 @@ impl World {
             }
             Op::Setuid { .. }
             | Op::Setresuid { .. }
+            | Op::Seteuid { .. }
+            | Op::Setgid { .. }
+            | Op::Setegid { .. }
+            | Op::Setresgid { .. }
+            | Op::Setgroups { .. }
             | Op::Setrlimit { .. }
             | Op::Execve {}
             | Op::Fork {}

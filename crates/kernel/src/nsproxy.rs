@@ -182,6 +182,7 @@ impl World {
         if let Some(mm) = task.replace_mm(None) {
             self.userns.put_user_ns(&mm.user_ns);
         }
+        self.close_all_kept(task);
         self.exit_task_namespaces(task);
         self.procs.release(task);
         task.set_released();

@@ -360,6 +360,18 @@ declare_ops! {
     SetnsUser = "setns_user" { target: String = Task [label] }
         "setns(2) into the user namespace of the named task (userns_install)"
         kernel: ["userns_install (kernel/user_namespace.c)"];
+    /// Open `/proc/PID/ns/user` of task `target` and keep the file as `fd`.
+    OpenNsUser = "open_ns_user" { fd: String = Name, target: String = Task [label] }
+        "open /proc/PID/ns/user of the named task (the ptrace read check of the opener) and keep the file under the name given first: setns_fd and close_fd use it, later, whatever the task has become"
+        kernel: ["proc_ns_get_link (fs/proc/namespaces.c)", "ns_get_path (fs/nsfs.c)"];
+    /// `setns(fd, CLONE_NEWUSER)` through a file `open_ns_user` kept.
+    SetnsFd = "setns_fd" { fd: String = Name [label] }
+        "setns(2) through the file kept under the name (userns_install: CAP_SYS_ADMIN in its namespace, which must not be the caller's own); EBADF when no file has that name"
+        kernel: ["userns_install (kernel/user_namespace.c)"];
+    /// Close a file `open_ns_user` kept.
+    CloseFd = "close_fd" { fd: String = Name [label] }
+        "close(2) of the file kept under the name, which lets go of its namespace; EBADF when no file has that name"
+        kernel: ["close_fd (fs/file.c)"];
     /// `setns(fd, CLONE_NEWNET)` into the network namespace task `target` is in.
     SetnsNet = "setns_net" { target: String = Task [label] }
         "setns(2) into the network namespace of the named task (netns_install): CAP_SYS_ADMIN over its owner and over the caller's own user namespace"

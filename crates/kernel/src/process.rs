@@ -1044,10 +1044,14 @@ pub fn peek_task(task: &Task) -> String {
     let c = task.cred();
     let own = task.own.lock();
     format!(
-        "uids {}/{}/{}, rlimit {:?}, {} children",
+        "uids {}/{}/{}, gids {}/{}/{}, groups {:?}, rlimit {:?}, {} children",
         c.uid,
         c.euid,
         c.suid,
+        c.gid,
+        c.egid,
+        c.sgid,
+        c.groups,
         own.rlimit_nproc,
         own.children.len()
     )
@@ -1066,6 +1070,11 @@ pub fn models_processes(setup: &Setup) -> bool {
                 | Op::Exit {}
                 | Op::Setuid { .. }
                 | Op::Setresuid { .. }
+                | Op::Seteuid { .. }
+                | Op::Setgid { .. }
+                | Op::Setegid { .. }
+                | Op::Setresgid { .. }
+                | Op::Setgroups { .. }
                 | Op::Execve {}
                 | Op::Setrlimit { .. }
         ) || matches!(op, Op::SysctlWrite { .. })

@@ -7,6 +7,7 @@
 
 use ipcns::IpcNamespace;
 use sim::HostMutex as Mutex;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use uevent::{Listener, Net};
@@ -40,6 +41,9 @@ pub struct Own {
     /// The uid_map file `open_uid_map_of` keeps: the namespace it belongs
     /// to and the opener's credentials (`file->f_cred`).
     pub opened_map: Option<(Arc<userns::UserNamespace>, userns::Cred)>,
+    /// The `/proc/PID/ns/user` files `open_ns_user` keeps, by the names
+    /// the scenario gives them: each holds a reference on its namespace.
+    pub ns_files: BTreeMap<String, Arc<userns::UserNamespace>>,
     /// The values the op under way reports in the results, if any.
     pub reported: Vec<u64>,
 }
@@ -115,6 +119,7 @@ impl Task {
                     children: Vec::new(),
                     uevent_sock: None,
                     opened_map: None,
+                    ns_files: BTreeMap::new(),
                     reported: Vec::new(),
                 },
             ),

@@ -26,6 +26,47 @@ impl World {
         result
     }
 
+    /// `open("/proc/PID/ns/user")` of task `target`, kept under `name`
+    /// (a file of that name already kept is closed first).
+    pub(super) fn open_ns_user_kept(
+        &self,
+        task: &Task,
+        name: &str,
+        target: &str,
+    ) -> Result<(), Errno> {
+        sim::point("open", ObjId::NONE, &crate::costs::SYSCALL);
+        let ns = self.open_ns_user(task, target)?;
+        let old = task.own.lock().ns_files.insert(name.to_string(), ns);
+        if let Some(old) = old {
+            self.close_ns_user(&old);
+        }
+        Ok(())
+    }
+
+    /// `setns(fd, CLONE_NEWUSER)` through the file kept under `name`
+    /// (EBADF when there is none).
+    pub(super) fn setns_kept(&self, task: &Task, name: &str) -> Result<(), Errno> {
+        sim::point("setns", ObjId::NONE, &crate::costs::SYSCALL);
+        let ns = task.own.lock().ns_files.get(name).cloned();
+        self.userns_install(task, &ns.ok_or(Errno::EBADF)?)
+    }
+
+    /// `close` of the file kept under `name` (EBADF when there is none).
+    pub(super) fn close_kept(&self, task: &Task, name: &str) -> Result<(), Errno> {
+        sim::point("close", ObjId::NONE, &crate::costs::SYSCALL);
+        let ns = task.own.lock().ns_files.remove(name);
+        self.close_ns_user(&ns.ok_or(Errno::EBADF)?);
+        Ok(())
+    }
+
+    /// `exit_files`: every kept file is closed.
+    pub(super) fn close_all_kept(&self, task: &Task) {
+        let files = std::mem::take(&mut task.own.lock().ns_files);
+        for ns in files.values() {
+            self.close_ns_user(ns);
+        }
+    }
+
     /// `userns_install` of `ns`, which the caller's open file holds.
     fn userns_install(&self, task: &Task, ns: &Arc<userns::UserNamespace>) -> Result<(), Errno> {
         let cred = task.cred();

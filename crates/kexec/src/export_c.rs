@@ -336,7 +336,8 @@ fn target_of(instances: &[Instance], target: &str) -> i64 {
 }
 
 /// One op as a C initializer of `struct op`.
-fn c_op(op: &Op, instances: &[Instance]) -> String {
+fn c_op(op: &Op, instances: &[Instance], ns_files: &[&str]) -> String {
+    let slot = |name: &str| ns_files.iter().position(|n| *n == name).unwrap_or(0);
     let write = |path: &str, text: &str| {
         format!(
             "{{ .kind = OP_WRITE_FILE, .path = {}, .text = {} }}",
@@ -403,6 +404,13 @@ fn c_op(op: &Op, instances: &[Instance]) -> String {
         Op::ReadUidMapOf { target } => read_of(target, "uid_map"),
         Op::ReadGidMapOf { target } => read_of(target, "gid_map"),
         Op::SetnsUser { target } => setns(target, "user", "CLONE_NEWUSER"),
+        Op::OpenNsUser { fd, target } => format!(
+            "{{ .kind = OP_OPEN_NS_USER, .target = {}, .value = {} }}",
+            target_of(instances, target),
+            slot(fd)
+        ),
+        Op::SetnsFd { fd } => format!("{{ .kind = OP_SETNS_FD, .value = {} }}", slot(fd)),
+        Op::CloseFd { fd } => format!("{{ .kind = OP_CLOSE_FD, .value = {} }}", slot(fd)),
         Op::SetnsNet { target } => setns(target, "net", "CLONE_NEWNET"),
         Op::SetnsIpc { target } => setns(target, "ipc", "CLONE_NEWIPC"),
         Op::UnshareAndExit { flags } => format!(
@@ -516,8 +524,30 @@ fn int_list(name: &str, caps: &[u32]) -> String {
     c_array(&format!("int {name}"), &rows, "-1")
 }
 
+/// The names of the files `open_ns_user` keeps, in name order: the C
+/// program keeps file `name` in slot `position of name`.
+fn ns_file_names(setup: &Setup) -> Vec<&str> {
+    let mut names: Vec<&str> = setup
+        .tasks
+        .iter()
+        .flat_map(|t| &t.ops)
+        .filter_map(|op| match op {
+            Op::OpenNsUser { fd, .. } | Op::SetnsFd { fd } | Op::CloseFd { fd } => {
+                Some(fd.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
+    let ns_files = ns_file_names(setup);
     let mut out = String::new();
+    // At least one slot: C has no arrays of none.
+    let _ = writeln!(out, "#define N_NS_FILES {}\n", ns_files.len().max(1));
     let mut rows = Vec::new();
     for (t, task) in setup.tasks.iter().enumerate() {
         let ops: Vec<String> = task
@@ -528,7 +558,7 @@ fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
                 format!(
                     "/* {i}: {} */ {}",
                     comment_text(&op.label()),
-                    c_op(op, instances)
+                    c_op(op, instances, &ns_files)
                 )
             })
             .collect();

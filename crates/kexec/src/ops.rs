@@ -45,6 +45,9 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::ReadUidMapOf { .. }
         | Op::ReadGidMapOf { .. }
         | Op::SetnsUser { .. }
+        | Op::OpenNsUser { .. }
+        | Op::SetnsFd { .. }
+        | Op::CloseFd { .. }
         | Op::SetnsNet { .. }
         | Op::SetnsIpc { .. }
         | Op::UnshareAndExit { .. }
@@ -148,12 +151,17 @@ fn keep_child(state: &mut TaskState, flags: u64) -> SysResult<()> {
 }
 
 /// A child of the task lets go of what the task holds: the ends of its
-/// other children's pipes, the task's uevent socket and its kept file.
+/// other children's pipes, the task's uevent socket and its kept files.
 fn in_child_of(state: &TaskState) {
     for c in &state.children {
         sys::close(c.life);
     }
-    for fd in state.sock.iter().chain(&state.opened) {
+    for fd in state
+        .sock
+        .iter()
+        .chain(&state.opened)
+        .chain(state.ns_files.values())
+    {
         sys::close(*fd);
     }
 }
@@ -240,6 +248,26 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             "user",
             libc::CLONE_NEWUSER,
         )),
+        Op::OpenNsUser { fd, target } => done(
+            sys::open_kept(&format!("{}/ns/user", proc_of(ctx, target)), libc::O_RDONLY).map(
+                |file| {
+                    if let Some(old) = state.ns_files.insert(fd.clone(), file) {
+                        sys::close(old);
+                    }
+                },
+            ),
+        ),
+        Op::SetnsFd { fd } => done(match state.ns_files.get(fd) {
+            Some(file) => sys::setns(*file, libc::CLONE_NEWUSER),
+            None => Err(libc::EBADF),
+        }),
+        Op::CloseFd { fd } => done(match state.ns_files.remove(fd) {
+            Some(file) => {
+                sys::close(file);
+                Ok(())
+            }
+            None => Err(libc::EBADF),
+        }),
         Op::SetnsNet { target } => {
             done(setns_into(&proc_of(ctx, target), "net", libc::CLONE_NEWNET))
         }

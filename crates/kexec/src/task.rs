@@ -41,6 +41,8 @@ pub struct TaskState {
     pub sock: Option<i32>,
     /// The uid_map file `open_uid_map_of` keeps open.
     pub opened: Option<i32>,
+    /// The `/proc/PID/ns/user` files `open_ns_user` keeps, by name.
+    pub ns_files: BTreeMap<String, i32>,
 }
 
 /// Set up the instance's credentials, wait at the barrier, run its ops.
@@ -180,7 +182,13 @@ pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, v
 
 /// The task exits: its children exit first and are reaped.
 fn finish(state: TaskState) -> ! {
-    let kept: Vec<i32> = state.sock.iter().chain(&state.opened).copied().collect();
+    let kept: Vec<i32> = state
+        .sock
+        .iter()
+        .chain(&state.opened)
+        .chain(state.ns_files.values())
+        .copied()
+        .collect();
     for child in state.children.into_iter().rev() {
         let _ = crate::ops::end_child(child);
     }
@@ -204,8 +212,14 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         .map(|c| format!("{}:{}", c.pid, c.life))
         .collect();
     let pids: Vec<i64> = ctx.pids.iter().map(|p| *p as i64).collect();
+    // Names are identifiers: no `:`, `,`, `;` or `=` in them.
+    let ns_files: Vec<String> = state
+        .ns_files
+        .iter()
+        .map(|(name, fd)| format!("{name}:{fd}"))
+        .collect();
     format!(
-        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};pids={}",
+        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};pids={};nsfiles={}",
         ctx.plan,
         ctx.results,
         ctx.instance,
@@ -213,6 +227,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         state.opened.map_or(-1, |s| s as i64),
         children.join(","),
         list(&pids),
+        ns_files.join(","),
     )
 }
 
@@ -224,6 +239,18 @@ pub struct Resume {
     pub pos: u64,
     pub state: TaskState,
     pub pids: Vec<u32>,
+}
+
+fn ns_files(text: &str) -> Option<BTreeMap<String, i32>> {
+    if text.is_empty() {
+        return Some(BTreeMap::new());
+    }
+    text.split(',')
+        .map(|f| {
+            let (name, fd) = f.split_once(':')?;
+            Some((name.to_string(), fd.parse().ok()?))
+        })
+        .collect()
 }
 
 fn children(text: &str) -> Option<Vec<Child>> {
@@ -265,6 +292,7 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
             children: children(fields.get("children")?)?,
             sock: (sock >= 0).then_some(sock),
             opened: (opened >= 0).then_some(opened),
+            ns_files: ns_files(fields.get("nsfiles")?)?,
         },
         pids: list("pids")?.into_iter().map(|p| p as u32).collect(),
     })
@@ -310,6 +338,7 @@ mod tests {
             children: vec![Child { pid: 100, life: 8 }, Child { pid: 101, life: 9 }],
             sock: Some(7),
             opened: Some(11),
+            ns_files: [("one".to_string(), 12), ("two".to_string(), 13)].into(),
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
         assert_eq!(

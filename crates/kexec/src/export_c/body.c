@@ -359,7 +359,17 @@ struct state {
     int n_children, cap_children;
     int sock;                 /* its uevent socket, -1 none */
     int opened;               /* the uid_map open_uid_map_of kept, -1 none */
+    int ns_files[N_NS_FILES]; /* the ns/user files open_ns_user kept, by name index, -1 none */
 };
+
+/* A state holding nothing. */
+static void state_init(struct state *s)
+{
+    memset(s, 0, sizeof *s);
+    s->sock = s->opened = -1;
+    for (int f = 0; f < N_NS_FILES; f++)
+        s->ns_files[f] = -1;
+}
 
 static unsigned *pid_table;   /* each instance's /proc pid, shared by the run */
 static unsigned pids[N_INSTANCES + 1];   /* read after the barrier */
@@ -372,6 +382,8 @@ static void in_child_of(const struct state *s)
         close(s->children[i].life);
     close_fd(s->sock);
     close_fd(s->opened);
+    for (int f = 0; f < N_NS_FILES; f++)
+        close_fd(s->ns_files[f]);
 }
 
 /* A child that stays alive until the task's exit() or its own end: it
@@ -558,6 +570,24 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return 0;
     case OP_WRITE_FILE:
         return write_file_once(op->path, op->text);
+    case OP_OPEN_NS_USER: {
+        proc_path(path, sizeof path, op->target, "ns/user");
+        int fd = open(path, O_RDONLY);   /* kept across execve */
+        if (fd < 0)
+            return errno;
+        close_fd(s->ns_files[op->value]);
+        s->ns_files[op->value] = fd;
+        return 0;
+    }
+    case OP_SETNS_FD:
+        return s->ns_files[op->value] < 0 ? EBADF
+                                          : err_of(setns(s->ns_files[op->value], CLONE_NEWUSER));
+    case OP_CLOSE_FD:
+        if (s->ns_files[op->value] < 0)
+            return EBADF;
+        close(s->ns_files[op->value]);
+        s->ns_files[op->value] = -1;
+        return 0;
     case OP_WRITE_FILE_OF:
         proc_path(path, sizeof path, op->target, op->path);
         return write_file_once(path, op->text);
@@ -628,7 +658,7 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
  * holds; returns only when the kernel refused it. */
 static int execve_self(long long pos, const struct state *s)
 {
-    int n = 8 + N_INSTANCES + 2 * s->n_children, i = 0;
+    int n = 8 + N_NS_FILES + N_INSTANCES + 2 * s->n_children, i = 0;
     char **argv = calloc((size_t)n + 1, sizeof *argv);
     char *envp[] = { NULL };
     if (!argv)
@@ -641,6 +671,8 @@ static int execve_self(long long pos, const struct state *s)
     ARG("%d", results_fd);
     ARG("%d", s->sock);
     ARG("%d", s->opened);
+    for (int f = 0; f < N_NS_FILES; f++)
+        ARG("%d", s->ns_files[f]);
     ARG("%d", s->n_children);
     for (int c = 0; c < s->n_children; c++) {
         ARG("%d", (int)s->children[c].pid);
@@ -660,6 +692,8 @@ static __attribute__((noreturn)) void finish(struct state *s)
         (void)end_child(s);
     close_fd(s->sock);
     close_fd(s->opened);
+    for (int f = 0; f < N_NS_FILES; f++)
+        close_fd(s->ns_files[f]);
     _exit(0);
 }
 
@@ -685,15 +719,18 @@ static __attribute__((noreturn)) void run_ops(long long from, struct state *s)
 /* After its execve, a task records the execve's success and runs on. */
 static int resume_main(int argc, char **argv)
 {
-    struct state s = { NULL, 0, 0, -1, -1 };
+    struct state s;
+    state_init(&s);
     int k = 2;
-    if (argc < 8)
+    if (argc < 8 + N_NS_FILES)
         return 2;
     me = atoi(argv[k++]);
     long long pos = atoll(argv[k++]);
     results_fd = atoi(argv[k++]);
     s.sock = atoi(argv[k++]);
     s.opened = atoi(argv[k++]);
+    for (int f = 0; f < N_NS_FILES; f++)
+        s.ns_files[f] = atoi(argv[k++]);
     int n = atoi(argv[k++]);
     if (me < 0 || me >= N_INSTANCES || n < 0 || argc != k + 2 * n + N_INSTANCES
         || fcntl(results_fd, F_GETFD) < 0)
@@ -760,7 +797,8 @@ static int enter_credentials(const struct task_spec *t, const int *userns_fds, c
 static __attribute__((noreturn)) void start_instance(int i, const int *userns_fds, const int *gate)
 {
     const char *what = "";
-    struct state s = { NULL, 0, 0, -1, -1 };
+    struct state s;
+    state_init(&s);
     me = i;
     pid_table[i] = proc_pid();
     if (gate)
