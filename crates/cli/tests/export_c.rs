@@ -188,6 +188,7 @@ fn the_credential_and_namespace_calls_print_what_the_model_reports() {
         ("the_gid_calls", "gid_calls"),
         ("namespace_identities", "ltp.userns05"),
         ("kept_namespace_files", "ltp.userns04"),
+        ("events_between_tasks", "ltp.userns03"),
     ] {
         check_on_kernel(
             test,

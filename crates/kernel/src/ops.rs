@@ -307,6 +307,14 @@ declare_ops! {
     Unlock = "unlock" { name: String = Name [label] }
         "release a scenario mutex"
         kernel: [];
+    /// Let one `wait` on a scenario event go on.
+    Post = "post" { event: String = Name [label] }
+        "post a scenario event: one wait for it, by any task, goes on (a counting semaphore of the scenario's own, a pipe on the kernel); orders tasks in the search and on the kernel alike"
+        kernel: [];
+    /// Wait for a `post` of a scenario event.
+    Wait = "wait" { event: String = Name [label] }
+        "wait until the scenario event has been posted, taking one post (blocks while none is left)"
+        kernel: [];
     /// Spend virtual time without a syscall.
     Sleep = "sleep" { ns: u64 = Duration }
         "spend virtual time"

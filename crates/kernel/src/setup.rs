@@ -120,6 +120,24 @@ impl TaskSpec {
 
 pub use crate::ops::Op;
 
+/// The scenario's events (`post(E)`, `wait(E)`), in name order: the
+/// kernel executor and an exported program give event `i` the `i`-th
+/// pipe.
+pub fn event_names(setup: &Setup) -> Vec<String> {
+    let mut names: Vec<String> = setup
+        .tasks
+        .iter()
+        .flat_map(|t| &t.ops)
+        .filter_map(|op| match op {
+            Op::Post { event } | Op::Wait { event } => Some(event.clone()),
+            _ => None,
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// The ops that nest `levels` user namespaces, each mapping root onto its
 /// parent's root as `unshare -U -r` does (setgroups `deny`, then the uid
 /// and gid maps), so that the next level may be made.

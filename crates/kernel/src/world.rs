@@ -118,6 +118,13 @@ struct ScenarioLock {
     holder: HostMutex<Option<sim::TaskId>>,
 }
 
+/// A scenario's named event (`post(E)`, `wait(E)`): a counting semaphore
+/// of the scenario's own, which a wait the search can see blocks on.
+struct ScenarioEvent {
+    obj: ObjId,
+    posted: HostMutex<u64>,
+}
+
 struct World {
     /// For each target of guarded ops (`denials`): how many run now, and
     /// how many have started.
@@ -137,6 +144,7 @@ struct World {
     /// The namespaces a task points at once it has exited.
     init_nsproxy: Arc<Nsproxy>,
     locks: BTreeMap<String, ScenarioLock>,
+    events: BTreeMap<String, ScenarioEvent>,
     results: HostMutex<Results>,
     net: Arc<crate::net::NetWorld>,
     /// Process accounting (RLIMIT_NPROC) and its oracles.
@@ -366,6 +374,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             task_index,
             init_nsproxy,
             locks: make_locks(spec.setup),
+            events: make_events(spec.setup),
             results: HostMutex::new("the world's results", Results::new()),
             net,
             procs,
@@ -493,6 +502,19 @@ fn make_tasks(
     (tasks, index)
 }
 
+fn make_events(setup: &Setup) -> BTreeMap<String, ScenarioEvent> {
+    crate::setup::event_names(setup)
+        .into_iter()
+        .map(|name| {
+            let event = ScenarioEvent {
+                obj: sim::new_object(intern(&name)),
+                posted: HostMutex::new("a scenario event's posts", 0),
+            };
+            (name, event)
+        })
+        .collect()
+}
+
 fn make_locks(setup: &Setup) -> BTreeMap<String, ScenarioLock> {
     let mut locks = BTreeMap::new();
     for t in &setup.tasks {
@@ -591,6 +613,8 @@ impl World {
             Op::MqPathWalk { target } => self.mq_path_walk(target),
             Op::Lock { name } => self.lock(name),
             Op::Unlock { name } => self.unlock(name),
+            Op::Post { event } => self.post(event),
+            Op::Wait { event } => self.wait(event),
             Op::Sleep { ns } => {
                 sim::sleep("sleep", *ns);
                 Ok(())
@@ -756,6 +780,36 @@ impl World {
                 }
             }
             sim::block("lock", l.obj, false);
+        }
+    }
+
+    /// `post(E)`: one more post; the waiters look again.
+    fn post(&self, name: &str) -> Result<(), Errno> {
+        let e = &self.events[name];
+        sim::point("post", e.obj, &sync::costs::MUTEX);
+        let posted = {
+            let mut p = e.posted.lock();
+            *p += 1;
+            *p
+        };
+        sim::note("posted", e.obj, posted as i64);
+        sim::wake_all(e.obj, 0);
+        Ok(())
+    }
+
+    /// `wait(E)`: take a post, blocking while there is none.
+    fn wait(&self, name: &str) -> Result<(), Errno> {
+        let e = &self.events[name];
+        sim::point("wait", e.obj, &sync::costs::MUTEX);
+        loop {
+            {
+                let mut p = e.posted.lock();
+                if *p > 0 {
+                    *p -= 1;
+                    return Ok(());
+                }
+            }
+            sim::block("wait", e.obj, false);
         }
     }
 

@@ -349,3 +349,60 @@ fn the_running_kernel_also_fails_the_unshare_loop_while_frees_are_pending() {
         Err(skip) => println!("skip: {skip}"),
     }
 }
+
+/// What `reader` read of `maker`'s uid_map, in every schedule of an
+/// exhaustive search (the values, as text).
+fn maps_read(setup: &Setup) -> Vec<String> {
+    let patches = resolve_patches("v6.16", &[]).unwrap();
+    let invariants = kernel::catalog::all_invariants();
+    let strategy = StrategySpec::Dfs {
+        preemption_bound: 3,
+    };
+    let mut explore = sim::ExploreConfig::new(strategy, 0, 100_000, sim::ExecConfig::default());
+    explore.shrink = false;
+    let spec = kernel::RunSpec {
+        setup,
+        patches: &patches,
+        invariants: &invariants,
+        explore,
+    };
+    let outcome: kernel::OutcomeOf = std::sync::Arc::new(|r: &Results| {
+        format!("{:?}", r["reader"]["read_uid_map_of(maker)"].values)
+    });
+    let (report, seen) = kernel::explore_outcomes(&spec, &outcome);
+    assert!(report.exhausted);
+    seen.into_keys().collect()
+}
+
+/// A scenario's event orders tasks in every schedule the search explores:
+/// without it, a reader sees the maker's uid_map before its unshare (the
+/// initial namespace's) or after (none written); waiting for the maker's
+/// post, only after.
+#[test]
+fn a_wait_for_a_post_orders_tasks_in_every_schedule() {
+    let read = Op::ReadUidMapOf {
+        target: "maker".into(),
+    };
+    let unshare = Op::Unshare {
+        flags: CLONE_NEWUSER,
+    };
+    let (post, wait) = (
+        Op::Post {
+            event: "made".into(),
+        },
+        Op::Wait {
+            event: "made".into(),
+        },
+    );
+    let setup = |maker: Vec<Op>, reader: Vec<Op>| Setup {
+        tasks: vec![
+            task("maker", 1, "init", 0, maker),
+            task("reader", 1, "init", 0, reader),
+        ],
+        ..Setup::default()
+    };
+    let unordered = setup(vec![unshare.clone()], vec![read.clone()]);
+    assert_eq!(maps_read(&unordered), ["[0, 0, 4294967295]", "[]"]);
+    let ordered = setup(vec![unshare, post], vec![wait, read]);
+    assert_eq!(maps_read(&ordered), ["[]"]);
+}

@@ -336,8 +336,9 @@ fn target_of(instances: &[Instance], target: &str) -> i64 {
 }
 
 /// One op as a C initializer of `struct op`.
-fn c_op(op: &Op, instances: &[Instance], ns_files: &[&str]) -> String {
+fn c_op(op: &Op, instances: &[Instance], ns_files: &[&str], events: &[String]) -> String {
     let slot = |name: &str| ns_files.iter().position(|n| *n == name).unwrap_or(0);
+    let event_slot = |name: &str| events.iter().position(|n| n == name).unwrap_or(0);
     let write = |path: &str, text: &str| {
         format!(
             "{{ .kind = OP_WRITE_FILE, .path = {}, .text = {} }}",
@@ -409,6 +410,8 @@ fn c_op(op: &Op, instances: &[Instance], ns_files: &[&str]) -> String {
             target_of(instances, target),
             slot(fd)
         ),
+        Op::Post { event } => format!("{{ .kind = OP_POST, .value = {} }}", event_slot(event)),
+        Op::Wait { event } => format!("{{ .kind = OP_WAIT, .value = {} }}", event_slot(event)),
         Op::SetnsFd { fd } => format!("{{ .kind = OP_SETNS_FD, .value = {} }}", slot(fd)),
         Op::CloseFd { fd } => format!("{{ .kind = OP_CLOSE_FD, .value = {} }}", slot(fd)),
         Op::SetnsNet { target } => setns(target, "net", "CLONE_NEWNET"),
@@ -545,7 +548,14 @@ fn ns_file_names(setup: &Setup) -> Vec<&str> {
 
 fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
     let ns_files = ns_file_names(setup);
+    let events = kernel::setup::event_names(setup);
     let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "#define N_EVENTS {}\n#define EVENT_FDS {}",
+        events.len(),
+        crate::world::EVENT_FDS
+    );
     // At least one slot: C has no arrays of none.
     let _ = writeln!(out, "#define N_NS_FILES {}\n", ns_files.len().max(1));
     let mut rows = Vec::new();
@@ -558,7 +568,7 @@ fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
                 format!(
                     "/* {i}: {} */ {}",
                     comment_text(&op.label()),
-                    c_op(op, instances, &ns_files)
+                    c_op(op, instances, &ns_files, &events)
                 )
             })
             .collect();

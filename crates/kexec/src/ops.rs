@@ -26,6 +26,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
             Some("the device path is not a /devices/... path under sysfs")
         }
         Op::UeventDeviceEvent { .. }
+        | Op::Post { .. }
+        | Op::Wait { .. }
         | Op::UeventNetdevEvent { .. }
         | Op::Unshare { .. }
         | Op::SysctlWrite { .. }
@@ -109,6 +111,15 @@ fn read_map(path: &str) -> SysResult<Vec<u64>> {
 }
 
 /// The /proc directory of the instance a task op names.
+/// The read end of `event`'s pipe (its write end is the next fd).
+fn event_fd(ctx: &TaskCtx<'_>, event: &str) -> i32 {
+    let index = kernel::setup::event_names(ctx.setup)
+        .iter()
+        .position(|e| e == event)
+        .unwrap_or(0);
+    crate::world::EVENT_FDS + 2 * index as i32
+}
+
 fn proc_of(ctx: &TaskCtx<'_>, target: &str) -> String {
     let pid = instance_named(ctx.instances, target)
         .and_then(|i| ctx.pids.get(i).copied())
@@ -178,6 +189,15 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
     let done = |r: SysResult<()>| (r, Vec::new());
     match op {
         Op::Unshare { flags } => done(sys::unshare(*flags)),
+        Op::Post { event } => done(sys::write(event_fd(ctx, event) + 1, b"e").map(drop)),
+        Op::Wait { event } => {
+            let mut byte = [0u8; 1];
+            done(match sys::read_full(event_fd(ctx, event), &mut byte) {
+                Ok(1) => Ok(()),
+                Ok(_) => Err(libc::EPIPE),
+                Err(e) => Err(e),
+            })
+        }
         Op::SysctlWrite { name, value } => done(write_sysctl(name, *value)),
         Op::UeventListen { rcvbuf } => done(netlink::listen(*rcvbuf).map(|fd| {
             if let Some(old) = state.sock.replace(fd) {

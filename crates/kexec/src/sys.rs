@@ -9,7 +9,8 @@ pub type Errno = i32;
 
 pub type SysResult<T> = Result<T, Errno>;
 
-fn errno() -> Errno {
+/// The calling thread's errno now.
+pub fn errno() -> Errno {
     std::io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)

@@ -295,11 +295,37 @@ fn world_root(
         write_sysctl(&s.name, s.value)
             .map_err(|e| format!("sysctl {} = {}: {}", s.name, s.value, sys::errno_name(e)))?;
     }
+    make_event_pipes(setup)?;
     if let Ok(text) = std::fs::read_to_string("/sys/kernel/uevent_seqnum") {
         let line = format!("B\t{}\n", text.trim());
         let _ = sys::write(pipes.results, line.as_bytes());
     }
     start_tasks(setup, pipes, &userns_fds)
+}
+
+/// The first fd of the scenario's event pipes: event `i` (of
+/// `kernel::setup::event_names`) is read from `EVENT_FDS + 2i` and written
+/// to `EVENT_FDS + 2i + 1`. At fixed numbers and kept across fork and
+/// execve, so every task finds them without being told.
+pub const EVENT_FDS: i32 = 800;
+
+/// One pipe per event of `setup`, at [`EVENT_FDS`]: a post writes a byte,
+/// a wait reads one.
+fn make_event_pipes(setup: &Setup) -> Result<(), String> {
+    for i in 0..kernel::setup::event_names(setup).len() as i32 {
+        let (r, w) = sys::pipe();
+        for (from, to) in [(r, EVENT_FDS + 2 * i), (w, EVENT_FDS + 2 * i + 1)] {
+            // dup2 leaves the new fd open across execve.
+            if unsafe { libc::dup2(from, to) } < 0 {
+                return Err(format!(
+                    "cannot place an event pipe at fd {to}: {}",
+                    sys::errno_name(sys::errno())
+                ));
+            }
+            sys::close(from);
+        }
+    }
+    Ok(())
 }
 
 pub fn sysctl_path(name: &str) -> String {

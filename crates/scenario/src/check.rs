@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 use kernel::catalog;
-use kernel::setup::{Setup, SysctlSpec, TaskSpec, UserNsSpec, INIT_USER_NS};
+use kernel::setup::{Op, Setup, SysctlSpec, TaskSpec, UserNsSpec, INIT_USER_NS};
 use sim::echo::echo;
 use sim::limits::{self, group, out_of_range, Limit};
 use toml::de::{DeTable, DeValue};
@@ -655,6 +655,8 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
     };
     // Every instance has a task (and a stack) of its own in an execution.
     let mut all_instances: u64 = 0;
+    // Where each event is waited for, to hold each to a post.
+    let mut waits: Vec<(String, Range<usize>)> = Vec::new();
     for ((t, name), name_span) in entries.iter().zip(&names).zip(&spans) {
         let place = format!("[[task]] `{name}`");
         let instances = match t.get("instances") {
@@ -730,7 +732,12 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
         for item in items.iter() {
             let text = string(ctx, "ops", item)?;
             match parse_op(text, refs) {
-                Ok(op) => ops.push(op),
+                Ok(op) => {
+                    if let Op::Wait { event } = &op {
+                        waits.push((event.clone(), item.span()));
+                    }
+                    ops.push(op)
+                }
                 Err(e) => {
                     let map = StringMap::new(ctx.src, item.span(), text);
                     let mut err = ctx.err(map.range(e.range), e.message).with_help_opt(e.help);
@@ -748,6 +755,21 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             sequential,
             ops,
         });
+    }
+    let posted = |event: &str| {
+        setup
+            .tasks
+            .iter()
+            .flat_map(|t| &t.ops)
+            .any(|op| matches!(op, Op::Post { event: e } if e == event))
+    };
+    if let Some((event, span)) = waits.iter().find(|(e, _)| !posted(e)) {
+        return Err(ctx
+            .err(
+                span.clone(),
+                format!("`wait({event})` can never return: no task posts `{event}`"),
+            )
+            .with_expected(format!("a `post({event})` in some task")));
     }
     Ok(())
 }

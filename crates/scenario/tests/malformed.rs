@@ -921,3 +921,18 @@ fn files_and_the_ops_that_open_them() {
         &["owner", "0..=4_294_967_294"],
     );
 }
+
+#[test]
+fn a_wait_no_task_posts_is_refused_where_it_is_written() {
+    check(
+        &edit(
+            "\"unshare(CLONE_NEWIPC)\"",
+            "\"post(ready)\", \"wait(ready)\", \"wait(go)\"",
+        ),
+        Some((5, 38)),
+        &[
+            "`wait(go)` can never return: no task posts `go`",
+            "a `post(go)` in some task",
+        ],
+    );
+}

@@ -570,6 +570,15 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return 0;
     case OP_WRITE_FILE:
         return write_file_once(op->path, op->text);
+    case OP_POST:
+        return write(EVENT_FDS + 2 * (int)op->value + 1, "e", 1) == 1 ? 0 : errno;
+    case OP_WAIT: {
+        char byte;
+        ssize_t r;
+        while ((r = read(EVENT_FDS + 2 * (int)op->value, &byte, 1)) < 0 && errno == EINTR)
+            ;
+        return r == 1 ? 0 : r == 0 ? EPIPE : errno;
+    }
     case OP_OPEN_NS_USER: {
         proc_path(path, sizeof path, op->target, "ns/user");
         int fd = open(path, O_RDONLY);   /* kept across execve */
@@ -1044,6 +1053,15 @@ static __attribute__((noreturn)) void world_root(int ask, int ack)
             snprintf(line, sizeof line, "B\t%s\n", seq);
             (void)write_all(results_fd, line, strlen(line));
         }
+    }
+    /* One pipe per event, at fixed fds kept across fork and execve: a
+     * post writes a byte, a wait reads one. */
+    for (int i = 0; i < N_EVENTS; i++) {
+        int p[2];
+        if (pipe(p) != 0 || dup2(p[0], EVENT_FDS + 2 * i) < 0 || dup2(p[1], EVENT_FDS + 2 * i + 1) < 0)
+            fail("event pipe", NULL, errno);
+        close(p[0]);
+        close(p[1]);
     }
     start_tasks(userns_fds);
     _exit(0);

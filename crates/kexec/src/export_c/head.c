@@ -41,6 +41,8 @@ enum op_kind {
     OP_WRITE_OPENED,
     OP_READ_MAP_OF,     /* reports every number of /proc/PID/path of target */
     OP_SETNS,           /* setns(2) into /proc/PID/ns/path of target */
+    OP_POST,            /* write a byte to event value's pipe */
+    OP_WAIT,            /* read a byte from event value's pipe */
     OP_OPEN_NS_USER,    /* open /proc/PID/ns/user of target, kept as file value */
     OP_SETNS_FD,        /* setns(2) through the kept file value */
     OP_CLOSE_FD,        /* close the kept file value */
