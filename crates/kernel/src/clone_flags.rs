@@ -1,12 +1,21 @@
 //! The clone/unshare flags the model understands (include/uapi/linux/sched.h),
 //! and the names a scenario may write them by.
 
+pub const CLONE_FS: u64 = 0x0000_0200;
+pub const CLONE_FILES: u64 = 0x0000_0400;
 pub const CLONE_NEWIPC: u64 = 0x0800_0000;
 pub const CLONE_NEWUSER: u64 = 0x1000_0000;
 pub const CLONE_NEWNET: u64 = 0x4000_0000;
 
+/// Flags that `unshare` takes and `clone` must not: unsharing gives the
+/// task a copy of its fs information or file table of its own, which
+/// holds nothing the model keeps; with `clone` they would share them
+/// instead, which it does not tell apart.
+pub const UNSHARE_ONLY: u64 = CLONE_FS | CLONE_FILES;
+
 /// Clone flags a scenario may name: (name, value, modelled, the kernel
-/// function that makes the flag's new namespace, as `function (file)`).
+/// function that makes the flag's new namespace or copy, as `function
+/// (file)`).
 pub const CLONE_FLAGS: &[(&str, u64, bool, &str)] = &[
     (
         "CLONE_NEWIPC",
@@ -25,6 +34,13 @@ pub const CLONE_FLAGS: &[(&str, u64, bool, &str)] = &[
         CLONE_NEWNET,
         true,
         "copy_net_ns (net/core/net_namespace.c)",
+    ),
+    ("CLONE_FS", CLONE_FS, true, "unshare_fs (kernel/fork.c)"),
+    (
+        "CLONE_FILES",
+        CLONE_FILES,
+        true,
+        "unshare_fd (kernel/fork.c)",
     ),
 ];
 

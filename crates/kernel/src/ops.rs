@@ -264,7 +264,7 @@ fn label_of(name: &str, shown: &[String]) -> String {
 declare_ops! {
     /// `unshare(flags)`.
     Unshare = "unshare" { flags: u64 = CloneFlags [label] }
-        "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled"
+        "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled, and CLONE_FS and CLONE_FILES (a copy of the fs information or file table of its own, which always succeeds)"
         kernel: ["ksys_unshare (kernel/fork.c)"];
     /// Write a sysctl of the task's own user namespace.
     SysctlWrite = "sysctl_write" { name: String = Sysctl [label], value: i64 = Int }

@@ -337,7 +337,20 @@ fn check_arg(
     };
     let range = arg.range.clone();
     match kind {
-        ArgKind::CloneFlags => clone_flags(bare, range.start).map(ArgValue::Flags),
+        ArgKind::CloneFlags => {
+            let flags = clone_flags(bare, range.start)?;
+            if op.name != "unshare" && flags & kernel::clone_flags::UNSHARE_ONLY != 0 {
+                return Err(OpError::new(
+                    range,
+                    format!("{} takes no CLONE_FS or CLONE_FILES", op.name),
+                )
+                .expected("namespace flags: CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET")
+                .help(Some(
+                    "they share the fs information and file table with the child, which the model does not tell apart; unshare takes them".to_string(),
+                )));
+            }
+            Ok(ArgValue::Flags(flags))
+        }
         ArgKind::Sysctl => {
             if catalog::sysctl(bare) {
                 Ok(ArgValue::Text(bare.to_string()))

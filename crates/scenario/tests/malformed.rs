@@ -936,3 +936,23 @@ fn a_wait_no_task_posts_is_refused_where_it_is_written() {
         ],
     );
 }
+
+#[test]
+fn clone_takes_no_flag_that_only_unshare_takes() {
+    check(
+        &edit(
+            "\"unshare(CLONE_NEWIPC)\"",
+            "\"clone(CLONE_NEWUSER|CLONE_FILES)\"",
+        ),
+        Some((5, 15)),
+        &[
+            "clone takes no CLONE_FS or CLONE_FILES",
+            "unshare takes them",
+        ],
+    );
+    parse(
+        "t.toml",
+        &edit("unshare(CLONE_NEWIPC)", "unshare(CLONE_FS|CLONE_FILES)"),
+    )
+    .unwrap();
+}
