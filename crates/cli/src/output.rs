@@ -74,6 +74,9 @@ pub struct OpRecord {
     pub results: BTreeMap<String, u64>,
     pub first_failure: Option<u64>,
     pub values: Vec<u64>,
+    /// The words the calls reported (a received uevent's ACTION).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub texts: Vec<String>,
 }
 
 /// A run another shard makes, as a shard's JSON lists it.
@@ -115,6 +118,7 @@ fn results_record(results: &Results) -> BTreeMap<String, BTreeMap<String, OpReco
                         results: stats.results.clone(),
                         first_failure: stats.first_failure,
                         values: stats.values.clone(),
+                        texts: stats.texts.clone(),
                     };
                     (op.clone(), r)
                 })
@@ -135,7 +139,12 @@ fn results_text(results: &BTreeMap<String, BTreeMap<String, OpRecord>>) -> Strin
                 let v: Vec<String> = stats.values.iter().map(u64::to_string).collect();
                 format!("; values {}", v.join(", "))
             };
-            lines.push(format!("    {task}: {op}: {summary}{values}"));
+            let texts = if stats.texts.is_empty() {
+                String::new()
+            } else {
+                format!("; words {}", stats.texts.join(", "))
+            };
+            lines.push(format!("    {task}: {op}: {summary}{values}{texts}"));
         }
     }
     lines.join("\n")
@@ -393,6 +402,7 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
         let mut got: BTreeMap<String, u64> = BTreeMap::new();
         let mut values: Vec<u64> = Vec::new();
         let mut calls: Vec<String> = Vec::new();
+        let mut texts: Vec<String> = Vec::new();
         for ops in results
             .iter()
             .filter(|(t, _)| want.matches_task(t))
@@ -408,6 +418,7 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                 }
                 values.extend(&stats.values);
                 calls.extend(stats.first_results.iter().cloned());
+                texts.extend(stats.texts.iter().cloned());
             }
         }
         if !want.holds_for(&got) {
@@ -430,6 +441,12 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
                 want.op,
                 want_calls.join(", "),
                 calls.join(", ")
+            ));
+        }
+        if let Some(want_texts) = want.texts.as_ref().filter(|w| **w != texts) {
+            out.push(format!(
+                "{} {}: expected words {want_texts:?}, got {texts:?}",
+                want.task, want.op
             ));
         }
         if let Some(want_values) = &want.values {

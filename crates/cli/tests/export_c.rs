@@ -190,6 +190,7 @@ fn the_credential_and_namespace_calls_print_what_the_model_reports() {
         ("kept_namespace_files", "ltp.userns04"),
         ("events_between_tasks", "ltp.userns03"),
         ("unshare_of_the_file_table", "ltp.unshare01"),
+        ("waiting_receives", "../uevent/listener.waits_for_injected"),
     ] {
         check_on_kernel(
             test,

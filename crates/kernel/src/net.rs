@@ -71,15 +71,23 @@ impl NetWorld {
         Ok(())
     }
 
-    pub fn recv(&self, task: &Task) -> Result<(), Errno> {
+    /// A receive on the task's socket, waiting for a uevent when `wait`:
+    /// its SEQNUM reported as a value, its ACTION as a word.
+    pub fn recv(&self, task: &Task, wait: bool) -> Result<(), Errno> {
         sim::point("recvmsg", ObjId::NONE, &crate::costs::SYSCALL);
         let Some(sock) = task.own.lock().uevent_sock.clone() else {
             return Err(Errno::ENOENT);
         };
-        match self.uevent.uevent_recv(&sock) {
+        let got = match wait {
+            true => self.uevent.uevent_recv_wait(&sock),
+            false => self.uevent.uevent_recv(&sock),
+        };
+        match got {
             Ok(got) => {
                 sim::note("uevent_recv: SEQNUM", sock.obj, got.seqnum as i64);
-                task.own.lock().reported = vec![got.seqnum];
+                let mut own = task.own.lock();
+                own.reported = vec![got.seqnum];
+                own.reported_texts = vec![got.message.action().to_string()];
                 Ok(())
             }
             Err(e) => {
@@ -141,14 +149,17 @@ impl NetWorld {
     /// (`dev_change_name` from SIOCSIFNAME), which sends a uevent tagged
     /// with the namespace: it needs CAP_NET_ADMIN over the namespace's
     /// owner (`dev_ioctl`), else EPERM.
-    pub fn netdev_rename(&self, task: &Task, action: &str, devpath: &str) -> Result<(), Errno> {
+    /// A rename of a network device of the task's namespace
+    /// (`dev_change_name`): `kobject_rename` sends a `move` uevent tagged
+    /// with the namespace.
+    pub fn netdev_rename(&self, task: &Task, devpath: &str) -> Result<(), Errno> {
         sim::point("ioctl", ObjId::NONE, &crate::costs::SYSCALL);
         let net = Arc::clone(&task.nsproxy().net_ns);
         let cred = task.cred();
         if !userns::ns_capable(&cred, &net.user_ns, userns::caps::CAP_NET_ADMIN) {
             return Err(Errno::EPERM);
         }
-        self.device_event(action, devpath, Some(net))
+        self.device_event("move", devpath, Some(net))
     }
 
     pub fn device_event(

@@ -281,7 +281,11 @@ declare_ops! {
         kernel: ["netlink_bind (net/netlink/af_netlink.c)"];
     /// Receive one uevent without waiting.
     UeventRecv = "uevent_recv" {}
-        "receive one uevent without waiting: ok, EAGAIN when none is queued, ENOBUFS once after an overrun"
+        "receive one uevent without waiting: ok, EAGAIN when none is queued, ENOBUFS once after an overrun; reports its SEQNUM as a value and its ACTION as a word"
+        kernel: ["netlink_recvmsg (net/netlink/af_netlink.c)"];
+    /// Receive one uevent, waiting for one.
+    UeventRecvWait = "uevent_recv_wait" {}
+        "receive one uevent, waiting until one is queued: ok, ENOBUFS once after an overrun; reports its SEQNUM as a value and its ACTION as a word (a wait nothing ends is a deadlock in the model, and a run cut off at its time limit on the kernel)"
         kernel: ["netlink_recvmsg (net/netlink/af_netlink.c)"];
     /// Close the task's uevent socket.
     UeventClose = "uevent_close" {}
@@ -297,7 +301,7 @@ declare_ops! {
         kernel: ["uevent_store (drivers/base/core.c)", "kobject_uevent_env (lib/kobject_uevent.c)"];
     /// The kernel sends a uevent tagged with the task's network namespace.
     UeventNetdevEvent = "uevent_netdev_event" { action: String = Str [label], devpath: String = Str }
-        "a rename of a network device of the task's network namespace (CAP_NET_ADMIN over its owner, else EPERM), which sends a uevent tagged with the namespace"
+        "a rename of a network device of the task's network namespace (CAP_NET_ADMIN over its owner, else EPERM), which sends a `move` uevent tagged with the namespace (the action names the call in the results)"
         kernel: ["dev_change_name (net/core/dev.c)", "kobject_uevent_env (lib/kobject_uevent.c)"];
     /// Take a named scenario mutex.
     Lock = "lock" { name: String = Name [label] }

@@ -46,6 +46,8 @@ pub struct Own {
     pub ns_files: BTreeMap<String, Arc<userns::UserNamespace>>,
     /// The values the op under way reports in the results, if any.
     pub reported: Vec<u64>,
+    /// The words it reports (the ACTION of a received uevent).
+    pub reported_texts: Vec<String>,
 }
 
 /// The part of `task->mm` that the permission checks on a task's `/proc`
@@ -120,6 +122,7 @@ impl Task {
                     uevent_sock: None,
                     opened_map: None,
                     ns_files: BTreeMap::new(),
+                    reported_texts: Vec::new(),
                     reported: Vec::new(),
                 },
             ),

@@ -54,6 +54,9 @@ pub struct SyscallStats {
     /// The results of the first [`SyscallStats::FIRST_RESULTS_KEPT`]
     /// calls, in call order.
     pub first_results: Vec<String>,
+    /// What the calls reported as words, in call order (the ACTION of a
+    /// received uevent).
+    pub texts: Vec<String>,
 }
 
 impl SyscallStats {
@@ -650,15 +653,14 @@ impl World {
             Op::SetnsIpc { target } => self.setns_nsproxy(task, target, CLONE_NEWIPC),
             Op::UnshareAndExit { flags } => self.unshare_and_exit(task, *flags),
             Op::UeventListen { rcvbuf } => self.net.listen(task, *rcvbuf),
-            Op::UeventRecv {} => self.net.recv(task),
+            Op::UeventRecv {} => self.net.recv(task, false),
+            Op::UeventRecvWait {} => self.net.recv(task, true),
             Op::UeventClose {} => self.net.close(task),
             Op::UeventInject { payload } => self.net.inject(task, payload),
             Op::UeventDeviceEvent { action, devpath } => {
                 self.net.sysfs_uevent_write(task, action, devpath)
             }
-            Op::UeventNetdevEvent { action, devpath } => {
-                self.net.netdev_rename(task, action, devpath)
-            }
+            Op::UeventNetdevEvent { devpath, .. } => self.net.netdev_rename(task, devpath),
             Op::Fork {} => self.fork(task, 0),
             Op::Clone { flags } => self.fork(task, *flags),
             Op::Exit {} => self.wait_child(task),
@@ -704,7 +706,15 @@ impl World {
             Ok(()) => "ok",
             Err(e) => e.name(),
         };
-        stats.record(key, std::mem::take(&mut task.own.lock().reported));
+        let (values, texts) = {
+            let mut own = task.own.lock();
+            (
+                std::mem::take(&mut own.reported),
+                std::mem::take(&mut own.reported_texts),
+            )
+        };
+        stats.record(key, values);
+        stats.texts.extend(texts);
         drop(results);
         // The op has returned to the task: a false ENOSPC it got may now
         // be reported, with the result above.

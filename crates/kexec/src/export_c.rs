@@ -381,7 +381,8 @@ fn c_op(op: &Op, instances: &[Instance], ns_files: &[&str], events: &[String]) -
                 c_long_long(*rcvbuf)
             )
         }
-        Op::UeventRecv {} => "{ .kind = OP_UEVENT_RECV }".into(),
+        Op::UeventRecv {} => "{ .kind = OP_UEVENT_RECV, .value = 0 }".into(),
+        Op::UeventRecvWait {} => "{ .kind = OP_UEVENT_RECV, .value = 1 }".into(),
         Op::UeventClose {} => "{ .kind = OP_UEVENT_CLOSE }".into(),
         Op::UeventInject { payload } => format!(
             "{{ .kind = OP_UEVENT_INJECT, .text = {} }}",

@@ -240,6 +240,7 @@ fn results_to_json(results: &Results) -> Value {
                             "first_failure": s.first_failure,
                             "values": s.values,
                             "first_results": s.first_results,
+                            "texts": s.texts,
                         }),
                     )
                 })
@@ -248,6 +249,15 @@ fn results_to_json(results: &Results) -> Value {
         })
         .collect();
     Value::Object(tasks)
+}
+
+/// The strings of a JSON array (none for anything else).
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str().map(str::to_string))
+        .collect()
 }
 
 fn results_from_json(v: &Value) -> Results {
@@ -273,12 +283,8 @@ fn results_from_json(v: &Value) -> Results {
                     .flatten()
                     .filter_map(Value::as_u64)
                     .collect(),
-                first_results: s["first_results"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|r| r.as_str().map(str::to_string))
-                    .collect(),
+                first_results: strings(&s["first_results"]),
+                texts: strings(&s["texts"]),
             };
             entry.insert(label.clone(), stats);
         }
@@ -292,7 +298,7 @@ fn results_from_json(v: &Value) -> Results {
 pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
     let instances = world::instances(setup);
     let mut results = Results::new();
-    for (instance, op, result, values) in &run.calls {
+    for (instance, op, result, values, texts) in &run.calls {
         let (Some(inst), Some(op)) = (
             instances.get(*instance),
             instances
@@ -312,6 +318,7 @@ pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
             0
         };
         stats.record(result, values.iter().map(|v| v.saturating_sub(base)));
+        stats.texts.extend(texts.iter().cloned());
     }
     kernel::number_namespaces(&mut results);
     results
@@ -467,6 +474,6 @@ pub fn resume_main(arg: &str) -> i32 {
         return 2;
     }
     let index = (resume.pos % spec.ops.len() as u64) as usize;
-    task::record(&ctx, index, &spec.ops[index], Ok(()), Vec::new());
+    task::record(&ctx, index, &spec.ops[index], Ok(()), Vec::new(), &[]);
     task::run_ops(&ctx, resume.pos + 1, resume.state)
 }

@@ -1,8 +1,9 @@
 //! The results pipe: each task instance writes one line per call, read by
 //! the executor until every writer is gone or the run's deadline passes.
 //!
-//! `R <instance> <op index> <result> <values, comma-separated, or ->` for
-//! a call,
+//! `R <instance> <op index> <result> <values, comma-separated, or ->
+//! [<words, comma-separated>]` for a call (the words field only when it
+//! reported some: a received uevent's ACTION),
 //! `E <instance or -> <message>` when the world or an instance could not
 //! be set up, `B <seqnum>` for the machine's uevent sequence number when
 //! the run's tasks started.
@@ -19,23 +20,45 @@ use std::time::Instant;
 /// A call's line. Lines are shorter than PIPE_BUF (a map read back has
 /// at most 340 lines of three numbers), so concurrent writers never
 /// interleave within one.
-pub fn call_line(instance: usize, op: usize, result: &str, values: &[u64]) -> String {
+pub fn call_line(
+    instance: usize,
+    op: usize,
+    result: &str,
+    values: &[u64],
+    texts: &[String],
+) -> String {
     let values = if values.is_empty() {
         "-".to_string()
     } else {
         let text: Vec<String> = values.iter().map(u64::to_string).collect();
         text.join(",")
     };
-    format!("R\t{instance}\t{op}\t{result}\t{values}\n")
+    // Words are kept to what a field may hold.
+    let words: Vec<String> = texts
+        .iter()
+        .map(|t| t.replace(['\t', '\n', ','], " "))
+        .collect();
+    match words.is_empty() {
+        true => format!("R\t{instance}\t{op}\t{result}\t{values}\n"),
+        false => format!(
+            "R\t{instance}\t{op}\t{result}\t{values}\t{}\n",
+            words.join(",")
+        ),
+    }
 }
 
 pub fn parse_line(line: &str, run: &mut WorldRun) {
-    let fields: Vec<&str> = line.splitn(5, '\t').collect();
+    let fields: Vec<&str> = line.splitn(6, '\t').collect();
+    let (fields, words) = match fields.as_slice() {
+        [head @ .., words] if fields.len() == 6 => (head.to_vec(), words.split(',').collect()),
+        _ => (fields.clone(), Vec::new()),
+    };
     match fields.as_slice() {
         ["R", instance, op, result, value] => {
             if let (Ok(i), Ok(o)) = (instance.parse(), op.parse()) {
                 let values = value.split(',').filter_map(|v| v.parse().ok()).collect();
-                run.calls.push((i, o, result.to_string(), values));
+                let words = words.iter().map(|w: &&str| w.to_string()).collect();
+                run.calls.push((i, o, result.to_string(), values, words));
             }
         }
         ["B", base] => run.seqnum_base = base.parse().unwrap_or(0),
@@ -105,7 +128,7 @@ pub fn read_lines(fd: i32, deadline: Instant, mut each: impl FnMut(&str)) -> boo
         }
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
-            if sys_errno() == libc::EINTR {
+            if sys::errno() == libc::EINTR {
                 continue;
             }
             return true;
@@ -121,19 +144,13 @@ pub fn read_lines(fd: i32, deadline: Instant, mut each: impl FnMut(&str)) -> boo
     }
 }
 
-fn sys_errno() -> sys::Errno {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_printed_output_is_read_run_by_run() {
-        let text = "K\t6.18.0\nN\t0\nB\t100\nR\t0\t1\tok\t-\nR\t1\t0\tENOSPC\t-\nN\t1\nR\t0\t0\tok\t3,4\nT\t1\n";
+        let text = "K\t6.18.0\nN\t0\nB\t100\nR\t0\t1\tok\t-\nR\t1\t0\tENOSPC\t-\nN\t1\nR\t0\t0\tok\t3,4\nR\t0\t2\tok\t7\tadd\nT\t1\n";
         let p = parse_printed(text);
         assert_eq!(p.release.as_deref(), Some("6.18.0"));
         assert_eq!(p.runs.len(), 2);
@@ -141,12 +158,22 @@ mod tests {
         assert_eq!(
             p.runs[0].calls,
             vec![
-                (0, 1, "ok".to_string(), vec![]),
-                (1, 0, "ENOSPC".to_string(), vec![])
+                (0, 1, "ok".to_string(), vec![], vec![]),
+                (1, 0, "ENOSPC".to_string(), vec![], vec![])
             ]
         );
         assert!(!p.runs[0].timed_out && p.runs[1].timed_out);
-        assert_eq!(p.runs[1].calls, vec![(0, 0, "ok".to_string(), vec![3, 4])]);
-        assert_eq!(call_line(0, 0, "ok", &[3, 4]), "R\t0\t0\tok\t3,4\n");
+        assert_eq!(
+            p.runs[1].calls,
+            vec![
+                (0, 0, "ok".to_string(), vec![3, 4], vec![]),
+                (0, 2, "ok".to_string(), vec![7], vec!["add".to_string()])
+            ]
+        );
+        assert_eq!(call_line(0, 0, "ok", &[3, 4], &[]), "R\t0\t0\tok\t3,4\n");
+        assert_eq!(
+            call_line(0, 2, "ok", &[7], &["add".to_string()]),
+            "R\t0\t2\tok\t7\tadd\n"
+        );
     }
 }

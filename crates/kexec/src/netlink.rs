@@ -18,12 +18,6 @@ fn socket() -> SysResult<i32> {
     }
 }
 
-fn last_errno() -> sys::Errno {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
-}
-
 fn address(groups: u32) -> libc::sockaddr_nl {
     let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
@@ -47,7 +41,7 @@ pub fn listen(rcvbuf: u64) -> SysResult<i32> {
         )
     };
     if r < 0 {
-        let e = last_errno();
+        let e = sys::errno();
         sys::close(fd);
         return Err(e);
     }
@@ -60,7 +54,7 @@ pub fn listen(rcvbuf: u64) -> SysResult<i32> {
         )
     };
     if r < 0 {
-        let e = last_errno();
+        let e = sys::errno();
         sys::close(fd);
         return Err(e);
     }
@@ -68,14 +62,29 @@ pub fn listen(rcvbuf: u64) -> SysResult<i32> {
 }
 
 /// Receive one uevent without waiting: its SEQNUM when it carries one.
-pub fn recv(fd: i32) -> SysResult<Option<u64>> {
+/// One uevent received (waiting for one when `wait`): its SEQNUM and its
+/// ACTION (the word of its header before the `@`).
+pub fn recv(fd: i32, wait: bool) -> SysResult<(Option<u64>, Option<String>)> {
     let mut buf = vec![0u8; 8192];
-    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
+    let n = loop {
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+        if n >= 0 || sys::errno() != libc::EINTR {
+            break n;
+        }
+    };
     if n < 0 {
-        return Err(last_errno());
+        return Err(sys::errno());
     }
     buf.truncate(n as usize);
-    Ok(seqnum_of(&buf))
+    Ok((seqnum_of(&buf), action_of(&buf)))
+}
+
+/// The ACTION of a uevent: its `ACTION@DEVPATH` header's first word.
+pub fn action_of(message: &[u8]) -> Option<String> {
+    let header = message.split(|b| *b == 0 || *b == b'\n').next()?;
+    let action = header.split(|b| *b == b'@').next()?;
+    String::from_utf8(action.to_vec()).ok()
 }
 
 /// `SEQNUM=` of a uevent's NUL-separated fields.
@@ -145,12 +154,12 @@ fn send_and_ack(fd: i32, payload: &str) -> SysResult<()> {
         )
     };
     if r < 0 {
-        return Err(last_errno());
+        return Err(sys::errno());
     }
     let mut ack = [0u8; 256];
     let n = unsafe { libc::recv(fd, ack.as_mut_ptr().cast(), ack.len(), 0) };
     if n < 0 {
-        return Err(last_errno());
+        return Err(sys::errno());
     }
     ack_error(&ack[..n as usize])
 }
@@ -179,13 +188,13 @@ fn ack_error(ack: &[u8]) -> SysResult<()> {
 pub fn rename_loopback() -> SysResult<()> {
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
-        return Err(last_errno());
+        return Err(sys::errno());
     }
     let result = (|| {
         let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
         req.ifr_ifru.ifru_ifindex = 1;
         if unsafe { libc::ioctl(fd, libc::SIOCGIFNAME, &mut req) } < 0 {
-            return Err(last_errno());
+            return Err(sys::errno());
         }
         // A name other than the current one: a rename to the same name
         // sends no uevent.
@@ -206,7 +215,7 @@ pub fn rename_loopback() -> SysResult<()> {
         }
         req.ifr_ifru.ifru_newname = new;
         if unsafe { libc::ioctl(fd, libc::SIOCSIFNAME, &mut req) } < 0 {
-            return Err(last_errno());
+            return Err(sys::errno());
         }
         Ok(())
     })();

@@ -33,6 +33,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::SysctlWrite { .. }
         | Op::UeventListen { .. }
         | Op::UeventRecv {}
+        | Op::UeventRecvWait {}
         | Op::UeventClose {}
         | Op::UeventInject { .. }
         | Op::Sleep { .. }
@@ -86,6 +87,7 @@ pub fn reports_values(op: &Op) -> bool {
     matches!(
         op,
         Op::UeventRecv {}
+            | Op::UeventRecvWait {}
             | Op::ReadUidMapOf { .. }
             | Op::ReadGidMapOf { .. }
             | Op::Getresuid {}
@@ -98,7 +100,7 @@ pub fn reports_values(op: &Op) -> bool {
 /// Whether the values `op` reports are uevent sequence numbers, which
 /// are counted from the machine's counter when the run starts.
 pub fn reports_seqnums(op: &Op) -> bool {
-    matches!(op, Op::UeventRecv {})
+    matches!(op, Op::UeventRecv {} | Op::UeventRecvWait {})
 }
 
 /// `/proc/PID/{uid,gid}_map` read back: every number of every line.
@@ -204,10 +206,13 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
                 sys::close(old);
             }
         })),
-        Op::UeventRecv {} => match state.sock {
+        Op::UeventRecv {} | Op::UeventRecvWait {} => match state.sock {
             None => done(Err(libc::ENOENT)),
-            Some(fd) => match netlink::recv(fd) {
-                Ok(seqnum) => (Ok(()), seqnum.into_iter().collect()),
+            Some(fd) => match netlink::recv(fd, matches!(op, Op::UeventRecvWait {})) {
+                Ok((seqnum, action)) => {
+                    state.texts.extend(action);
+                    (Ok(()), seqnum.into_iter().collect())
+                }
                 Err(e) => done(Err(e)),
             },
         },

@@ -4,8 +4,9 @@
 //! For every task instance and op label: the count of each result, the
 //! index of the first failure, and (for ops whose kernel implementation
 //! sees them) the values reported, except the SEQNUMs received in a
-//! scenario that makes network namespaces (see `makes_network_namespaces`). An op a task calls once is thus its
-//! result. The instances of one task are listed in sorted order, so
+//! scenario that makes network namespaces (see `makes_network_namespaces`),
+//! and the words reported (the ACTION of a received uevent). An op a task
+//! calls once is thus its result. The instances of one task are listed in sorted order, so
 //! that outcomes that differ only in which instance did what are one.
 
 use kernel::clone_flags::CLONE_NEWNET;
@@ -28,6 +29,9 @@ fn stats_text(label: &str, s: &SyscallStats, with_values: bool) -> String {
     if with_values && !s.values.is_empty() {
         let values: Vec<String> = s.values.iter().map(u64::to_string).collect();
         text.push_str(&format!(" [{}]", values.join(", ")));
+    }
+    if !s.texts.is_empty() {
+        text.push_str(&format!(" {{{}}}", s.texts.join(", ")));
     }
     text
 }
@@ -135,7 +139,7 @@ fn stats_may_become(now: &SyscallStats, then: &SyscallStats, with_values: bool) 
             (_, None) => now.first_failure.is_none(),
         };
     let values = !with_values || then.values.starts_with(&now.values);
-    counts && first_failure && values
+    counts && first_failure && values && then.texts.starts_with(&now.texts)
 }
 
 /// Whether the `n` items on each side can all be paired, `fits(i, j)`

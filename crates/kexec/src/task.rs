@@ -43,6 +43,9 @@ pub struct TaskState {
     pub opened: Option<i32>,
     /// The `/proc/PID/ns/user` files `open_ns_user` keeps, by name.
     pub ns_files: BTreeMap<String, i32>,
+    /// The words the op under way reports (the ACTION of a received
+    /// uevent); empty between ops.
+    pub texts: Vec<String>,
 }
 
 /// Set up the instance's credentials, wait at the barrier, run its ops.
@@ -161,12 +164,20 @@ pub fn run_ops(ctx: &TaskCtx<'_>, from: u64, mut state: TaskState) -> ! {
             Op::Execve {} => (Err(execve(ctx, pos, &state)), Vec::new()),
             _ => crate::ops::run(ctx, &mut state, op),
         };
-        record(ctx, index, op, result, value);
+        let texts = std::mem::take(&mut state.texts);
+        record(ctx, index, op, result, value, &texts);
     }
     finish(state)
 }
 
-pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, values: Vec<u64>) {
+pub fn record(
+    ctx: &TaskCtx<'_>,
+    index: usize,
+    op: &Op,
+    result: SysResult<()>,
+    values: Vec<u64>,
+    texts: &[String],
+) {
     if matches!(op, Op::Sleep { .. }) {
         return;
     }
@@ -176,7 +187,7 @@ pub fn record(ctx: &TaskCtx<'_>, index: usize, op: &Op, result: SysResult<()>, v
     };
     let _ = sys::write(
         ctx.results,
-        call_line(ctx.instance, index, &name, &values).as_bytes(),
+        call_line(ctx.instance, index, &name, &values, texts).as_bytes(),
     );
 }
 
@@ -293,6 +304,7 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
             sock: (sock >= 0).then_some(sock),
             opened: (opened >= 0).then_some(opened),
             ns_files: ns_files(fields.get("nsfiles")?)?,
+            texts: Vec::new(),
         },
         pids: list("pids")?.into_iter().map(|p| p as u32).collect(),
     })
@@ -339,6 +351,7 @@ mod tests {
             sock: Some(7),
             opened: Some(11),
             ns_files: [("one".to_string(), 12), ("two".to_string(), 13)].into(),
+            texts: Vec::new(),
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
         assert_eq!(

@@ -126,11 +126,14 @@ pub fn local_id(setup: &Setup, ns: &str, kuid: u32, gid: bool) -> Option<u32> {
     through(maps.get(ns)?, outer)
 }
 
+/// One call of a run: `(instance, op index, result, values, words)`.
+pub type Call = (usize, usize, String, Vec<u64>, Vec<String>);
+
 /// What one world run gave: every call's result, by instance, in order.
 #[derive(Debug, Default)]
 pub struct WorldRun {
-    /// `(instance, op index, result, value)` in the order they arrived.
-    pub calls: Vec<(usize, usize, String, Vec<u64>)>,
+    /// Every call, in the order they arrived.
+    pub calls: Vec<Call>,
     /// Why the world could not be built or a task could not start.
     pub error: Option<String>,
     pub timed_out: bool,

@@ -897,11 +897,14 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                     .with_expected(one_of(names()))
                     .with_help_opt(did_you_mean(op_name, names())));
             }
-            let (written, values, calls) = match result_v.get_ref() {
+            let table = match result_v.get_ref() {
                 DeValue::Table(_) => expected_values(ctx, op, result_v)?,
-                _ => (string(ctx, op, result_v)?.to_string(), None, None),
+                _ => ExpectedTable {
+                    result: string(ctx, op, result_v)?.to_string(),
+                    ..ExpectedTable::default()
+                },
             };
-            let written = written.as_str();
+            let written = table.result.as_str();
             let (quantifier, named) = if let Some(r) = written.strip_prefix("some ") {
                 (Quantifier::Some, r)
             } else if let Some(r) = written.strip_prefix("not ") {
@@ -927,8 +930,9 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                 op: op.to_string(),
                 results,
                 quantifier,
-                values,
-                calls,
+                values: table.values,
+                calls: table.calls,
+                texts: table.texts,
             });
         }
     }
@@ -960,20 +964,36 @@ fn result_names() -> impl Iterator<Item = &'static str> + Clone {
     std::iter::once("ok").chain(kernel::Errno::ALL.iter().map(|e| e.name()))
 }
 
-/// The results of the first calls, in call order.
-type CallResults = Option<Vec<String>>;
+/// An expected result written as a table.
+#[derive(Default)]
+struct ExpectedTable {
+    result: String,
+    values: Option<Vec<u64>>,
+    /// The results of the first calls, in call order.
+    calls: Option<Vec<String>>,
+    texts: Option<Vec<String>>,
+}
 
-/// `{ result = "ok", values = [1, 2], calls = ["EPERM", "ok"] }`: the
-/// result (`ok` when left out, or, with `calls`, any of the results
-/// `calls` names), the values the calls must report in call order, and
-/// the results of the first calls in call order.
-fn expected_values(
-    ctx: &Ctx<'_>,
-    op: &str,
-    v: &Val<'_>,
-) -> Res<(String, Option<Vec<u64>>, CallResults)> {
+/// `{ result = "ok", values = [1, 2], calls = ["EPERM", "ok"], words =
+/// ["add"] }`: the result (`ok` when left out, or, with `calls`, any of
+/// the results `calls` names), the values and words the calls must report
+/// in call order, and the results of the first calls in call order.
+fn expected_values(ctx: &Ctx<'_>, op: &str, v: &Val<'_>) -> Res<ExpectedTable> {
     let t = table(ctx, op, v)?;
-    t.only(ctx, &["result", "values", "calls"], op)?;
+    t.only(ctx, &["result", "values", "calls", "words"], op)?;
+    let texts = match t.get("words") {
+        None => None,
+        Some(wv) => {
+            let DeValue::Array(items) = wv.get_ref() else {
+                return Err(ctx.wrong_type("words", wv, "an array of strings"));
+            };
+            let words: Res<Vec<String>> = items
+                .iter()
+                .map(|i| string(ctx, "words", i).map(str::to_string))
+                .collect();
+            Some(words?)
+        }
+    };
     let calls = match t.get("calls") {
         None => None,
         Some(cv) => Some(call_results(ctx, cv)?),
@@ -1001,7 +1021,12 @@ fn expected_values(
             Some(out)
         }
     };
-    Ok((result, values, calls))
+    Ok(ExpectedTable {
+        result,
+        values,
+        calls,
+        texts,
+    })
 }
 
 /// `calls = ["EPERM", "ok"]`: at most `FIRST_RESULTS_KEPT` results.

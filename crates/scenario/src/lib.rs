@@ -189,6 +189,9 @@ pub struct ExpectedResult {
     /// `{ calls = ["EPERM", "ok"] }`: the results of the first calls, in
     /// call order (at most [`kernel::SyscallStats::FIRST_RESULTS_KEPT`]).
     pub calls: Option<Vec<String>>,
+    /// `{ words = ["add", "remove"] }`: what the calls reported as words,
+    /// in call order (the ACTION of each received uevent).
+    pub texts: Option<Vec<String>>,
 }
 
 /// How many of the calls must have returned one of the results named.

@@ -622,6 +622,15 @@ expect = { outcome = "pass", results = { t = { setgroups = { calls = ["EPERM", "
             "{err}"
         );
     }
+    let words = text.replace(
+        r#"calls = ["EPERM", "ok"]"#,
+        r#"calls = ["EPERM", "ok"], words = ["add"]"#,
+    );
+    let with_words = scenario::parse("t.toml", &words).unwrap();
+    assert_eq!(
+        with_words.runs[0].expect.results[0].texts,
+        Some(vec!["add".to_string()])
+    );
     let many = format!("calls = [{}]", vec!["\"ok\""; 65].join(", "));
     let err =
         scenario::parse("t.toml", &text.replace(r#"calls = ["EPERM", "ok"]"#, &many)).unwrap_err();

@@ -298,6 +298,12 @@ pub struct Message {
 }
 
 impl Message {
+    /// Its ACTION: the word of its `ACTION@DEVPATH` header before the `@`.
+    pub fn action(&self) -> &str {
+        let header = self.text.split(['\0', '\n']).next().unwrap_or_default();
+        header.split('@').next().unwrap_or_default()
+    }
+
     /// Bytes on the wire with `SEQNUM=n\0` appended.
     pub fn len_with(&self, seqnum: u64) -> usize {
         self.text.len() + seqnum_var_len(seqnum)
@@ -666,6 +672,18 @@ impl Uevent {
         Ok(r)
     }
 
+    /// `netlink_recvmsg` without MSG_DONTWAIT: as [`Uevent::uevent_recv`],
+    /// but while nothing is queued the receiver sleeps until a delivery
+    /// (or an overrun) wakes it.
+    pub fn uevent_recv_wait(&self, l: &Listener) -> Result<Received, UeventError> {
+        loop {
+            match self.uevent_recv(l) {
+                Err(UeventError::Again) => sim::block("recvmsg", l.obj, false),
+                got => return got,
+            }
+        }
+    }
+
     /// `netlink_broadcast` on one namespace's kernel socket: offer the
     /// message to every listener bound there.
     fn netlink_broadcast(&self, sock: &UeventSock, msg: &Arc<Message>, seqnum: u64) {
@@ -723,6 +741,8 @@ impl Uevent {
                 s.drops += 1;
             }
         }
+        // `sk_data_ready` (or `sk_error_report`): a waiting receiver runs.
+        sim::wake_all(l.obj, 0);
         let key = l.key;
         self.oracle.offered(key, seqnum, msg.origin, queued);
         if set_err {

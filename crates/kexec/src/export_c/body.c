@@ -209,10 +209,14 @@ static void report_error(int instance, const char *what, int e)
 }
 
 /* An `R` line: instance, op index, result, the values it reported. */
+/* A word the call under way reports (a received uevent's ACTION), printed
+ * after its values and then cleared. */
+static char reported_word[64];
+
 static void record(int instance, int op, int e, const unsigned long long *values, int n)
 {
     char name[16];
-    size_t cap = 64 + 21 * (size_t)(n > 0 ? n : 1);
+    size_t cap = 64 + sizeof reported_word + 21 * (size_t)(n > 0 ? n : 1);
     char *line = malloc(cap);
     if (!line)
         return;
@@ -221,6 +225,9 @@ static void record(int instance, int op, int e, const unsigned long long *values
         len += snprintf(line + len, cap - (size_t)len, "-");
     for (int i = 0; i < n; i++)
         len += snprintf(line + len, cap - (size_t)len, "%s%llu", i ? "," : "", values[i]);
+    if (reported_word[0])
+        len += snprintf(line + len, cap - (size_t)len, "\t%s", reported_word);
+    reported_word[0] = 0;
     len += snprintf(line + len, cap - (size_t)len, "\n");
     (void)write_all(results_fd, line, (size_t)len);
     free(line);
@@ -258,15 +265,26 @@ static int uevent_listen(long long rcvbuf, int *sock)
 }
 
 /* Receive one uevent without waiting; its SEQNUM, when it has one. */
-static int uevent_recv(int sock, unsigned long long *seqnum, int *n)
+static int uevent_recv(int sock, int wait, unsigned long long *seqnum, int *n)
 {
     static char buf[8192 + 1];
     if (sock < 0)
         return ENOENT;
-    ssize_t len = recv(sock, buf, sizeof buf - 1, MSG_DONTWAIT);
+    ssize_t len;
+    while ((len = recv(sock, buf, sizeof buf - 1, wait ? 0 : MSG_DONTWAIT)) < 0 && errno == EINTR)
+        ;
     if (len < 0)
         return errno;
     buf[len] = 0;
+    /* The ACTION: the header's word before the '@'. */
+    size_t word = strcspn(buf, "@\n");
+    if (word >= sizeof reported_word)
+        word = sizeof reported_word - 1;
+    memcpy(reported_word, buf, word);
+    reported_word[word] = 0;
+    for (size_t i = 0; i < word; i++)
+        if (reported_word[i] == ',' || reported_word[i] == '\t')
+            reported_word[i] = ' ';
     for (ssize_t at = 0; at < len; at += (ssize_t)strlen(buf + at) + 1) {
         if (strncmp(buf + at, "SEQNUM=", 7) == 0) {
             *seqnum = strtoull(buf + at + 7, NULL, 10);
@@ -554,7 +572,7 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return uevent_listen(op->value, &s->sock);
     case OP_UEVENT_RECV:
         *values = malloc(sizeof **values);
-        return *values ? uevent_recv(s->sock, *values, n) : ENOMEM;
+        return *values ? uevent_recv(s->sock, (int)op->value, *values, n) : ENOMEM;
     case OP_UEVENT_CLOSE:
         if (s->sock < 0)
             return ENOENT;

@@ -30,7 +30,7 @@ enum op_kind {
     OP_UNSHARE,
     OP_SYSCTL_WRITE,
     OP_UEVENT_LISTEN,
-    OP_UEVENT_RECV,
+    OP_UEVENT_RECV,     /* value: 1 to wait for a uevent */
     OP_UEVENT_CLOSE,
     OP_UEVENT_INJECT,
     OP_UEVENT_NETDEV_EVENT,
