@@ -344,6 +344,7 @@ pub fn replay(
 }
 
 mod mirror;
+mod std_atomic;
 pub use mirror::{sync, thread};
 
 /// The kernel primitives with their kernel-shaped API (every object

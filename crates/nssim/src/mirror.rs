@@ -13,7 +13,7 @@ use std::panic::Location;
 
 /// The name of the objects made at `site`: its file and line, made once per
 /// site for the life of the process (objects take `&'static str` names).
-fn site_name(site: &'static Location<'static>) -> &'static str {
+pub(crate) fn site_name(site: &'static Location<'static>) -> &'static str {
     type Names = BTreeMap<(&'static str, u32, u32), &'static str>;
     static NAMES: std::sync::Mutex<Names> = std::sync::Mutex::new(BTreeMap::new());
     let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
@@ -224,7 +224,7 @@ pub mod sync {
         Workqueue,
     };
     pub use ::sync::{MutexGuard, Ordering as AtomicOrdering};
-    pub use std::sync::{Arc, LockResult};
+    pub use std::sync::{Arc, LockResult, TryLockError, TryLockResult};
 
     /// A mutual-exclusion lock as `std::sync::Mutex` has it (never
     /// poisoned: a panic ends the execution), named by where it is made.
@@ -262,13 +262,48 @@ pub mod sync {
         pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
             Ok(self.0.lock())
         }
+
+        /// The lock if no task holds it, at once (`WouldBlock` when one
+        /// does): a scheduling point either way.
+        pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
+            self.0.try_lock().ok_or(TryLockError::WouldBlock)
+        }
+
+        /// The value, through the one reference there is.
+        pub fn get_mut(&mut self) -> LockResult<&mut T> {
+            Ok(self.0.get_mut())
+        }
+
+        pub fn into_inner(self) -> LockResult<T> {
+            Ok(self.0.into_inner())
+        }
+
+        /// Never poisoned: a panic ends the execution.
+        pub fn is_poisoned(&self) -> bool {
+            false
+        }
+    }
+
+    impl<T: Default> Default for Mutex<T> {
+        #[track_caller]
+        fn default() -> Self {
+            Mutex::new(T::default())
+        }
+    }
+
+    impl<T> std::fmt::Debug for Mutex<T> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            // Not the value: reading it would take the lock, a scheduling
+            // point.
+            f.debug_struct("Mutex").finish_non_exhaustive()
+        }
     }
 
     /// Atomics as `std::sync::atomic` has them, named by where they are
     /// made; every operation is a scheduling point.
     ///
     /// ```
-    /// use nssim::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+    /// use nssim::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
     ///
     /// let report = nssim::check_dfs(|| {
     ///     let (b, i, u, w) = (AtomicBool::new(false), AtomicI64::new(-1), AtomicU32::new(1), AtomicU64::new(2));
@@ -278,44 +313,16 @@ pub mod sync {
     ///     w.fetch_sub(2, Ordering::SeqCst);
     ///     assert!(b.load(Ordering::SeqCst));
     ///     assert_eq!((i.load(Ordering::SeqCst), u.load(Ordering::SeqCst), w.load(Ordering::SeqCst)), (0, 5, 0));
+    ///     let flags = AtomicUsize::new(0b01);
+    ///     assert_eq!(flags.fetch_or(0b10, Ordering::AcqRel), 0b01);
+    ///     assert_eq!(flags.swap(7, Ordering::SeqCst), 0b11);
+    ///     fence(Ordering::SeqCst);
+    ///     assert_eq!(flags.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(7)), Ok(7));
+    ///     assert_eq!(flags.into_inner(), 0);
     /// }, 0);
     /// assert!(!report.is_failure(), "{report}");
     /// ```
     pub mod atomic {
-        pub use std::sync::atomic::Ordering;
-
-        macro_rules! mirror_atomic {
-            ($name:ident, $int:ty) => {
-                #[doc = concat!("`std::sync::atomic::", stringify!($name), "`, explored.")]
-                pub struct $name(::sync::$name);
-
-                impl $name {
-                    #[track_caller]
-                    pub fn new(v: $int) -> $name {
-                        let name = crate::mirror::site_name(std::panic::Location::caller());
-                        $name(::sync::$name::new(name, v))
-                    }
-
-                    /// An atomic with a name of its own in traces.
-                    pub fn named(name: &'static str, v: $int) -> $name {
-                        $name(::sync::$name::new(name, v))
-                    }
-                }
-
-                /// `load`, `store` and the other operations, with std's
-                /// signatures.
-                impl std::ops::Deref for $name {
-                    type Target = ::sync::$name;
-                    fn deref(&self) -> &Self::Target {
-                        &self.0
-                    }
-                }
-            };
-        }
-
-        mirror_atomic!(AtomicBool, bool);
-        mirror_atomic!(AtomicU32, u32);
-        mirror_atomic!(AtomicU64, u64);
-        mirror_atomic!(AtomicI64, i64);
+        pub use crate::std_atomic::*;
     }
 }

@@ -238,3 +238,105 @@ fn a_task_may_yield_and_sleep_as_with_std() {
     assert!(report.trace().contains("sleep"), "{}", report.trace());
     assert!(report.trace().contains("yield_now"), "{}", report.trace());
 }
+
+/// Two tasks each set a bit of a word: by `fetch_or` (one scheduling
+/// point) no bit is ever lost; by a load and a store (two) the search
+/// finds the schedule that loses one. The same for `fetch_update`.
+#[test]
+fn a_read_modify_write_is_one_step_and_a_load_and_store_two() {
+    use nssim::sync::atomic::{AtomicPtr, AtomicUsize};
+    fn set_bits(rmw: bool) {
+        let word = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = [0b01usize, 0b10]
+            .into_iter()
+            .map(|bit| {
+                let w = Arc::clone(&word);
+                thread::spawn(move || match rmw {
+                    true => {
+                        w.fetch_or(bit, Ordering::AcqRel);
+                    }
+                    false => {
+                        let v = w.load(Ordering::Acquire);
+                        w.store(v | bit, Ordering::Release);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(word.load(Ordering::SeqCst), 0b11, "a bit was lost");
+    }
+    let exhaustive = || {
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        })
+    };
+    let report = check_report(exhaustive(), || set_bits(true));
+    assert!(!report.is_failure(), "{report}");
+    let report = check_report(exhaustive(), || set_bits(false));
+    assert!(report.is_failure(), "the lost bit was not found");
+
+    let report = check_report(exhaustive(), || {
+        let n = Arc::new(AtomicUsize::new(0));
+        let n2 = Arc::clone(&n);
+        let add = move |n: &AtomicUsize| {
+            n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(v + 1))
+        };
+        let t = thread::spawn(move || add(&n2).unwrap());
+        add(&n).unwrap();
+        t.join().unwrap();
+        let mut slot = 7u8;
+        let p = AtomicPtr::new(std::ptr::null_mut());
+        assert!(p.swap(&mut slot, Ordering::SeqCst).is_null());
+        assert_eq!(n.load(Ordering::SeqCst), 2);
+    });
+    assert!(!report.is_failure(), "{report}");
+}
+
+/// `try_lock` never waits: while another task holds the lock it gives
+/// `WouldBlock` (some schedule shows it), else the lock; `into_inner` and
+/// `get_mut` reach the value without a lock, and outside an execution the
+/// same calls work on a real lock.
+#[test]
+fn try_lock_gives_would_block_while_another_task_holds_the_lock() {
+    use nssim::sync::TryLockError;
+    fn contend() -> bool {
+        let m = Arc::new(Mutex::new(0));
+        let m2 = Arc::clone(&m);
+        let holder = thread::spawn(move || *m2.lock().unwrap() += 1);
+        let busy = match m.try_lock() {
+            Ok(mut g) => {
+                *g += 10;
+                false
+            }
+            Err(TryLockError::WouldBlock) => true,
+            Err(TryLockError::Poisoned(_)) => unreachable!("never poisoned"),
+        };
+        holder.join().unwrap();
+        let mut m = Arc::into_inner(m).expect("the only reference");
+        *m.get_mut().unwrap() += 100;
+        let v = m.into_inner().unwrap();
+        assert_eq!(v, if busy { 101 } else { 111 });
+        busy
+    }
+    let busy_seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::sync::Arc::clone(&busy_seen);
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        move || {
+            if contend() {
+                seen.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        },
+    );
+    assert!(!report.is_failure(), "{report}");
+    assert!(
+        busy_seen.load(std::sync::atomic::Ordering::Relaxed),
+        "no schedule found the lock held"
+    );
+    // Outside an execution: real threads, a real lock.
+    contend();
+}

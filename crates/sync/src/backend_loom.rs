@@ -76,6 +76,17 @@ impl<T> Mutex<T> {
             guard: lock(&self.0),
         }
     }
+    /// `mutex_trylock`: the lock if it is free, else `None`.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.0.try_lock().ok().map(|guard| LockGuard { guard })
+    }
+    /// The value, for the one who owns the lock itself.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.0.get_mut().expect("loom mutex poisoned")
+    }
+    pub fn into_inner(self) -> T {
+        self.0.into_inner().expect("loom mutex poisoned")
+    }
     pub fn obj(&self) -> ObjId {
         ObjId::NONE
     }

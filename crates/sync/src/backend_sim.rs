@@ -77,6 +77,24 @@ impl<T> RawLock<T> {
         }
     }
 
+    /// `mutex_trylock`: the lock if no task holds it, at once; `None`
+    /// when one does. A scheduling point either way.
+    fn try_lock(&self) -> Option<LockGuard<'_, T>> {
+        match sim::lock_point(self.kind.lock, self.obj, self.kind.cost) {
+            Some(true) => Some(LockGuard {
+                guard: None,
+                lock: self,
+                simulated: true,
+            }),
+            Some(false) => None,
+            None => self.inner.try_lock().map(|g| LockGuard {
+                guard: Some(g),
+                lock: self,
+                simulated: false,
+            }),
+        }
+    }
+
     /// A real lock: on plain threads, and for invariants and set-up code
     /// of a run. The latter must not take a lock a task holds (the task's
     /// hold is the scheduler's, not the real lock's).
@@ -161,6 +179,17 @@ impl<T> Mutex<T> {
     }
     pub fn lock(&self) -> MutexGuard<'_, T> {
         self.0.lock()
+    }
+    /// `mutex_trylock`: the lock if it is free, else `None`.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.0.try_lock()
+    }
+    /// The value, for the one who owns the lock itself.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.0.inner.get_mut()
+    }
+    pub fn into_inner(self) -> T {
+        self.0.inner.into_inner()
     }
     pub fn obj(&self) -> ObjId {
         self.0.obj

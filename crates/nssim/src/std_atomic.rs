@@ -1,0 +1,291 @@
+//! `std::sync::atomic` under nssim: every integer width, `AtomicBool` and
+//! `AtomicPtr`, with std's methods and signatures. Each operation is one
+//! scheduling point (a read for `load`, a write for everything else), so a
+//! read-modify-write is as atomic as on real hardware; `fence` is a point
+//! of its own. Accesses are sequentially consistent whatever `Ordering`
+//! says (docs/rust-api.md says what that hides). Outside an execution the
+//! same code runs on real threads.
+
+use std::fmt;
+
+pub use std::sync::atomic::Ordering;
+
+/// The object an atomic made at `site` (or given `name`) is traced as.
+fn object(name: &'static str) -> sim::ObjId {
+    sim::new_object(name)
+}
+
+/// The scheduling point before a read of `obj`.
+fn read(obj: sim::ObjId) {
+    sim::read_point("atomic_read", obj, &::sync::costs::ATOMIC);
+}
+
+/// The scheduling point before a write (or read-modify-write) of `obj`.
+fn write(label: &'static str, obj: sim::ObjId) {
+    sim::point(label, obj, &::sync::costs::ATOMIC);
+}
+
+/// `std::sync::atomic::fence`: a scheduling point; every access is
+/// already sequentially consistent.
+pub fn fence(order: Ordering) {
+    write("fence", sim::ObjId::NONE);
+    std::sync::atomic::fence(order);
+}
+
+/// `std::sync::atomic::compiler_fence`: nothing to order between tasks.
+pub fn compiler_fence(order: Ordering) {
+    std::sync::atomic::compiler_fence(order);
+}
+
+/// The methods every atomic has: the value type `$t` of std's `$name`.
+macro_rules! common {
+    ($name:ident, $t:ty) => {
+        impl $name {
+            /// An atomic with a name of its own in traces.
+            pub fn named(name: &'static str, v: $t) -> Self {
+                $name {
+                    v: std::sync::atomic::$name::new(v),
+                    obj: object(name),
+                }
+            }
+            pub fn load(&self, order: Ordering) -> $t {
+                read(self.obj);
+                self.v.load(order)
+            }
+            pub fn store(&self, v: $t, order: Ordering) {
+                write("atomic_store", self.obj);
+                self.v.store(v, order)
+            }
+            pub fn swap(&self, v: $t, order: Ordering) -> $t {
+                write("atomic_swap", self.obj);
+                self.v.swap(v, order)
+            }
+            pub fn compare_exchange(
+                &self,
+                current: $t,
+                new: $t,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<$t, $t> {
+                write("atomic_cmpxchg", self.obj);
+                self.v.compare_exchange(current, new, success, failure)
+            }
+            /// As `compare_exchange`: it never fails spuriously here.
+            pub fn compare_exchange_weak(
+                &self,
+                current: $t,
+                new: $t,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<$t, $t> {
+                write("atomic_cmpxchg", self.obj);
+                self.v.compare_exchange(current, new, success, failure)
+            }
+            /// `f` applied until it gives up or its value is stored: one
+            /// scheduling point, as no other task runs in between.
+            pub fn fetch_update<F>(
+                &self,
+                set_order: Ordering,
+                fetch_order: Ordering,
+                f: F,
+            ) -> Result<$t, $t>
+            where
+                F: FnMut($t) -> Option<$t>,
+            {
+                write("atomic_update", self.obj);
+                self.v.fetch_update(set_order, fetch_order, f)
+            }
+            pub fn get_mut(&mut self) -> &mut $t {
+                self.v.get_mut()
+            }
+            pub fn into_inner(self) -> $t {
+                self.v.into_inner()
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                // What std shows, read without a scheduling point.
+                fmt::Debug::fmt(&self.v, f)
+            }
+        }
+    };
+}
+
+/// The read-modify-write operations of an integer or a flag, by name.
+macro_rules! rmw {
+    ($name:ident, $t:ty, $($op:ident),*) => {
+        impl $name {
+            $(
+                pub fn $op(&self, v: $t, order: Ordering) -> $t {
+                    write(concat!("atomic_", stringify!($op)), self.obj);
+                    self.v.$op(v, order)
+                }
+            )*
+        }
+    };
+}
+
+macro_rules! atomic_int {
+    ($($name:ident: $t:ty),* $(,)?) => {$(
+        #[doc = concat!("`std::sync::atomic::", stringify!($name), "`, explored.")]
+        pub struct $name {
+            v: std::sync::atomic::$name,
+            obj: sim::ObjId,
+        }
+
+        impl $name {
+            /// Named by where it is made.
+            #[track_caller]
+            pub fn new(v: $t) -> Self {
+                Self::named(crate::mirror::site_name(std::panic::Location::caller()), v)
+            }
+        }
+
+        impl Default for $name {
+            #[track_caller]
+            fn default() -> Self {
+                Self::new(0)
+            }
+        }
+
+        impl From<$t> for $name {
+            #[track_caller]
+            fn from(v: $t) -> Self {
+                Self::new(v)
+            }
+        }
+
+        common!($name, $t);
+        rmw!($name, $t, fetch_add, fetch_sub, fetch_and, fetch_nand, fetch_or, fetch_xor, fetch_max, fetch_min);
+    )*};
+}
+
+atomic_int!(
+    AtomicU8: u8,
+    AtomicU16: u16,
+    AtomicU32: u32,
+    AtomicU64: u64,
+    AtomicUsize: usize,
+    AtomicI8: i8,
+    AtomicI16: i16,
+    AtomicI32: i32,
+    AtomicI64: i64,
+    AtomicIsize: isize,
+);
+
+/// `std::sync::atomic::AtomicBool`, explored.
+pub struct AtomicBool {
+    v: std::sync::atomic::AtomicBool,
+    obj: sim::ObjId,
+}
+
+impl AtomicBool {
+    /// Named by where it is made.
+    #[track_caller]
+    pub fn new(v: bool) -> Self {
+        Self::named(crate::mirror::site_name(std::panic::Location::caller()), v)
+    }
+}
+
+impl Default for AtomicBool {
+    #[track_caller]
+    fn default() -> Self {
+        Self::new(false)
+    }
+}
+
+impl From<bool> for AtomicBool {
+    #[track_caller]
+    fn from(v: bool) -> Self {
+        Self::new(v)
+    }
+}
+
+common!(AtomicBool, bool);
+rmw!(AtomicBool, bool, fetch_and, fetch_nand, fetch_or, fetch_xor);
+
+/// `std::sync::atomic::AtomicPtr`, explored.
+pub struct AtomicPtr<T> {
+    v: std::sync::atomic::AtomicPtr<T>,
+    obj: sim::ObjId,
+}
+
+impl<T> AtomicPtr<T> {
+    /// Named by where it is made.
+    #[track_caller]
+    pub fn new(p: *mut T) -> Self {
+        Self::named(crate::mirror::site_name(std::panic::Location::caller()), p)
+    }
+
+    /// An atomic with a name of its own in traces.
+    pub fn named(name: &'static str, p: *mut T) -> Self {
+        AtomicPtr {
+            v: std::sync::atomic::AtomicPtr::new(p),
+            obj: object(name),
+        }
+    }
+    pub fn load(&self, order: Ordering) -> *mut T {
+        read(self.obj);
+        self.v.load(order)
+    }
+    pub fn store(&self, p: *mut T, order: Ordering) {
+        write("atomic_store", self.obj);
+        self.v.store(p, order)
+    }
+    pub fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
+        write("atomic_swap", self.obj);
+        self.v.swap(p, order)
+    }
+    pub fn compare_exchange(
+        &self,
+        current: *mut T,
+        new: *mut T,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<*mut T, *mut T> {
+        write("atomic_cmpxchg", self.obj);
+        self.v.compare_exchange(current, new, success, failure)
+    }
+    /// As `compare_exchange`: it never fails spuriously here.
+    pub fn compare_exchange_weak(
+        &self,
+        current: *mut T,
+        new: *mut T,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<*mut T, *mut T> {
+        self.compare_exchange(current, new, success, failure)
+    }
+    pub fn fetch_update<F>(
+        &self,
+        set_order: Ordering,
+        fetch_order: Ordering,
+        f: F,
+    ) -> Result<*mut T, *mut T>
+    where
+        F: FnMut(*mut T) -> Option<*mut T>,
+    {
+        write("atomic_update", self.obj);
+        self.v.fetch_update(set_order, fetch_order, f)
+    }
+    pub fn get_mut(&mut self) -> &mut *mut T {
+        self.v.get_mut()
+    }
+    pub fn into_inner(self) -> *mut T {
+        self.v.into_inner()
+    }
+}
+
+impl<T> Default for AtomicPtr<T> {
+    #[track_caller]
+    fn default() -> Self {
+        Self::new(std::ptr::null_mut())
+    }
+}
+
+impl<T> fmt::Debug for AtomicPtr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.v, f)
+    }
+}
