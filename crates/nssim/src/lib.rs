@@ -193,6 +193,8 @@ const API_KERNEL: &str = "api";
 
 fn spawn_main(e: &mut Execution, model: &Arc<dyn Fn() + Send + Sync>) {
     let m = Arc::clone(model);
+    // Each execution's tasks start with thread-locals of their own.
+    mirror::thread::forget_locals();
     e.setup(|| sim::spawn("main", false, move || m()));
 }
 
@@ -344,6 +346,44 @@ pub fn replay(
 }
 
 mod mirror;
+
+/// `std::thread_local!` for a model: each task has its own value, made on
+/// its first use in each execution (a value never carries over to the
+/// next execution, so a token replays what it recorded); outside an
+/// execution, each real thread has its own.
+///
+/// ```
+/// use std::cell::Cell;
+/// use nssim::thread;
+///
+/// nssim::thread_local! {
+///     static CALLS: Cell<u32> = Cell::new(0);
+/// }
+///
+/// let report = nssim::check_dfs(|| {
+///     CALLS.set(CALLS.get() + 1);
+///     let t = thread::spawn(|| {
+///         CALLS.set(CALLS.get() + 10);
+///         CALLS.get()
+///     });
+///     assert_eq!(t.join().unwrap(), 10, "the other task's value is its own");
+///     assert_eq!(CALLS.get(), 1, "and this execution's own");
+/// }, 2);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
+#[macro_export]
+macro_rules! thread_local {
+    () => {};
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr; $($rest:tt)*) => {
+        $(#[$attr])* $vis static $name: $crate::thread::LocalKey<$t> =
+            $crate::thread::LocalKey::new(|| $init);
+        $crate::thread_local!($($rest)*);
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr) => {
+        $(#[$attr])* $vis static $name: $crate::thread::LocalKey<$t> =
+            $crate::thread::LocalKey::new(|| $init);
+    };
+}
 mod std_atomic;
 pub use mirror::{sync, thread};
 

@@ -41,6 +41,162 @@ pub mod thread {
         Real(std::thread::JoinHandle<T>),
     }
 
+    /// A handle on a task, as `std::thread::current()` gives one on a
+    /// thread: its name and an id, each its own task's inside an
+    /// execution (the model's first task is `main`).
+    #[derive(Clone, Debug)]
+    pub struct Thread {
+        name: Option<String>,
+        id: ThreadId,
+    }
+
+    impl Thread {
+        pub fn name(&self) -> Option<&str> {
+            self.name.as_deref()
+        }
+
+        pub fn id(&self) -> ThreadId {
+            self.id
+        }
+    }
+
+    /// Which task (or, outside an execution, which thread) a [`Thread`]
+    /// is: equal for the same one within an execution.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct ThreadId(ThreadKey);
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    enum ThreadKey {
+        Task(sim::TaskId),
+        Real(std::thread::ThreadId),
+    }
+
+    /// `std::thread::current`: the running task, with the name it was
+    /// spawned with (or given by `Builder::name`); outside an execution,
+    /// the real thread.
+    ///
+    /// ```
+    /// use nssim::thread;
+    ///
+    /// let report = nssim::check_dfs(|| {
+    ///     let me = thread::current().id();
+    ///     let t = thread::Builder::new()
+    ///         .name("worker".to_string())
+    ///         .spawn(|| (thread::current().id(), thread::current().name().map(String::from)))
+    ///         .unwrap();
+    ///     let (worker, name) = t.join().unwrap();
+    ///     assert_ne!(me, worker);
+    ///     assert_eq!(name.as_deref(), Some("worker"));
+    ///     assert_eq!(thread::current().id(), me);
+    /// }, 1);
+    /// assert!(!report.is_failure(), "{report}");
+    /// ```
+    pub fn current() -> Thread {
+        match sim::current_task() {
+            Some(t) => Thread {
+                name: Some(sim::task_name(t)),
+                id: ThreadId(ThreadKey::Task(t)),
+            },
+            None => {
+                let real = std::thread::current();
+                Thread {
+                    name: real.name().map(String::from),
+                    id: ThreadId(ThreadKey::Real(real.id())),
+                }
+            }
+        }
+    }
+
+    /// The values of [`LocalKey`]s: one per key and task (or, outside an
+    /// execution, per key on the real thread), on the OS thread the
+    /// execution runs on, forgotten when the next execution starts.
+    type Locals = std::collections::BTreeMap<(usize, Option<sim::TaskId>), Box<dyn std::any::Any>>;
+
+    std::thread_local! {
+        static LOCALS: std::cell::RefCell<Locals> = std::cell::RefCell::new(Locals::new());
+    }
+
+    /// Every task's thread-locals go (a new execution starts).
+    pub(crate) fn forget_locals() {
+        let old = LOCALS.with(|l| std::mem::take(&mut *l.borrow_mut()));
+        // Dropped outside the borrow: a value's drop may use a local.
+        drop(old);
+    }
+
+    /// A thread-local of the model (`nssim::thread_local!`): each task has
+    /// its own value, made by the initializer on its first use in each
+    /// execution; outside an execution, each real thread has its own.
+    pub struct LocalKey<T: 'static> {
+        init: fn() -> T,
+    }
+
+    impl<T: 'static> LocalKey<T> {
+        #[doc(hidden)]
+        pub const fn new(init: fn() -> T) -> LocalKey<T> {
+            LocalKey { init }
+        }
+
+        /// `f` with this task's value.
+        pub fn with<F, R>(&'static self, f: F) -> R
+        where
+            F: FnOnce(&T) -> R,
+        {
+            let key = (self as *const Self as usize, sim::current_task());
+            let existing = LOCALS.with(|l| {
+                l.borrow()
+                    .get(&key)
+                    .and_then(|v| v.downcast_ref::<T>())
+                    .map(|v| v as *const T)
+            });
+            let value = match existing {
+                Some(v) => v,
+                None => {
+                    // Made outside the borrow: the initializer may use
+                    // another thread-local.
+                    let made: Box<dyn std::any::Any> = Box::new((self.init)());
+                    LOCALS.with(|l| {
+                        let mut l = l.borrow_mut();
+                        let v = l.entry(key).or_insert(made);
+                        v.downcast_ref::<T>().expect("one type per key") as *const T
+                    })
+                }
+            };
+            // SAFETY: a value is boxed (its address does not move) and is
+            // dropped only by `forget_locals`, between executions, never
+            // while a task runs `f`.
+            f(unsafe { &*value })
+        }
+    }
+
+    impl<T: 'static> LocalKey<std::cell::Cell<T>> {
+        pub fn get(&'static self) -> T
+        where
+            T: Copy,
+        {
+            self.with(|c| c.get())
+        }
+
+        pub fn set(&'static self, v: T) {
+            self.with(|c| c.set(v))
+        }
+    }
+
+    impl<T: 'static> LocalKey<std::cell::RefCell<T>> {
+        pub fn with_borrow<F, R>(&'static self, f: F) -> R
+        where
+            F: FnOnce(&T) -> R,
+        {
+            self.with(|c| f(&c.borrow()))
+        }
+
+        pub fn with_borrow_mut<F, R>(&'static self, f: F) -> R
+        where
+            F: FnOnce(&mut T) -> R,
+        {
+            self.with(|c| f(&mut c.borrow_mut()))
+        }
+    }
+
     /// `std::thread::yield_now`: a scheduling point, where the explorer
     /// may run another task; outside an execution, the real one. A task
     /// that spins until another acts should yield in its loop: random

@@ -340,3 +340,34 @@ fn try_lock_gives_would_block_while_another_task_holds_the_lock() {
     // Outside an execution: real threads, a real lock.
     contend();
 }
+
+nssim::thread_local! {
+    static RUNS_SEEN: std::cell::Cell<u32> = std::cell::Cell::new(0);
+}
+
+/// A thread-local starts afresh in every execution and in every task, so
+/// a model's verdict cannot depend on the executions before it; and
+/// `thread::current()` tells the tasks apart.
+#[test]
+fn thread_locals_are_per_task_and_per_execution() {
+    let model = || {
+        RUNS_SEEN.set(RUNS_SEEN.get() + 1);
+        assert_eq!(RUNS_SEEN.get(), 1, "a value carried over");
+        let main = thread::current().id();
+        let t = thread::spawn(move || {
+            assert_ne!(thread::current().id(), main);
+            RUNS_SEEN.get()
+        });
+        assert_eq!(t.join().unwrap(), 0, "another task's value");
+    };
+    let report = check_report(Config::default().strategy(Random).iterations(50), model);
+    assert!(!report.is_failure(), "{report}");
+    assert!(report.executions >= 50);
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        model,
+    );
+    assert!(!report.is_failure(), "{report}");
+}
