@@ -53,11 +53,11 @@ macro_rules! common {
                 self.v.load(order)
             }
             pub fn store(&self, v: $t, order: Ordering) {
-                write("atomic_store", self.obj);
+                write("atomic_set", self.obj);
                 self.v.store(v, order)
             }
             pub fn swap(&self, v: $t, order: Ordering) -> $t {
-                write("atomic_swap", self.obj);
+                write("atomic_xchg", self.obj);
                 self.v.swap(v, order)
             }
             pub fn compare_exchange(
@@ -112,13 +112,15 @@ macro_rules! common {
     };
 }
 
-/// The read-modify-write operations of an integer or a flag, by name.
+/// The read-modify-write operations of an integer or a flag, each with
+/// the label its scheduling point has in traces (the kernel's names, as
+/// the kernel primitives' atomics have them).
 macro_rules! rmw {
-    ($name:ident, $t:ty, $($op:ident),*) => {
+    ($name:ident, $t:ty, $($op:ident => $label:literal),*) => {
         impl $name {
             $(
                 pub fn $op(&self, v: $t, order: Ordering) -> $t {
-                    write(concat!("atomic_", stringify!($op)), self.obj);
+                    write($label, self.obj);
                     self.v.$op(v, order)
                 }
             )*
@@ -157,7 +159,17 @@ macro_rules! atomic_int {
         }
 
         common!($name, $t);
-        rmw!($name, $t, fetch_add, fetch_sub, fetch_and, fetch_nand, fetch_or, fetch_xor, fetch_max, fetch_min);
+        rmw!(
+            $name, $t,
+            fetch_add => "atomic_add",
+            fetch_sub => "atomic_sub",
+            fetch_and => "atomic_and",
+            fetch_nand => "atomic_nand",
+            fetch_or => "atomic_or",
+            fetch_xor => "atomic_xor",
+            fetch_max => "atomic_max",
+            fetch_min => "atomic_min"
+        );
     )*};
 }
 
@@ -203,7 +215,13 @@ impl From<bool> for AtomicBool {
 }
 
 common!(AtomicBool, bool);
-rmw!(AtomicBool, bool, fetch_and, fetch_nand, fetch_or, fetch_xor);
+rmw!(
+    AtomicBool, bool,
+    fetch_and => "atomic_and",
+    fetch_nand => "atomic_nand",
+    fetch_or => "atomic_or",
+    fetch_xor => "atomic_xor"
+);
 
 /// `std::sync::atomic::AtomicPtr`, explored.
 pub struct AtomicPtr<T> {
@@ -230,11 +248,11 @@ impl<T> AtomicPtr<T> {
         self.v.load(order)
     }
     pub fn store(&self, p: *mut T, order: Ordering) {
-        write("atomic_store", self.obj);
+        write("atomic_set", self.obj);
         self.v.store(p, order)
     }
     pub fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
-        write("atomic_swap", self.obj);
+        write("atomic_xchg", self.obj);
         self.v.swap(p, order)
     }
     pub fn compare_exchange(
