@@ -346,6 +346,7 @@ pub fn replay(
 }
 
 mod mirror;
+mod std_barrier;
 
 /// `std::thread_local!` for a model: each task has its own value, made on
 /// its first use in each execution (a value never carries over to the

@@ -375,6 +375,7 @@ pub mod thread {
 /// `std::sync`'s shapes: `Arc`, `Mutex`, `atomic`. Beside them, the
 /// kernel primitives keep their kernel-shaped API (see [`crate::kernel`]).
 pub mod sync {
+    pub use crate::std_barrier::{Barrier, BarrierWaitResult, Once};
     pub use ::sync::{
         flush_work, rcu_read_lock, schedule_work, synchronize_rcu, LList, Refcount, SpinLock, Work,
         Workqueue,

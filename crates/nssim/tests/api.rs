@@ -371,3 +371,41 @@ fn thread_locals_are_per_task_and_per_execution() {
     );
     assert!(!report.is_failure(), "{report}");
 }
+
+/// A barrier orders what comes before it in every task before what comes
+/// after it in any; a barrier waiting for a party that never comes is a
+/// deadlock the report names, not a hang.
+#[test]
+fn a_barrier_orders_tasks_and_a_missing_party_is_a_deadlock() {
+    use nssim::sync::Barrier;
+    let exhaustive = || {
+        Config::default().strategy(Dfs {
+            preemption_bound: 3,
+        })
+    };
+    let report = check_report(exhaustive(), || {
+        let (b, x) = (Arc::new(Barrier::new(2)), Arc::new(AtomicU64::new(0)));
+        let (b2, x2) = (Arc::clone(&b), Arc::clone(&x));
+        let t = thread::spawn(move || {
+            x2.store(1, Ordering::SeqCst);
+            b2.wait();
+        });
+        b.wait();
+        assert_eq!(x.load(Ordering::SeqCst), 1, "the store before the barrier");
+        t.join().unwrap();
+    });
+    assert!(!report.is_failure(), "{report}");
+    let report = check_report(exhaustive(), || {
+        let b = Arc::new(Barrier::new(3));
+        let b2 = Arc::clone(&b);
+        let t = thread::spawn(move || {
+            b2.wait();
+        });
+        b.wait();
+        t.join().unwrap();
+    });
+    assert!(
+        matches!(report.outcome, Outcome::Deadlock { .. }),
+        "{report}"
+    );
+}

@@ -1,0 +1,184 @@
+//! `std::sync::Barrier` and `std::sync::Once` under nssim: each wait is a
+//! scheduling point and a wait the deadlock detector sees, so that a task
+//! left waiting forever is reported rather than hanging the run. Outside
+//! an execution, std's own.
+
+use std::sync::Mutex as HostMutex;
+
+/// `std::sync::Barrier`: `n` tasks wait until all `n` have arrived.
+///
+/// ```
+/// use nssim::sync::{Arc, Barrier};
+/// use nssim::thread;
+///
+/// let report = nssim::check_dfs(|| {
+///     let b = Arc::new(Barrier::new(2));
+///     let b2 = Arc::clone(&b);
+///     let t = thread::spawn(move || b2.wait().is_leader());
+///     let me = b.wait().is_leader();
+///     assert!(me ^ t.join().unwrap(), "exactly one leader");
+/// }, 2);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
+pub struct Barrier {
+    n: usize,
+    /// Inside an execution: how many wait now, and how many times the
+    /// barrier has opened.
+    state: HostMutex<(usize, u64)>,
+    obj: sim::ObjId,
+    real: std::sync::Barrier,
+}
+
+/// What [`Barrier::wait`] returns: whether this task was the leader (the
+/// one whose arrival opened the barrier).
+#[derive(Debug)]
+pub struct BarrierWaitResult(bool);
+
+impl BarrierWaitResult {
+    pub fn is_leader(&self) -> bool {
+        self.0
+    }
+}
+
+impl Barrier {
+    #[track_caller]
+    pub fn new(n: usize) -> Barrier {
+        Barrier {
+            n,
+            state: HostMutex::new((0, 0)),
+            obj: sim::new_object(crate::mirror::site_name(std::panic::Location::caller())),
+            real: std::sync::Barrier::new(n),
+        }
+    }
+
+    /// Wait until `n` tasks (this one included) have called `wait`.
+    pub fn wait(&self) -> BarrierWaitResult {
+        if !sim::active() {
+            return BarrierWaitResult(self.real.wait().is_leader());
+        }
+        // The arrival is the operation of this scheduling point on the
+        // barrier, so that the search sees two arrivals conflict.
+        sim::point("barrier_wait", self.obj, &::sync::costs::MUTEX);
+        let state = || self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = {
+            let mut s = state();
+            s.0 += 1;
+            if s.0 >= self.n {
+                *s = (0, s.1 + 1);
+                None
+            } else {
+                Some(s.1)
+            }
+        };
+        match generation {
+            None => {
+                sim::wake_all(self.obj, 0);
+                BarrierWaitResult(true)
+            }
+            Some(generation) => {
+                while state().1 == generation {
+                    sim::block("barrier_wait", self.obj, false);
+                }
+                BarrierWaitResult(false)
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Barrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Barrier").finish_non_exhaustive()
+    }
+}
+
+/// Where a [`Once`] stands inside an execution.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnceState {
+    New,
+    Running,
+    Done,
+}
+
+/// `std::sync::Once`: the first `call_once` runs its function; the others
+/// wait until it has returned, then return at once.
+///
+/// ```
+/// use nssim::sync::{Arc, Once};
+/// use nssim::sync::atomic::{AtomicU32, Ordering};
+/// use nssim::thread;
+///
+/// let report = nssim::check_dfs(|| {
+///     let (once, runs) = (Arc::new(Once::new()), Arc::new(AtomicU32::new(0)));
+///     let (o, r) = (Arc::clone(&once), Arc::clone(&runs));
+///     let t = thread::spawn(move || o.call_once(|| { r.fetch_add(1, Ordering::SeqCst); }));
+///     once.call_once(|| { runs.fetch_add(1, Ordering::SeqCst); });
+///     assert!(once.is_completed());
+///     t.join().unwrap();
+///     assert_eq!(runs.load(Ordering::SeqCst), 1);
+/// }, 2);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
+pub struct Once {
+    state: HostMutex<OnceState>,
+    obj: sim::ObjId,
+    real: std::sync::Once,
+}
+
+impl Once {
+    #[track_caller]
+    pub fn new() -> Once {
+        Once {
+            state: HostMutex::new(OnceState::New),
+            obj: sim::new_object(crate::mirror::site_name(std::panic::Location::caller())),
+            real: std::sync::Once::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, OnceState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn call_once<F: FnOnce()>(&self, f: F) {
+        if !sim::active() {
+            return self.real.call_once(f);
+        }
+        sim::point("once", self.obj, &::sync::costs::MUTEX);
+        let first = {
+            let mut s = self.state();
+            let first = *s == OnceState::New;
+            if first {
+                *s = OnceState::Running;
+            }
+            first
+        };
+        if first {
+            f();
+            *self.state() = OnceState::Done;
+            sim::wake_all(self.obj, 0);
+        } else {
+            while *self.state() != OnceState::Done {
+                sim::block("once_wait", self.obj, false);
+            }
+        }
+    }
+
+    pub fn is_completed(&self) -> bool {
+        match sim::active() {
+            true => *self.state() == OnceState::Done,
+            false => self.real.is_completed(),
+        }
+    }
+}
+
+impl Default for Once {
+    #[track_caller]
+    fn default() -> Self {
+        Once::new()
+    }
+}
+
+impl std::fmt::Debug for Once {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Once").finish_non_exhaustive()
+    }
+}
