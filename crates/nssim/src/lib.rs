@@ -347,6 +347,7 @@ pub fn replay(
 
 mod mirror;
 mod std_barrier;
+mod std_rwlock;
 
 /// `std::thread_local!` for a model: each task has its own value, made on
 /// its first use in each execution (a value never carries over to the

@@ -376,6 +376,7 @@ pub mod thread {
 /// kernel primitives keep their kernel-shaped API (see [`crate::kernel`]).
 pub mod sync {
     pub use crate::std_barrier::{Barrier, BarrierWaitResult, Once};
+    pub use crate::std_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
     pub use ::sync::{
         flush_work, rcu_read_lock, schedule_work, synchronize_rcu, LList, Refcount, SpinLock, Work,
         Workqueue,

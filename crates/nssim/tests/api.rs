@@ -409,3 +409,61 @@ fn a_barrier_orders_tasks_and_a_missing_party_is_a_deadlock() {
         "{report}"
     );
 }
+
+/// An RwLock lets readers in together and a writer in alone: some
+/// schedule has two readers inside at once, none has a reader beside the
+/// writer; a task that asks to write while it reads waits for itself, a
+/// deadlock the report names.
+#[test]
+fn an_rwlock_shares_reading_and_excludes_writing() {
+    use nssim::sync::RwLock;
+    let together = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::sync::Arc::clone(&together);
+    let exhaustive = || {
+        Config::default().strategy(Dfs {
+            preemption_bound: 3,
+        })
+    };
+    let report = check_report(exhaustive(), move || {
+        let (l, inside) = (Arc::new(RwLock::new(0u32)), Arc::new(AtomicU64::new(0)));
+        let spawn_reader = |l: &Arc<RwLock<u32>>, inside: &Arc<AtomicU64>| {
+            let (l, inside) = (Arc::clone(l), Arc::clone(inside));
+            thread::spawn(move || {
+                let g = l.read().unwrap();
+                let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                thread::yield_now();
+                inside.fetch_sub(1, Ordering::SeqCst);
+                (n, *g)
+            })
+        };
+        let readers = [spawn_reader(&l, &inside), spawn_reader(&l, &inside)];
+        {
+            let mut w = l.write().unwrap();
+            assert_eq!(
+                inside.load(Ordering::SeqCst),
+                0,
+                "a reader beside the writer"
+            );
+            *w += 1;
+        }
+        for r in readers {
+            if r.join().unwrap().0 == 2 {
+                seen.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    assert!(!report.is_failure(), "{report}");
+    assert!(
+        together.load(std::sync::atomic::Ordering::Relaxed),
+        "readers never shared"
+    );
+    let report = check_report(exhaustive(), || {
+        let l = RwLock::new(0);
+        let _r = l.read().unwrap();
+        let _w = l.write().unwrap();
+    });
+    assert!(
+        matches!(report.outcome, Outcome::Deadlock { .. }),
+        "{report}"
+    );
+}

@@ -1,0 +1,247 @@
+//! `std::sync::RwLock` under nssim: many readers or one writer. Inside an
+//! execution the scheduler is the lock: taking it is a scheduling point
+//! and, while it cannot be had, a block the search and the deadlock
+//! detector see; releasing it is a scheduling point too. No host lock is
+//! held across a scheduling point: the value is reached through the
+//! guard the scheduler's permission stands for. Outside an execution, a
+//! real reader-writer lock.
+
+use parking_lot::{RwLock as RealLock, RwLockReadGuard as RealRead, RwLockWriteGuard as RealWrite};
+use std::ops::{Deref, DerefMut};
+use std::sync::{LockResult, Mutex as HostMutex, TryLockError, TryLockResult};
+
+/// Who holds the lock inside an execution.
+#[derive(Default)]
+struct Holders {
+    readers: usize,
+    writer: bool,
+}
+
+/// `std::sync::RwLock`, explored (never poisoned: a panic ends the
+/// execution).
+///
+/// ```
+/// use nssim::sync::{Arc, RwLock};
+/// use nssim::thread;
+///
+/// let report = nssim::check_dfs(|| {
+///     let l = Arc::new(RwLock::new(1));
+///     let l2 = Arc::clone(&l);
+///     let t = thread::spawn(move || *l2.write().unwrap() += 1);
+///     let seen = *l.read().unwrap();
+///     assert!(seen == 1 || seen == 2);
+///     t.join().unwrap();
+///     assert_eq!(*l.read().unwrap(), 2);
+/// }, 2);
+/// assert!(!report.is_failure(), "{report}");
+/// ```
+pub struct RwLock<T> {
+    real: RealLock<T>,
+    holders: HostMutex<Holders>,
+    obj: sim::ObjId,
+}
+
+/// Reading through an [`RwLock`].
+pub struct RwLockReadGuard<'a, T> {
+    lock: &'a RwLock<T>,
+    real: Option<RealRead<'a, T>>,
+}
+
+/// Writing through an [`RwLock`].
+pub struct RwLockWriteGuard<'a, T> {
+    lock: &'a RwLock<T>,
+    real: Option<RealWrite<'a, T>>,
+}
+
+impl<T> RwLock<T> {
+    #[track_caller]
+    pub fn new(value: T) -> RwLock<T> {
+        RwLock {
+            real: RealLock::new(value),
+            holders: HostMutex::new(Holders::default()),
+            obj: sim::new_object(crate::mirror::site_name(std::panic::Location::caller())),
+        }
+    }
+
+    fn holders(&self) -> std::sync::MutexGuard<'_, Holders> {
+        self.holders.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Take the scheduler's permission: `may` says whether the holders
+    /// allow it, `take` records it. A block while they do not, unless
+    /// `wait` is false.
+    fn acquire(
+        &self,
+        label: &'static str,
+        wait: bool,
+        may: impl Fn(&Holders) -> bool,
+        take: impl Fn(&mut Holders),
+    ) -> bool {
+        sim::point(label, self.obj, &::sync::costs::MUTEX);
+        loop {
+            {
+                let mut h = self.holders();
+                if may(&h) {
+                    take(&mut h);
+                    return true;
+                }
+            }
+            if !wait {
+                return false;
+            }
+            sim::block(label, self.obj, false);
+        }
+    }
+
+    /// Give the permission back: a scheduling point, then the waiters
+    /// look again.
+    fn release(&self, give: impl Fn(&mut Holders)) {
+        sim::point("rwlock_unlock", self.obj, &::sync::costs::MUTEX);
+        give(&mut self.holders());
+        sim::wake_all(self.obj, 0);
+    }
+
+    fn read_guard(&self) -> RwLockReadGuard<'_, T> {
+        RwLockReadGuard {
+            lock: self,
+            real: None,
+        }
+    }
+
+    fn write_guard(&self) -> RwLockWriteGuard<'_, T> {
+        RwLockWriteGuard {
+            lock: self,
+            real: None,
+        }
+    }
+
+    pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
+        if !sim::active() {
+            return Ok(RwLockReadGuard {
+                lock: self,
+                real: Some(self.real.read()),
+            });
+        }
+        self.acquire("rwlock_read", true, |h| !h.writer, |h| h.readers += 1);
+        Ok(self.read_guard())
+    }
+
+    pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
+        if !sim::active() {
+            return Ok(RwLockWriteGuard {
+                lock: self,
+                real: Some(self.real.write()),
+            });
+        }
+        let free = |h: &Holders| !h.writer && h.readers == 0;
+        self.acquire("rwlock_write", true, free, |h| h.writer = true);
+        Ok(self.write_guard())
+    }
+
+    pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
+        if !sim::active() {
+            let real = self.real.try_read().ok_or(TryLockError::WouldBlock)?;
+            return Ok(RwLockReadGuard {
+                lock: self,
+                real: Some(real),
+            });
+        }
+        match self.acquire("rwlock_read", false, |h| !h.writer, |h| h.readers += 1) {
+            true => Ok(self.read_guard()),
+            false => Err(TryLockError::WouldBlock),
+        }
+    }
+
+    pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
+        if !sim::active() {
+            let real = self.real.try_write().ok_or(TryLockError::WouldBlock)?;
+            return Ok(RwLockWriteGuard {
+                lock: self,
+                real: Some(real),
+            });
+        }
+        let free = |h: &Holders| !h.writer && h.readers == 0;
+        match self.acquire("rwlock_write", false, free, |h| h.writer = true) {
+            true => Ok(self.write_guard()),
+            false => Err(TryLockError::WouldBlock),
+        }
+    }
+
+    pub fn get_mut(&mut self) -> LockResult<&mut T> {
+        Ok(self.real.get_mut())
+    }
+
+    pub fn into_inner(self) -> LockResult<T> {
+        Ok(self.real.into_inner())
+    }
+
+    /// Never poisoned: a panic ends the execution.
+    pub fn is_poisoned(&self) -> bool {
+        false
+    }
+}
+
+impl<T: Default> Default for RwLock<T> {
+    #[track_caller]
+    fn default() -> Self {
+        RwLock::new(T::default())
+    }
+}
+
+impl<T> std::fmt::Debug for RwLock<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RwLock").finish_non_exhaustive()
+    }
+}
+
+impl<T> Deref for RwLockReadGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match &self.real {
+            Some(g) => g,
+            // SAFETY: every task of an execution runs on one OS thread and
+            // the scheduler gives a reader's permission only while no task
+            // may write, so only shared references to the value exist.
+            None => unsafe { &*self.lock.real.data_ptr() },
+        }
+    }
+}
+
+impl<T> Deref for RwLockWriteGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match &self.real {
+            Some(g) => g,
+            // SAFETY: as in `deref_mut`.
+            None => unsafe { &*self.lock.real.data_ptr() },
+        }
+    }
+}
+
+impl<T> DerefMut for RwLockWriteGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        match &mut self.real {
+            Some(g) => g,
+            // SAFETY: every task of an execution runs on one OS thread and
+            // the scheduler gives a writer's permission to one task while
+            // no other reads or writes: this guard is the only way in.
+            None => unsafe { &mut *self.lock.real.data_ptr() },
+        }
+    }
+}
+
+impl<T> Drop for RwLockReadGuard<'_, T> {
+    fn drop(&mut self) {
+        if self.real.take().is_none() {
+            self.lock.release(|h| h.readers -= 1);
+        }
+    }
+}
+
+impl<T> Drop for RwLockWriteGuard<'_, T> {
+    fn drop(&mut self) {
+        if self.real.take().is_none() {
+            self.lock.release(|h| h.writer = false);
+        }
+    }
+}
