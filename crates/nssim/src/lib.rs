@@ -347,6 +347,7 @@ pub fn replay(
 
 mod mirror;
 mod std_barrier;
+mod std_mpsc;
 mod std_rwlock;
 
 /// `std::thread_local!` for a model: each task has its own value, made on

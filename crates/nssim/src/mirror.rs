@@ -483,4 +483,9 @@ pub mod sync {
     pub mod atomic {
         pub use crate::std_atomic::*;
     }
+
+    /// `std::sync::mpsc`, explored.
+    pub mod mpsc {
+        pub use crate::std_mpsc::*;
+    }
 }

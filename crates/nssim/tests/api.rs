@@ -467,3 +467,45 @@ fn an_rwlock_shares_reading_and_excludes_writing() {
         "{report}"
     );
 }
+
+/// A bounded channel makes a sender wait for room (the values still come
+/// in order in every schedule); a receive with a sender left and nothing
+/// sent is a deadlock the report names; a send after the receiver went
+/// gives the value back.
+#[test]
+fn channels_wait_for_room_and_for_values_where_the_search_sees_it() {
+    use nssim::sync::mpsc::{channel, sync_channel, TrySendError};
+    let exhaustive = || {
+        Config::default().strategy(Dfs {
+            preemption_bound: 3,
+        })
+    };
+    let report = check_report(exhaustive(), || {
+        let (tx, rx) = sync_channel(1);
+        let t = thread::spawn(move || {
+            for i in 0..3 {
+                tx.send(i).unwrap();
+            }
+        });
+        let got: Vec<i32> = rx.iter().collect();
+        assert_eq!(got, [0, 1, 2]);
+        t.join().unwrap();
+    });
+    assert!(!report.is_failure(), "{report}");
+    let report = check_report(exhaustive(), || {
+        let (tx, rx) = sync_channel::<u8>(1);
+        tx.try_send(1).unwrap();
+        assert!(matches!(tx.try_send(2), Err(TrySendError::Full(2))));
+        drop(rx);
+        assert_eq!(tx.send(3).unwrap_err().0, 3);
+    });
+    assert!(!report.is_failure(), "{report}");
+    let report = check_report(exhaustive(), || {
+        let (_tx, rx) = channel::<u8>();
+        let _ = rx.recv();
+    });
+    assert!(
+        matches!(report.outcome, Outcome::Deadlock { .. }),
+        "{report}"
+    );
+}
