@@ -69,6 +69,12 @@ pub fn id_list(text: &str) -> Option<Vec<u32>> {
 /// The access modes of `open(2)`, with their flag values (`O_ACCMODE`).
 pub const OPEN_ACCESS: &[(&str, u64)] = &[("O_RDONLY", 0), ("O_WRONLY", 1), ("O_RDWR", 2)];
 
+/// Whether op `name` takes the `UNSHARE_ONLY` clone flags
+/// (`crate::clone_flags`): `unshare` alone.
+pub fn takes_unshare_only(name: &str) -> bool {
+    name == Op::Unshare { flags: 0 }.name()
+}
+
 /// `O_WRONLY`: the name of an access mode's value.
 pub fn access_name(access: u64) -> &'static str {
     OPEN_ACCESS

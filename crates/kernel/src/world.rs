@@ -64,10 +64,16 @@ impl SyscallStats {
     pub const FIRST_RESULTS_KEPT: usize = 64;
 
     /// One call more, which returned `result` (`ok` or an errno name) and
-    /// reported `values`.
-    pub fn record(&mut self, result: &str, values: impl IntoIterator<Item = u64>) {
+    /// reported `values` and `texts` (words).
+    pub fn record(
+        &mut self,
+        result: &str,
+        values: impl IntoIterator<Item = u64>,
+        texts: impl IntoIterator<Item = String>,
+    ) {
         *self.results.entry(result.to_string()).or_default() += 1;
         self.values.extend(values);
+        self.texts.extend(texts);
         if result != "ok" && self.first_failure.is_none() {
             self.first_failure = Some(self.calls);
         }
@@ -713,8 +719,7 @@ impl World {
                 std::mem::take(&mut own.reported_texts),
             )
         };
-        stats.record(key, values);
-        stats.texts.extend(texts);
+        stats.record(key, values, texts);
         drop(results);
         // The op has returned to the task: a false ENOSPC it got may now
         // be reported, with the result above.

@@ -317,8 +317,11 @@ pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
         } else {
             0
         };
-        stats.record(result, values.iter().map(|v| v.saturating_sub(base)));
-        stats.texts.extend(texts.iter().cloned());
+        stats.record(
+            result,
+            values.iter().map(|v| v.saturating_sub(base)),
+            texts.iter().cloned(),
+        );
     }
     kernel::number_namespaces(&mut results);
     results

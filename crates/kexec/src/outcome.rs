@@ -201,7 +201,7 @@ mod tests {
                 .entry(label.clone())
                 .or_default();
             for c in calls.iter() {
-                s.record(c, []);
+                s.record(c, [], []);
             }
         }
         r

@@ -22,6 +22,20 @@ pub(crate) fn site_name(site: &'static Location<'static>) -> &'static str {
         .or_insert_with(|| Box::leak(format!("{}:{}", site.file(), site.line()).into_boxed_str()))
 }
 
+/// The name of the objects made where the caller's caller is (through
+/// `#[track_caller]` constructors).
+#[track_caller]
+pub(crate) fn caller_site() -> &'static str {
+    site_name(Location::caller())
+}
+
+/// A host lock of the mirror's own bookkeeping, held only between two
+/// scheduling points (never poisoned in practice: a panic ends the
+/// execution).
+pub(crate) fn unpoisoned<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Tasks of the model, as `std::thread` has them.
 pub mod thread {
     use std::sync::atomic::{AtomicBool, Ordering};

@@ -78,8 +78,7 @@ macro_rules! common {
                 success: Ordering,
                 failure: Ordering,
             ) -> Result<$t, $t> {
-                write("atomic_cmpxchg", self.obj);
-                self.v.compare_exchange(current, new, success, failure)
+                self.compare_exchange(current, new, success, failure)
             }
             /// `f` applied until it gives up or its value is stored: one
             /// scheduling point, as no other task runs in between.
@@ -140,7 +139,7 @@ macro_rules! atomic_int {
             /// Named by where it is made.
             #[track_caller]
             pub fn new(v: $t) -> Self {
-                Self::named(crate::mirror::site_name(std::panic::Location::caller()), v)
+                Self::named(crate::mirror::caller_site(), v)
             }
         }
 
@@ -196,7 +195,7 @@ impl AtomicBool {
     /// Named by where it is made.
     #[track_caller]
     pub fn new(v: bool) -> Self {
-        Self::named(crate::mirror::site_name(std::panic::Location::caller()), v)
+        Self::named(crate::mirror::caller_site(), v)
     }
 }
 
@@ -233,7 +232,7 @@ impl<T> AtomicPtr<T> {
     /// Named by where it is made.
     #[track_caller]
     pub fn new(p: *mut T) -> Self {
-        Self::named(crate::mirror::site_name(std::panic::Location::caller()), p)
+        Self::named(crate::mirror::caller_site(), p)
     }
 
     /// An atomic with a name of its own in traces.

@@ -46,7 +46,7 @@ impl Barrier {
         Barrier {
             n,
             state: HostMutex::new((0, 0)),
-            obj: sim::new_object(crate::mirror::site_name(std::panic::Location::caller())),
+            obj: sim::new_object(crate::mirror::caller_site()),
             real: std::sync::Barrier::new(n),
         }
     }
@@ -59,7 +59,7 @@ impl Barrier {
         // The arrival is the operation of this scheduling point on the
         // barrier, so that the search sees two arrivals conflict.
         sim::point("barrier_wait", self.obj, &::sync::costs::MUTEX);
-        let state = || self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = || crate::mirror::unpoisoned(&self.state);
         let generation = {
             let mut s = state();
             s.0 += 1;
@@ -129,13 +129,13 @@ impl Once {
     pub fn new() -> Once {
         Once {
             state: HostMutex::new(OnceState::New),
-            obj: sim::new_object(crate::mirror::site_name(std::panic::Location::caller())),
+            obj: sim::new_object(crate::mirror::caller_site()),
             real: std::sync::Once::new(),
         }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, OnceState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::mirror::unpoisoned(&self.state)
     }
 
     pub fn call_once<F: FnOnce()>(&self, f: F) {

@@ -25,7 +25,7 @@ struct Shared<T> {
 
 impl<T> Shared<T> {
     fn queue(&self) -> std::sync::MutexGuard<'_, Queue<T>> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        crate::mirror::unpoisoned(&self.queue)
     }
 
     fn point(&self, label: &'static str) {
@@ -108,7 +108,7 @@ fn simulated<T>(bound: Option<usize>) -> Arc<Shared<T>> {
             senders: 1,
             receiver: true,
         }),
-        obj: sim::new_object(crate::mirror::site_name(std::panic::Location::caller())),
+        obj: sim::new_object(crate::mirror::caller_site()),
     })
 }
 

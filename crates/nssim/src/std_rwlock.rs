@@ -59,12 +59,12 @@ impl<T> RwLock<T> {
         RwLock {
             real: RealLock::new(value),
             holders: HostMutex::new(Holders::default()),
-            obj: sim::new_object(crate::mirror::site_name(std::panic::Location::caller())),
+            obj: sim::new_object(crate::mirror::caller_site()),
         }
     }
 
     fn holders(&self) -> std::sync::MutexGuard<'_, Holders> {
-        self.holders.lock().unwrap_or_else(|e| e.into_inner())
+        crate::mirror::unpoisoned(&self.holders)
     }
 
     /// Take the scheduler's permission: `may` says whether the holders

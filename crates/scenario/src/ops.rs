@@ -339,7 +339,8 @@ fn check_arg(
     match kind {
         ArgKind::CloneFlags => {
             let flags = clone_flags(bare, range.start)?;
-            if op.name != "unshare" && flags & kernel::clone_flags::UNSHARE_ONLY != 0 {
+            let unshare_only = flags & kernel::clone_flags::UNSHARE_ONLY != 0;
+            if unshare_only && !kernel::ops::takes_unshare_only(op.name) {
                 return Err(OpError::new(
                     range,
                     format!("{} takes no CLONE_FS or CLONE_FILES", op.name),
