@@ -191,6 +191,12 @@ fn the_credential_and_namespace_calls_print_what_the_model_reports() {
         ("events_between_tasks", "ltp.userns03"),
         ("unshare_of_the_file_table", "ltp.unshare01"),
         ("waiting_receives", "../uevent/listener.waits_for_injected"),
+        ("a_child_mapped_by_its_parent", "child.mapped_by_parent"),
+        (
+            "children_inheriting_kept_files",
+            "child.inherits_kept_files",
+        ),
+        ("a_grandchild", "child.nested"),
     ] {
         check_on_kernel(
             test,

@@ -94,7 +94,7 @@ impl World {
                     .lock()
                     .opened_map
                     .as_ref()
-                    .map(|(ns, _)| Arc::clone(ns))?;
+                    .map(|f| Arc::clone(&f.ns))?;
                 Some(userns_file_state(UsernsFile::UidMap, &ns))
             }
             Op::SetnsUser { .. }

@@ -9,18 +9,25 @@ use crate::costs::COPY_PROCESS;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
 use crate::process::ForkError;
+use crate::setup::child_name;
 use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
-use crate::task::{Own, Task};
+use crate::task::{Acting, Own, Task};
 use sim::ObjId;
 use std::sync::Arc;
 
 impl World {
-    pub(super) fn fork(&self, task: &Task, flags: u64) -> Result<(), Errno> {
+    /// `fork`/`clone(flags)`; with `acting`, the child runs the ops of its
+    /// `[[task.child]]` block as a task of its own.
+    pub(super) fn fork(&self, task: &Task, flags: u64, acting: Option<&str>) -> Result<(), Errno> {
         sim::point("fork", ObjId::NONE, &SYSCALL);
-        match task.with_own(|own| self.copy_process(task, own, flags)) {
+        let name = acting.map(|child| child_name(&task.name, child));
+        match task.with_own(|own| self.copy_process(task, own, flags, name.as_deref())) {
             Ok(child) => {
                 sim::note("fork", ObjId::NONE, child.pid as i64);
-                task.own.lock().children.push(child);
+                task.own.lock().children.push(Arc::clone(&child));
+                if child.acting.is_some() {
+                    self.start_acting_child(child);
+                }
                 Ok(())
             }
             Err(ForkError::Nproc) => {
@@ -34,12 +41,42 @@ impl World {
         }
     }
 
+    /// The child runs its block's ops as a task of its own, then exits by
+    /// itself; its parent reaps it ([`World::reap`]). Other tasks find it
+    /// by its name from now on.
+    fn start_acting_child(&self, child: Arc<Task>) {
+        let ops = self
+            .setup_children
+            .iter()
+            .find(|c| c.name == child.name)
+            .map(|c| c.ops.clone())
+            .unwrap_or_default();
+        self.acting_children
+            .lock()
+            .insert(child.name.clone(), Arc::clone(&child));
+        let world = self.me.upgrade().expect("the world outlives its tasks");
+        sim::spawn(child.name.clone(), false, move || {
+            for op in &ops {
+                world.do_op(&child, op);
+            }
+            world.exit_task(&child);
+            let acting = child.acting.as_ref().expect("a child that acts");
+            acting.set_exited();
+            sim::wake_all(acting.obj, 0);
+        });
+    }
+
     /// `copy_process`: credentials, the RLIMIT_NPROC check, namespaces.
+    /// A child named `acting` runs ops of its own ([`Task::acting`]) and
+    /// has its parent's kept namespace files and opened uid_map (`dup_fd`);
+    /// another keeps none of them (the kernel executor's `in_child_of`
+    /// closes them).
     pub(super) fn copy_process(
         &self,
         parent: &Task,
         own: &mut Own,
         flags: u64,
+        acting: Option<&str>,
     ) -> Result<Arc<Task>, ForkError> {
         sim::point("copy_process", ObjId::NONE, &COPY_PROCESS);
         let procs = &self.procs;
@@ -56,9 +93,9 @@ impl World {
         // `dup_mm`: the child's image is a copy of the parent's.
         let mm = parent.mm().expect("a process forks before it exits");
         mm.user_ns.get();
-        let child = Task::new(
+        let mut child = Task::new(
             pid,
-            format!("{}/{pid}", parent.name),
+            acting.map_or_else(|| format!("{}/{pid}", parent.name), str::to_string),
             cred.clone(),
             parent.nsproxy(),
             mm,
@@ -73,6 +110,15 @@ impl World {
                 procs.fork_undone(cred, pid);
                 return Err(ForkError::Other(e));
             }
+        }
+        if acting.is_some() {
+            child.acting = Some(Acting::new());
+            for ns in own.ns_files.values() {
+                self.userns.get_user_ns(ns);
+            }
+            let mut inherited = child.own.lock();
+            inherited.ns_files = own.ns_files.clone();
+            inherited.opened_map = own.opened_map.clone();
         }
         procs.fork_committed(&parent_cred, own, &cred, pid);
         Ok(Arc::new(child))
@@ -96,7 +142,21 @@ impl World {
         let Some(child) = task.own.lock().children.pop() else {
             return Err(Errno::ECHILD);
         };
-        self.do_exit(&child);
+        self.reap(&child);
         Ok(())
+    }
+
+    /// A child is reaped: one that acts is waited for until it has exited
+    /// by itself, then released (`wait4`); any other exits here first.
+    pub(super) fn reap(&self, child: &Task) {
+        match &child.acting {
+            Some(acting) => {
+                while !acting.has_exited() {
+                    sim::block("wait4", acting.obj, false);
+                }
+                self.release_task(child);
+            }
+            None => self.do_exit(child),
+        }
     }
 }

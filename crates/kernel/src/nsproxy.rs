@@ -167,14 +167,20 @@ impl World {
         }
     }
 
-    /// `do_exit` of `task`: its live children exit first (a simplification:
-    /// the kernel reparents them), then its files (the uevent socket) and
-    /// namespaces go, and `release_task` uncounts it and puts its
-    /// credentials.
+    /// `do_exit` of `task` and its parent's `release_task` at once.
     pub(super) fn do_exit(&self, task: &Task) {
+        self.exit_task(task);
+        self.release_task(task);
+    }
+
+    /// `do_exit` of `task`: its live children are reaped first (a
+    /// simplification: the kernel reparents them, and the kernel executor
+    /// waits for them as here), then its image, files (the uevent socket)
+    /// and namespaces go. It stays counted until it is released.
+    pub(super) fn exit_task(&self, task: &Task) {
         let children = std::mem::take(&mut task.own.lock().children);
         for child in children {
-            self.do_exit(&child);
+            self.reap(&child);
         }
         // `exit_mm`: the image goes, and its reference on the namespace it
         // was exec'd in; until it is reaped, the process's `/proc` files
@@ -184,6 +190,11 @@ impl World {
         }
         self.close_all_kept(task);
         self.exit_task_namespaces(task);
+    }
+
+    /// `release_task`: the exited task is uncounted, its credentials put
+    /// and its pid no longer finds it.
+    pub(super) fn release_task(&self, task: &Task) {
         self.procs.release(task);
         task.set_released();
     }
@@ -215,7 +226,7 @@ impl World {
         sim::point("clone", ObjId::NONE, &SYSCALL);
         // A child like any other: counted against RLIMIT_NPROC (EAGAIN at
         // the limit), so that a new user namespace moves a count it has.
-        let forked = task.with_own(|own| self.copy_process(task, own, 0));
+        let forked = task.with_own(|own| self.copy_process(task, own, 0, None));
         let child = forked.map_err(|e| match e {
             ForkError::Nproc => Errno::EAGAIN,
             ForkError::Other(e) => e,

@@ -39,6 +39,8 @@ pub enum ArgKind {
     IdList,
     /// A namespace type as `/proc/PID/ns` names it: `user`, `ipc`, `net`.
     NsType,
+    /// The name of a `[[task.child]]` block of the task that forks it.
+    Child,
 }
 
 /// The namespace types an [`ArgKind::NsType`] argument names.
@@ -412,9 +414,18 @@ declare_ops! {
     Clone = "clone" { flags: u64 = CloneFlags [label] }
         "clone(2) of a child process; CLONE_NEW* flags put it in new namespaces"
         kernel: ["copy_process (kernel/fork.c)"];
+    /// `fork()` of a child that runs the ops of a `[[task.child]]` block.
+    ForkChild = "fork_child" { child: String = Child [label] }
+        "fork(2) of a child that runs the ops of the task's [[task.child]] block of that name, as a task of its own named `task/child`, with the task's credentials, namespaces, kept ns files and opened uid_map; EAGAIN at RLIMIT_NPROC (and the child never runs)"
+        kernel: ["copy_process (kernel/fork.c)"];
+    /// `clone(flags)` of a child that runs the ops of a `[[task.child]]`
+    /// block.
+    CloneChild = "clone_child" { flags: u64 = CloneFlags [label], child: String = Child [label] }
+        "clone(2) of a child that runs the ops of the task's [[task.child]] block of that name, as fork_child does; CLONE_NEW* flags put it in new namespaces"
+        kernel: ["copy_process (kernel/fork.c)"];
     /// The task's newest live child exits and the task reaps it.
     Exit = "exit" {}
-        "the task's newest live child exits and is reaped (ECHILD if none)"
+        "the task's newest live child exits and is reaped (ECHILD if none); a child that acts is waited for until it has run its ops"
         kernel: ["do_exit, release_task (kernel/exit.c)"];
     /// `setuid(uid)`, `uid` as seen in the task's user namespace.
     Setuid = "setuid" { uid: u32 = Int [label] }
@@ -550,7 +561,10 @@ impl Op {
     /// namespace (`unshare(CLONE_NEWIPC)`: `ksys_unshare`, `create_ipc_ns`).
     pub fn kernel_functions(&self) -> Vec<&'static str> {
         let flags = match self {
-            Op::Unshare { flags } | Op::Clone { flags } | Op::UnshareAndExit { flags } => *flags,
+            Op::Unshare { flags }
+            | Op::Clone { flags }
+            | Op::CloneChild { flags, .. }
+            | Op::UnshareAndExit { flags } => *flags,
             _ => 0,
         };
         let mut out = self.info().kernel.to_vec();

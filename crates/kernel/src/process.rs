@@ -1067,6 +1067,8 @@ pub fn models_processes(setup: &Setup) -> bool {
             Op::Fork {}
                 | Op::UnshareAndExit { .. }
                 | Op::Clone { .. }
+                | Op::ForkChild { .. }
+                | Op::CloneChild { .. }
                 | Op::Exit {}
                 | Op::Setuid { .. }
                 | Op::Setresuid { .. }
@@ -1079,8 +1081,7 @@ pub fn models_processes(setup: &Setup) -> bool {
                 | Op::Setrlimit { .. }
         ) || matches!(op, Op::SysctlWrite { .. })
     };
-    setup.processes != ProcessSetup::default()
-        || setup.tasks.iter().any(|t| t.ops.iter().any(process_op))
+    setup.processes != ProcessSetup::default() || setup.every_op().any(process_op)
 }
 
 fn key(u: &Ucounts) -> (u32, u32) {

@@ -134,7 +134,7 @@ impl World {
         name: &str,
         file: ProcFile,
     ) -> Result<Arc<Task>, Errno> {
-        let target = Arc::clone(self.task_named(name).ok_or(Errno::ENOENT)?);
+        let target = self.task_named(name).ok_or(Errno::ENOENT)?;
         if std::ptr::eq(Arc::as_ptr(&target), opener) {
             return Ok(target);
         }

@@ -42,12 +42,7 @@ impl ActivePatches {
         &self,
         setup: &crate::setup::Setup,
     ) -> (Vec<&'static str>, Vec<&'static str>) {
-        let areas: Vec<catalog::Area> = setup
-            .tasks
-            .iter()
-            .flat_map(|t| t.ops.iter())
-            .flat_map(|op| op.areas())
-            .collect();
+        let areas: Vec<catalog::Area> = setup.every_op().flat_map(|op| op.areas()).collect();
         self.names().into_iter().partition(|name| {
             Patch::from_name(name).is_some_and(|p| areas.contains(&p.info().area))
         })

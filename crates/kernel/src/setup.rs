@@ -23,11 +23,50 @@ pub struct Setup {
     pub processes: ProcessSetup,
     /// Regular files that exist before any task runs, for `open`.
     pub files: Vec<FileSpec>,
+    /// The children that act (`[[task.child]]`): each runs its ops once a
+    /// `fork_child` or `clone_child` of its parent made it.
+    pub children: Vec<ChildSpec>,
 }
 
-/// As derived, but without `files` when there are none: a scenario's
-/// content hash digests this text, and the tokens of scenarios made before
-/// files existed stay valid.
+impl Setup {
+    /// Every task's and child's name and ops, tasks first.
+    pub fn ops_by_name(&self) -> impl Iterator<Item = (&str, &[Op])> {
+        let tasks = self.tasks.iter().map(|t| (t.name.as_str(), &t.ops[..]));
+        tasks.chain(self.children.iter().map(|c| (c.name.as_str(), &c.ops[..])))
+    }
+
+    /// Every op of every task and child, tasks first.
+    pub fn every_op(&self) -> impl Iterator<Item = &Op> {
+        self.ops_by_name().flat_map(|(_, ops)| ops)
+    }
+
+    /// The child that acts under its full name (`parent/child`).
+    pub fn child(&self, name: &str) -> Option<&ChildSpec> {
+        self.children.iter().find(|c| c.name == name)
+    }
+}
+
+/// A child that acts: a `[[task.child]]` block, run by the child process
+/// that its parent's `fork_child(NAME)` or `clone_child(FLAGS, NAME)`
+/// makes. It is a task of its own in traces and results, named after its
+/// parent ([`child_name`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildSpec {
+    /// `parent/child`.
+    pub name: String,
+    /// The full name of the task (or child) that forks it.
+    pub parent: String,
+    pub ops: Vec<Op>,
+}
+
+/// The full name of child block `child` of task `parent`: `parent/child`.
+pub fn child_name(parent: &str, child: &str) -> String {
+    format!("{parent}/{child}")
+}
+
+/// As derived, but without `files` or `children` when there are none: a
+/// scenario's content hash digests this text, and the tokens of scenarios
+/// made before they existed stay valid.
 impl std::fmt::Debug for Setup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut s = f.debug_struct("Setup");
@@ -37,6 +76,9 @@ impl std::fmt::Debug for Setup {
             .field("processes", &self.processes);
         if !self.files.is_empty() {
             s.field("files", &self.files);
+        }
+        if !self.children.is_empty() {
+            s.field("children", &self.children);
         }
         s.finish()
     }
@@ -125,9 +167,7 @@ pub use crate::ops::Op;
 /// pipe.
 pub fn event_names(setup: &Setup) -> Vec<String> {
     let mut names: Vec<String> = setup
-        .tasks
-        .iter()
-        .flat_map(|t| &t.ops)
+        .every_op()
         .filter_map(|op| match op {
             Op::Post { event } | Op::Wait { event } => Some(event.clone()),
             _ => None,

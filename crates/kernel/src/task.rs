@@ -38,9 +38,8 @@ pub struct Own {
     pub children: Vec<Arc<Task>>,
     /// Its NETLINK_KOBJECT_UEVENT socket, if it opened one.
     pub uevent_sock: Option<Arc<Listener>>,
-    /// The uid_map file `open_uid_map_of` keeps: the namespace it belongs
-    /// to and the opener's credentials (`file->f_cred`).
-    pub opened_map: Option<(Arc<userns::UserNamespace>, userns::Cred)>,
+    /// The uid_map file `open_uid_map_of` keeps.
+    pub opened_map: Option<OpenedMap>,
     /// The `/proc/PID/ns/user` files `open_ns_user` keeps, by the names
     /// the scenario gives them: each holds a reference on its namespace.
     pub ns_files: BTreeMap<String, Arc<userns::UserNamespace>>,
@@ -48,6 +47,16 @@ pub struct Own {
     pub reported: Vec<u64>,
     /// The words it reports (the ACTION of a received uevent).
     pub reported_texts: Vec<String>,
+}
+
+/// A `/proc/PID/uid_map` file kept open: the namespace it belongs to, its
+/// opener's credentials (`file->f_cred`) and its offset, which a child
+/// that inherits it shares (one open file description, `dup_fd`).
+#[derive(Clone)]
+pub struct OpenedMap {
+    pub ns: Arc<userns::UserNamespace>,
+    pub opener: Cred,
+    pub pos: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The part of `task->mm` that the permission checks on a task's `/proc`
@@ -91,6 +100,41 @@ pub struct Task {
     /// `task->nsproxy` is NULL: the exiting process let go of its
     /// namespaces, and a `/proc/PID/ns` open finds none (ENOENT).
     namespaces_gone: AtomicBool,
+    /// Set for a child that acts (`fork_child`): it runs ops of its own
+    /// and exits by itself, and its parent waits for that before it reaps
+    /// it.
+    pub acting: Option<Acting>,
+}
+
+/// The exit of a child that acts, as its parent's `wait4` waits for it.
+pub struct Acting {
+    /// What the waiting parent blocks on.
+    pub obj: sim::ObjId,
+    /// The child has run its ops and `do_exit` (a zombie until reaped).
+    exited: AtomicBool,
+}
+
+impl Acting {
+    pub fn new() -> Acting {
+        Acting {
+            obj: sim::new_object("child"),
+            exited: AtomicBool::new(false),
+        }
+    }
+
+    pub fn has_exited(&self) -> bool {
+        self.exited.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_exited(&self) {
+        self.exited.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Default for Acting {
+    fn default() -> Acting {
+        Acting::new()
+    }
 }
 
 impl Task {
@@ -112,6 +156,7 @@ impl Task {
             mm: Mutex::new("task->mm", Some(mm)),
             released: AtomicBool::new(false),
             namespaces_gone: AtomicBool::new(false),
+            acting: None,
             alloc_lock: sync::SpinLock::new("task_lock", ()),
             own: Mutex::new(
                 "task's own state",

@@ -9,8 +9,9 @@ use super::procfs::ProcFile;
 use super::World;
 use crate::errno::{from_userns, Errno};
 use crate::setup::UsernsFile;
-use crate::task::Task;
+use crate::task::{OpenedMap, Task};
 use sim::ObjId;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use userns::{caps, ns_capable, MapKind};
 
@@ -191,23 +192,42 @@ impl World {
     }
 
     /// `open("/proc/PID/uid_map", O_WRONLY)` kept open: the file records
-    /// the namespace and its opener's credentials.
+    /// the namespace and its opener's credentials, at offset 0.
     pub(super) fn open_uid_map(&self, task: &Task, target: &str) -> Result<(), Errno> {
         sim::point("open", ObjId::NONE, &crate::costs::SYSCALL);
         let ns = self
             .open_proc_file(task, target, ProcFile::IdFile)?
             .user_ns();
-        task.own.lock().opened_map = Some((ns, task.cred()));
+        task.own.lock().opened_map = Some(OpenedMap {
+            ns,
+            opener: task.cred(),
+            pos: Arc::default(),
+        });
         Ok(())
     }
 
     /// One write(2) through the kept uid_map file: `map_write` with the
-    /// opener's credentials from the file and the writer's from the task
-    /// now; EBADF when nothing was opened.
+    /// opener's credentials from the file, the writer's from the task now
+    /// and the file's offset, which a write that succeeds moves past what
+    /// it wrote (EINVAL for any write after it); EBADF when nothing was
+    /// opened.
     pub(super) fn write_opened_map(&self, task: &Task, text: &str) -> Result<(), Errno> {
         sim::point("write", ObjId::NONE, &crate::costs::SYSCALL);
-        let (ns, opener) = task.own.lock().opened_map.clone().ok_or(Errno::EBADF)?;
-        self.map_write_as(&ns, MapKind::Uid, &opener, &task.cred(), text)
+        let file = task.own.lock().opened_map.clone().ok_or(Errno::EBADF)?;
+        let pos = file.pos.load(Ordering::Relaxed);
+        let result = userns::map_write(
+            &self.userns,
+            &file.ns,
+            MapKind::Uid,
+            &file.opener,
+            &task.cred(),
+            text.as_bytes(),
+            pos,
+        );
+        if let Ok(written) = &result.result {
+            file.pos.store(pos + *written as u64, Ordering::Relaxed);
+        }
+        noted(UsernsFile::UidMap, &file.ns, result.result.map(|_| ()))
     }
 }
 

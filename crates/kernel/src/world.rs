@@ -150,6 +150,12 @@ struct World {
     tasks: Vec<Arc<Task>>,
     /// Task instances by name, for the ops that name another task.
     task_index: BTreeMap<String, TaskIdx>,
+    /// The set-up's children that act (`[[task.child]]`).
+    setup_children: Vec<crate::setup::ChildSpec>,
+    /// Those forked so far, by name, for the ops that name them.
+    acting_children: HostMutex<BTreeMap<String, Arc<Task>>>,
+    /// The world itself, for the tasks of children it starts.
+    me: std::sync::Weak<World>,
     /// The namespaces a task points at once it has exited.
     init_nsproxy: Arc<Nsproxy>,
     locks: BTreeMap<String, ScenarioLock>,
@@ -374,7 +380,10 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             net_ns: Arc::clone(&net.uevent.init_net),
         });
         let (tasks, task_index) = make_tasks(spec.setup, &user_namespaces, &ipc, &net, &procs);
-        let world = Arc::new(World {
+        let world = Arc::new_cyclic(|me| World {
+            me: me.clone(),
+            setup_children: spec.setup.children.clone(),
+            acting_children: HostMutex::new("the children that act", BTreeMap::new()),
             ipc,
             ucounts,
             userns,
@@ -526,14 +535,12 @@ fn make_events(setup: &Setup) -> BTreeMap<String, ScenarioEvent> {
 
 fn make_locks(setup: &Setup) -> BTreeMap<String, ScenarioLock> {
     let mut locks = BTreeMap::new();
-    for t in &setup.tasks {
-        for op in &t.ops {
-            if let Op::Lock { name } | Op::Unlock { name } = op {
-                locks.entry(name.clone()).or_insert_with(|| ScenarioLock {
-                    obj: sim::new_object(intern(name)),
-                    holder: HostMutex::new("a scenario lock's holder", None),
-                });
-            }
+    for op in setup.every_op() {
+        if let Op::Lock { name } | Op::Unlock { name } = op {
+            locks.entry(name.clone()).or_insert_with(|| ScenarioLock {
+                obj: sim::new_object(intern(name)),
+                holder: HostMutex::new("a scenario lock's holder", None),
+            });
         }
     }
     locks
@@ -667,8 +674,10 @@ impl World {
                 self.net.sysfs_uevent_write(task, action, devpath)
             }
             Op::UeventNetdevEvent { devpath, .. } => self.net.netdev_rename(task, devpath),
-            Op::Fork {} => self.fork(task, 0),
-            Op::Clone { flags } => self.fork(task, *flags),
+            Op::Fork {} => self.fork(task, 0, None),
+            Op::Clone { flags } => self.fork(task, *flags, None),
+            Op::ForkChild { child } => self.fork(task, 0, Some(child)),
+            Op::CloneChild { flags, child } => self.fork(task, *flags, Some(child)),
             Op::Exit {} => self.wait_child(task),
             Op::Setuid { uid } => task.with_own(|own| procs.setuid(task, own, *uid)),
             Op::Setresuid { ruid, euid, suid } => task.with_own(|own| {
@@ -734,13 +743,17 @@ impl World {
         results
     }
 
-    /// A task instance by name, or instance 0 of a task with instances.
-    fn task_named(&self, name: &str) -> Option<&Arc<Task>> {
+    /// A task instance by name, instance 0 of a task with instances, or
+    /// a child that acts once it has been forked.
+    fn task_named(&self, name: &str) -> Option<Arc<Task>> {
         let idx = self
             .task_index
             .get(name)
-            .or_else(|| self.task_index.get(&format!("{name}.0")))?;
-        Some(&self.tasks[*idx])
+            .or_else(|| self.task_index.get(&format!("{name}.0")));
+        match idx {
+            Some(idx) => Some(Arc::clone(&self.tasks[*idx])),
+            None => self.acting_children.lock().get(name).cloned(),
+        }
     }
 
     /// Write a `max_*` sysctl of the task's own user namespace: the file

@@ -75,6 +75,7 @@ fn injection_needs_cap_sys_admin_over_the_owning_user_namespace() {
     let setup = Setup {
         processes: Default::default(),
         files: Vec::new(),
+        children: Vec::new(),
         user_namespaces: container(),
         sysctls: vec![],
         tasks: vec![
@@ -135,6 +136,7 @@ fn an_overrun_is_reported_once_and_counted() {
     let setup = Setup {
         processes: Default::default(),
         files: Vec::new(),
+        children: Vec::new(),
         user_namespaces: vec![],
         sysctls: vec![],
         tasks: vec![
@@ -167,6 +169,7 @@ fn leak_setup() -> Setup {
     Setup {
         processes: Default::default(),
         files: Vec::new(),
+        children: Vec::new(),
         user_namespaces: container(),
         sysctls: vec![],
         tasks: vec![
@@ -208,6 +211,7 @@ fn dropped_network_namespaces_hold_their_charge_until_cleanup_net() {
     let setup = Setup {
         processes: Default::default(),
         files: Vec::new(),
+        children: Vec::new(),
         user_namespaces: vec![],
         sysctls: vec![SysctlSpec {
             userns: "init".into(),
@@ -269,6 +273,7 @@ fn a_new_user_namespace_owns_the_network_namespace_made_with_it() {
     let setup = Setup {
         processes: Default::default(),
         files: Vec::new(),
+        children: Vec::new(),
         user_namespaces: vec![],
         sysctls: vec![],
         tasks: vec![

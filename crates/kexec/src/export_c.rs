@@ -27,15 +27,15 @@ const BODY: &str = include_str!("export_c/body.c");
 /// reaches the machine's own listeners (the executor checks for them
 /// first; the program does not).
 pub fn unsupported_in(setup: &Setup) -> Option<String> {
-    setup.tasks.iter().find_map(|t| {
-        t.ops.iter().find_map(|op| {
+    setup.ops_by_name().find_map(|(name, ops)| {
+        ops.iter().find_map(|op| {
             let why = crate::ops::unsupported(op).or(match op {
                 Op::UeventDeviceEvent { .. } => Some(
                     "an untagged device uevent reaches every network namespace of the initial user namespace, the machine's own listeners' too; only `nssim run --on-kernel`, which first checks that there are none, sends one",
                 ),
                 _ => None,
             })?;
-            Some(format!("task {} runs {}: {why}", t.name, op.name()))
+            Some(format!("task {name} runs {}: {why}", op.name()))
         })
     })
 }
@@ -114,7 +114,7 @@ fn wrapped(prefix: &str, text: &str) -> String {
 fn kernel_lines(setup: &Setup) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     let mut lines = Vec::new();
-    for op in setup.tasks.iter().flat_map(|t| t.ops.iter()) {
+    for op in setup.every_op() {
         let label = op.label();
         if seen.contains(&label) {
             continue;
@@ -237,6 +237,21 @@ fn world_lines(setup: &Setup, instances: &[Instance]) -> Vec<(usize, String)> {
             lines.push((1, format!("op {i}: {}", op.label())));
         }
     }
+    for child in &setup.children {
+        let n = instances.iter().position(|i| i.name == child.name);
+        lines.push((
+            0,
+            format!(
+                "child {}: instance {}, forked by {} with its credentials and namespaces; runs its ops once:",
+                child.name,
+                n.map_or("-".to_string(), |n| n.to_string()),
+                child.parent,
+            ),
+        ));
+        for (i, op) in child.ops.iter().enumerate() {
+            lines.push((1, format!("op {i}: {}", op.label())));
+        }
+    }
     lines
 }
 
@@ -278,11 +293,7 @@ fn opening_comment(
 
 /// How to build and run the program, what it prints, and how to check it.
 fn usage(sc: &Scenario, file: &str) -> String {
-    let execs = sc
-        .setup
-        .tasks
-        .iter()
-        .any(|t| t.ops.iter().any(|op| matches!(op, Op::Execve {})));
+    let execs = sc.setup.every_op().any(|op| matches!(op, Op::Execve {}));
     let mut c = String::from(
         " *\n * Build:  cc -Wall -Wextra -O2 -o repro repro.c\n * Run:    ./repro [-n REPEATS] [-t SECONDS-PER-RUN], as root\n",
     );
@@ -335,8 +346,9 @@ fn target_of(instances: &[Instance], target: &str) -> i64 {
     instance_named(instances, target).map_or(-1, |i| i as i64)
 }
 
-/// One op as a C initializer of `struct op`.
-fn c_op(op: &Op, instances: &[Instance], ns_files: &[&str], events: &[String]) -> String {
+/// One op of the task or child named `by` as a C initializer of `struct
+/// op`.
+fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[String]) -> String {
     let slot = |name: &str| ns_files.iter().position(|n| *n == name).unwrap_or(0);
     let event_slot = |name: &str| events.iter().position(|n| n == name).unwrap_or(0);
     let write = |path: &str, text: &str| {
@@ -423,6 +435,15 @@ fn c_op(op: &Op, instances: &[Instance], ns_files: &[&str], events: &[String]) -
         ),
         Op::Fork {} => "{ .kind = OP_FORK, .flags = 0 }".into(),
         Op::Clone { flags } => format!("{{ .kind = OP_FORK, .flags = {} }}", c_flags(*flags)),
+        Op::ForkChild { child } => format!(
+            "{{ .kind = OP_FORK_CHILD, .flags = 0, .target = {} }}",
+            target_of(instances, &kernel::setup::child_name(by, child))
+        ),
+        Op::CloneChild { flags, child } => format!(
+            "{{ .kind = OP_FORK_CHILD, .flags = {}, .target = {} }}",
+            c_flags(*flags),
+            target_of(instances, &kernel::setup::child_name(by, child))
+        ),
         Op::Exit {} => "{ .kind = OP_EXIT }".into(),
         Op::Setuid { uid } => format!("{{ .kind = OP_SETUID, .value = {uid}LL }}"),
         Op::Setresuid { ruid, euid, suid } => {
@@ -532,9 +553,7 @@ fn int_list(name: &str, caps: &[u32]) -> String {
 /// program keeps file `name` in slot `position of name`.
 fn ns_file_names(setup: &Setup) -> Vec<&str> {
     let mut names: Vec<&str> = setup
-        .tasks
-        .iter()
-        .flat_map(|t| &t.ops)
+        .every_op()
         .filter_map(|op| match op {
             Op::OpenNsUser { fd, .. } | Op::SetnsFd { fd } | Op::CloseFd { fd } => {
                 Some(fd.as_str())
@@ -553,32 +572,52 @@ fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "#define N_EVENTS {}\n#define EVENT_FDS {}",
+        "#define N_EVENTS {}\n#define EVENT_FDS {}\n#define PID_TABLE_FD {}",
         events.len(),
-        crate::world::EVENT_FDS
+        crate::world::EVENT_FDS,
+        crate::world::PID_TABLE_FD
     );
     // At least one slot: C has no arrays of none.
     let _ = writeln!(out, "#define N_NS_FILES {}\n", ns_files.len().max(1));
     let mut rows = Vec::new();
-    for (t, task) in setup.tasks.iter().enumerate() {
-        let ops: Vec<String> = task
-            .ops
+    let specs = setup
+        .tasks
+        .iter()
+        .map(|t| (&t.name, &t.ops, Some(t)))
+        .chain(setup.children.iter().map(|c| (&c.name, &c.ops, None)));
+    for (t, (name, ops, task)) in specs.enumerate() {
+        let ops: Vec<String> = ops
             .iter()
             .enumerate()
             .map(|(i, op)| {
                 format!(
                     "/* {i}: {} */ {}",
                     comment_text(&op.label()),
-                    c_op(op, instances, &ns_files, &events)
+                    c_op(op, name, instances, &ns_files, &events)
                 )
             })
             .collect();
-        out.push_str(&format!("/* task {} */\n", comment_text(&task.name)));
+        let what = if task.is_some() { "task" } else { "child" };
+        out.push_str(&format!(
+            "/* {what} {} */
+",
+            comment_text(name)
+        ));
         out.push_str(&c_array(
             &format!("struct op {}", ident("OPS", t)),
             &ops,
             "{ .kind = OP_SLEEP }",
         ));
+        let Some(task) = task else {
+            // A child: its parent's credentials, its ops once.
+            rows.push(format!(
+                "{{ .name = {}, .userns = -1, .repeat = 1ULL, .child = 1, .ops = {}, .n_ops = {} }}",
+                c_string(name),
+                ident("OPS", t),
+                ops.len(),
+            ));
+            continue;
+        };
         let none = Vec::new();
         let bounding = setup
             .processes
@@ -619,7 +658,11 @@ fn tables(setup: &Setup, instances: &[Instance]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "#define N_USERNS {}", setup.user_namespaces.len());
     let _ = writeln!(out, "#define N_SYSCTLS {}", setup.sysctls.len());
-    let _ = writeln!(out, "#define N_TASKS {}", setup.tasks.len());
+    let _ = writeln!(
+        out,
+        "#define N_TASKS {}",
+        setup.tasks.len() + setup.children.len()
+    );
     let _ = writeln!(out, "#define N_INSTANCES {}", instances.len());
     let _ = writeln!(
         out,

@@ -52,9 +52,9 @@ pub struct KernelRuns {
 
 /// The first op of the scenario that this executor cannot run, with why.
 pub fn unsupported_in(setup: &Setup) -> Option<String> {
-    setup.tasks.iter().find_map(|t| {
-        t.ops.iter().find_map(|op| {
-            ops::unsupported(op).map(|why| format!("task {} runs {}: {why}", t.name, op.name()))
+    setup.ops_by_name().find_map(|(name, ops)| {
+        ops.iter().find_map(|op| {
+            ops::unsupported(op).map(|why| format!("task {name} runs {}: {why}", op.name()))
         })
     })
 }
@@ -64,9 +64,7 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
 /// namespace, the machine's own included.
 fn sends_untagged_uevents(setup: &Setup) -> bool {
     setup
-        .tasks
-        .iter()
-        .flat_map(|t| t.ops.iter())
+        .every_op()
         .any(|op| matches!(op, kernel::setup::Op::UeventDeviceEvent { .. }))
 }
 
@@ -301,9 +299,7 @@ pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
     for (instance, op, result, values, texts) in &run.calls {
         let (Some(inst), Some(op)) = (
             instances.get(*instance),
-            instances
-                .get(*instance)
-                .and_then(|i| setup.tasks[i.task].ops.get(*op)),
+            instances.get(*instance).and_then(|i| i.ops(setup).get(*op)),
         ) else {
             continue;
         };
@@ -464,7 +460,6 @@ pub fn resume_main(arg: &str) -> i32 {
         setup: &setup,
         instances: &instances,
         instance: resume.instance,
-        pids: resume.pids,
         results: resume.results,
         plan: resume.plan,
         files_dir: request["files_dir"].as_str().unwrap_or_default(),
@@ -472,11 +467,11 @@ pub fn resume_main(arg: &str) -> i32 {
     let Some(inst) = instances.get(resume.instance) else {
         return 2;
     };
-    let spec = &setup.tasks[inst.task];
-    if spec.ops.is_empty() {
+    let ops = inst.ops(&setup);
+    if ops.is_empty() {
         return 2;
     }
-    let index = (resume.pos % spec.ops.len() as u64) as usize;
-    task::record(&ctx, index, &spec.ops[index], Ok(()), Vec::new(), &[]);
+    let index = (resume.pos % ops.len() as u64) as usize;
+    task::record(&ctx, index, &ops[index], Ok(()), Vec::new(), &[]);
     task::run_ops(&ctx, resume.pos + 1, resume.state)
 }

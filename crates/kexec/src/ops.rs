@@ -6,7 +6,7 @@
 use crate::netlink;
 use crate::sys::{self, SysResult};
 use crate::task::{Child, TaskCtx, TaskState};
-use crate::world::{instance_named, write_sysctl};
+use crate::world::{instance_named, pid_of, set_pid, write_sysctl};
 use kernel::setup::Op;
 
 /// -1 as an id: the set*id calls leave that id as it is.
@@ -56,6 +56,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::UnshareAndExit { .. }
         | Op::Fork {}
         | Op::Clone { .. }
+        | Op::ForkChild { .. }
+        | Op::CloneChild { .. }
         | Op::Exit {}
         | Op::Setuid { .. }
         | Op::Setresuid { .. }
@@ -123,9 +125,7 @@ fn event_fd(ctx: &TaskCtx<'_>, event: &str) -> i32 {
 }
 
 fn proc_of(ctx: &TaskCtx<'_>, target: &str) -> String {
-    let pid = instance_named(ctx.instances, target)
-        .and_then(|i| ctx.pids.get(i).copied())
-        .unwrap_or(0);
+    let pid = instance_named(ctx.instances, target).map_or(0, pid_of);
     format!("/proc/{pid}")
 }
 
@@ -163,10 +163,51 @@ fn keep_child(state: &mut TaskState, flags: u64) -> SysResult<()> {
     Ok(())
 }
 
+/// A child that acts: it publishes its pid, tells the task it has (so
+/// that the task's next op finds it), and runs the ops of its block with
+/// the task's kept namespace files and opened uid_map, as the model's
+/// `copy_process` gives it them. The task reaps it when it has run them all.
+fn start_child(ctx: &TaskCtx<'_>, state: &mut TaskState, flags: u64, child: &str) -> SysResult<()> {
+    let name = kernel::setup::child_name(&ctx.instances[ctx.instance].name, child);
+    let index = instance_named(ctx.instances, &name).ok_or(libc::EINVAL)?;
+    let (ready_r, ready_w) = sys::pipe();
+    let pid = match sys::clone_process(flags) {
+        Ok(pid) => pid,
+        Err(e) => {
+            sys::close(ready_r);
+            sys::close(ready_w);
+            return Err(e);
+        }
+    };
+    if pid == 0 {
+        sys::close(ready_r);
+        let inherited = TaskState {
+            ns_files: std::mem::take(&mut state.ns_files),
+            opened: state.opened.take(),
+            ..TaskState::default()
+        };
+        in_child_of(state);
+        set_pid(index, sys::proc_pid());
+        let _ = sys::write(ready_w, b"r");
+        sys::close(ready_w);
+        let ctx = TaskCtx {
+            instance: index,
+            ..*ctx
+        };
+        crate::task::run_ops(&ctx, 0, inherited)
+    }
+    sys::close(ready_w);
+    let mut byte = [0u8; 1];
+    let _ = sys::read_full(ready_r, &mut byte);
+    sys::close(ready_r);
+    state.children.push(Child { pid, life: -1 });
+    Ok(())
+}
+
 /// A child of the task lets go of what the task holds: the ends of its
 /// other children's pipes, the task's uevent socket and its kept files.
 fn in_child_of(state: &TaskState) {
-    for c in &state.children {
+    for c in state.children.iter().filter(|c| c.life >= 0) {
         sys::close(c.life);
     }
     for fd in state
@@ -179,9 +220,12 @@ fn in_child_of(state: &TaskState) {
     }
 }
 
-/// The child exits (its pipe closed) and is reaped.
+/// The child exits (its pipe closed) and is reaped; a child that acts
+/// (no pipe) is waited for until it has run its ops.
 pub fn end_child(child: Child) -> SysResult<()> {
-    sys::close(child.life);
+    if child.life >= 0 {
+        sys::close(child.life);
+    }
     sys::waitpid(child.pid, 0).map(drop)
 }
 
@@ -302,6 +346,8 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         Op::UnshareAndExit { flags } => done(unshare_and_exit(state, *flags)),
         Op::Fork {} => done(keep_child(state, 0)),
         Op::Clone { flags } => done(keep_child(state, *flags)),
+        Op::ForkChild { child } => done(start_child(ctx, state, 0, child)),
+        Op::CloneChild { flags, child } => done(start_child(ctx, state, *flags, child)),
         Op::Exit {} => done(match state.children.pop() {
             Some(child) => end_child(child),
             None => Err(libc::ECHILD),

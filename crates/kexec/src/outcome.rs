@@ -41,25 +41,34 @@ fn stats_text(label: &str, s: &SyscallStats, with_values: bool) -> String {
 /// sequence numbers, which the model does not number, so received SEQNUMs
 /// are not compared for such a scenario.
 fn makes_network_namespaces(setup: &Setup) -> bool {
-    setup
+    setup.every_op().any(|op| match op {
+        Op::Unshare { flags }
+        | Op::Clone { flags }
+        | Op::CloneChild { flags, .. }
+        | Op::UnshareAndExit { flags } => flags & CLONE_NEWNET != 0,
+        _ => false,
+    })
+}
+
+/// The names results are filed under, by task: each task's instances,
+/// then each child that acts on its own.
+fn groups(setup: &Setup) -> Vec<(String, Vec<String>)> {
+    let tasks = setup
         .tasks
         .iter()
-        .flat_map(|t| t.ops.iter())
-        .any(|op| match op {
-            Op::Unshare { flags } | Op::Clone { flags } | Op::UnshareAndExit { flags } => {
-                flags & CLONE_NEWNET != 0
-            }
-            _ => false,
-        })
+        .map(|t| (t.name.clone(), t.instance_names()));
+    let children = setup
+        .children
+        .iter()
+        .map(|c| (c.name.clone(), vec![c.name.clone()]));
+    tasks.chain(children).collect()
 }
 
 /// The labels of the ops of `setup` whose reported values are part of an
 /// outcome.
 fn valued_labels(setup: &Setup) -> BTreeSet<String> {
     setup
-        .tasks
-        .iter()
-        .flat_map(|t| t.ops.iter())
+        .every_op()
         .filter(|op| {
             crate::ops::reports_values(op)
                 && !(crate::ops::reports_seqnums(op) && makes_network_namespaces(setup))
@@ -72,9 +81,8 @@ fn valued_labels(setup: &Setup) -> BTreeSet<String> {
 pub fn outcome_of(setup: &Setup, results: &Results) -> String {
     let valued = valued_labels(setup);
     let mut parts = Vec::new();
-    for task in &setup.tasks {
-        let mut instances: Vec<String> = task
-            .instance_names()
+    for (task, names) in groups(setup) {
+        let mut instances: Vec<String> = names
             .iter()
             .map(|name| {
                 let ops: Vec<String> = results
@@ -94,7 +102,7 @@ pub fn outcome_of(setup: &Setup, results: &Results) -> String {
         if instances.iter().all(|i| i == "-") {
             continue;
         }
-        parts.push(format!("{}: {}", task.name, instances.join(" | ")));
+        parts.push(format!("{task}: {}", instances.join(" | ")));
     }
     parts.join(" / ")
 }
@@ -108,8 +116,7 @@ pub fn outcome_of(setup: &Setup, results: &Results) -> String {
 /// only: the outcomes are compared in full at the end.
 pub fn may_become(setup: &Setup, partial: &Results, target: &Results) -> bool {
     let valued = valued_labels(setup);
-    setup.tasks.iter().all(|task| {
-        let names = task.instance_names();
+    groups(setup).iter().all(|(_, names)| {
         let now: Vec<_> = names.iter().map(|n| partial.get(n)).collect();
         let then: Vec<_> = names.iter().map(|n| target.get(n)).collect();
         pairs_all(now.len(), |i, j| match (now[i], then[j]) {

@@ -13,13 +13,11 @@ use kernel::setup::{Op, Setup, INIT_USER_NS};
 use std::collections::BTreeMap;
 
 /// What a task process knows of its run.
+#[derive(Clone, Copy)]
 pub struct TaskCtx<'a> {
     pub setup: &'a Setup,
     pub instances: &'a [Instance],
     pub instance: usize,
-    /// Every instance's /proc pid, read after the barrier (0 for one not
-    /// started yet).
-    pub pids: Vec<u32>,
     pub results: i32,
     pub plan: i32,
     /// The directory of the set-up's files (empty when it has none).
@@ -50,10 +48,9 @@ pub struct TaskState {
 
 /// Set up the instance's credentials, wait at the barrier, run its ops.
 pub fn start(
-    mut ctx: TaskCtx<'_>,
+    ctx: TaskCtx<'_>,
     userns_fds: &BTreeMap<String, i32>,
     gate: Option<(i32, i32, i32)>,
-    pids: impl Fn() -> Vec<u32>,
 ) -> ! {
     if let Some((_, barrier_w, _)) = gate {
         sys::close(barrier_w);
@@ -73,7 +70,6 @@ pub fn start(
         let _ = sys::read_full(barrier_r, &mut byte);
         sys::close(barrier_r);
     }
-    ctx.pids = pids();
     run_ops(&ctx, 0, TaskState::default())
 }
 
@@ -154,12 +150,13 @@ pub fn keeps_capabilities(setup: &Setup, spec: &kernel::setup::TaskSpec) -> bool
 /// Run the task's ops from flattened position `from` (op `from mod n` of
 /// pass `from / n`) to the end, then exit.
 pub fn run_ops(ctx: &TaskCtx<'_>, from: u64, mut state: TaskState) -> ! {
-    let spec = &ctx.setup.tasks[ctx.instances[ctx.instance].task];
-    let n = spec.ops.len() as u64;
-    let total = n.saturating_mul(spec.repeat);
+    let me = &ctx.instances[ctx.instance];
+    let ops = me.ops(ctx.setup);
+    let n = ops.len() as u64;
+    let total = n.saturating_mul(me.repeat(ctx.setup));
     for pos in from..total {
         let index = (pos % n) as usize;
-        let op = &spec.ops[index];
+        let op = &ops[index];
         let (result, value) = match op {
             Op::Execve {} => (Err(execve(ctx, pos, &state)), Vec::new()),
             _ => crate::ops::run(ctx, &mut state, op),
@@ -211,18 +208,11 @@ fn finish(state: TaskState) -> ! {
 
 /// The argument that resumes a task after its execve.
 pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
-    let list = |v: &[i64]| {
-        v.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     let children: Vec<String> = state
         .children
         .iter()
         .map(|c| format!("{}:{}", c.pid, c.life))
         .collect();
-    let pids: Vec<i64> = ctx.pids.iter().map(|p| *p as i64).collect();
     // Names are identifiers: no `:`, `,`, `;` or `=` in them.
     let ns_files: Vec<String> = state
         .ns_files
@@ -230,14 +220,13 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         .map(|(name, fd)| format!("{name}:{fd}"))
         .collect();
     format!(
-        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};pids={};nsfiles={}",
+        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};nsfiles={}",
         ctx.plan,
         ctx.results,
         ctx.instance,
         state.sock.map_or(-1, |s| s as i64),
         state.opened.map_or(-1, |s| s as i64),
         children.join(","),
-        list(&pids),
         ns_files.join(","),
     )
 }
@@ -249,7 +238,6 @@ pub struct Resume {
     pub instance: usize,
     pub pos: u64,
     pub state: TaskState,
-    pub pids: Vec<u32>,
 }
 
 fn ns_files(text: &str) -> Option<BTreeMap<String, i32>> {
@@ -285,13 +273,6 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
         let (k, v) = part.split_once('=')?;
         fields.insert(k, v);
     }
-    let list = |k: &str| -> Option<Vec<i64>> {
-        let v = fields.get(k)?;
-        if v.is_empty() {
-            return Some(Vec::new());
-        }
-        v.split(',').map(|x| x.parse().ok()).collect()
-    };
     let sock: i32 = fields.get("sock")?.parse().ok()?;
     let opened: i32 = fields.get("opened")?.parse().ok()?;
     Some(Resume {
@@ -306,7 +287,6 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
             ns_files: ns_files(fields.get("nsfiles")?)?,
             texts: Vec::new(),
         },
-        pids: list("pids")?.into_iter().map(|p| p as u32).collect(),
     })
 }
 
@@ -341,7 +321,6 @@ mod tests {
             setup: &setup,
             instances: &[],
             instance: 3,
-            pids: vec![10, 0, 12],
             results: 5,
             plan: 6,
             files_dir: "",
@@ -359,7 +338,6 @@ mod tests {
             (6, 5, 3, 9)
         );
         assert_eq!(back.state, state);
-        assert_eq!(back.pids, vec![10, 0, 12]);
         let empty = TaskState::default();
         let back = parse_resume(&resume_arg(&ctx, 0, &empty)).unwrap();
         assert_eq!(back.state, empty);

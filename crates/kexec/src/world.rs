@@ -8,7 +8,10 @@
 //! `[[userns]]` namespaces with their maps, sysctls and creators'
 //! RLIMIT_NPROC, then forks one process per task instance with its
 //! credentials. The instances start together when the root closes a
-//! barrier pipe, and report each call's result on a results pipe.
+//! barrier pipe, and report each call's result on a results pipe. A
+//! child that acts (`[[task.child]]`) is forked by its parent's process
+//! when that runs `fork_child` or `clone_child`, and reports as an
+//! instance of its own.
 //!
 //! A scenario that sets a sysctl of the initial user namespace runs in a
 //! child user namespace mapping every id to itself: the machine's own
@@ -16,29 +19,52 @@
 
 use crate::sys::{self, SysResult};
 use crate::task::{self, TaskCtx};
-use kernel::setup::{Setup, UidMap, INIT_USER_NS};
+use kernel::setup::{ChildSpec, Op, Setup, UidMap, INIT_USER_NS};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-/// One task instance, in the order the model numbers them.
+/// One task instance, in the order the model numbers them, or a child
+/// that acts (`[[task.child]]`), after every instance.
 #[derive(Debug, Clone)]
 pub struct Instance {
-    /// Index of its task in `Setup::tasks`.
+    /// Index of its task in `Setup::tasks`; for a child, the number of
+    /// tasks plus its index in `Setup::children`.
     pub task: usize,
     pub name: String,
 }
 
+impl Instance {
+    /// The ops it runs.
+    pub fn ops<'s>(&self, setup: &'s Setup) -> &'s [Op] {
+        match self.child(setup) {
+            Some(c) => &c.ops,
+            None => &setup.tasks[self.task].ops,
+        }
+    }
+
+    /// How many times it runs them (a child, once).
+    pub fn repeat(&self, setup: &Setup) -> u64 {
+        setup.tasks.get(self.task).map_or(1, |t| t.repeat)
+    }
+
+    /// The child block it runs, if it is a child that acts.
+    pub fn child<'s>(&self, setup: &'s Setup) -> Option<&'s ChildSpec> {
+        let k = self.task.checked_sub(setup.tasks.len())?;
+        setup.children.get(k)
+    }
+}
+
 pub fn instances(setup: &Setup) -> Vec<Instance> {
-    setup
-        .tasks
-        .iter()
-        .enumerate()
-        .flat_map(|(i, t)| {
-            t.instance_names()
-                .into_iter()
-                .map(move |name| Instance { task: i, name })
-        })
-        .collect()
+    let tasks = setup.tasks.iter().enumerate().flat_map(|(i, t)| {
+        t.instance_names()
+            .into_iter()
+            .map(move |name| Instance { task: i, name })
+    });
+    let children = setup.children.iter().enumerate().map(|(k, c)| Instance {
+        task: setup.tasks.len() + k,
+        name: c.name.clone(),
+    });
+    tasks.chain(children).collect()
 }
 
 /// The instance a task op names: the task itself, or its instance 0.
@@ -455,41 +481,48 @@ pub fn set_dumpable() {
     }
 }
 
-/// A region of shared memory holding each instance's /proc pid.
-struct PidTable {
-    ptr: *mut u32,
-    len: usize,
+/// The fd of the pid table: a memfd holding each instance's /proc pid
+/// (4 bytes each, 0 for one not started yet), at a fixed number and kept
+/// across fork and execve, so that every task, and every child forked
+/// later, reads the pids as they are when it needs one.
+pub const PID_TABLE_FD: i32 = EVENT_FDS - 1;
+
+/// Make the pid table for `len` instances at [`PID_TABLE_FD`].
+fn make_pid_table(len: usize) -> Result<(), String> {
+    let name = sys::cstring("nssim-pids");
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    let placed = fd >= 0
+        && unsafe { libc::ftruncate(fd, (len.max(1) * 4) as libc::off_t) } == 0
+        && unsafe { libc::dup2(fd, PID_TABLE_FD) } == PID_TABLE_FD;
+    let err = sys::errno();
+    if fd >= 0 {
+        sys::close(fd);
+    }
+    match placed {
+        true => Ok(()),
+        false => Err(format!(
+            "cannot make the pid table: {}",
+            sys::errno_name(err)
+        )),
+    }
 }
 
-impl PidTable {
-    fn new(len: usize) -> PidTable {
-        let bytes = (len.max(1) * 4).next_multiple_of(4096);
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(ptr, libc::MAP_FAILED, "mmap of the pid table");
-        PidTable {
-            ptr: ptr.cast(),
-            len,
-        }
-    }
+/// Publish instance `i`'s /proc pid.
+pub fn set_pid(i: usize, pid: u32) {
+    let bytes = pid.to_ne_bytes();
+    let at = (i * 4) as libc::off_t;
+    unsafe { libc::pwrite(PID_TABLE_FD, bytes.as_ptr().cast(), 4, at) };
+}
 
-    fn set(&self, i: usize, pid: u32) {
-        assert!(i < self.len);
-        unsafe { std::ptr::write_volatile(self.ptr.add(i), pid) }
-    }
-
-    fn snapshot(&self) -> Vec<u32> {
-        (0..self.len)
-            .map(|i| unsafe { std::ptr::read_volatile(self.ptr.add(i)) })
-            .collect()
+/// Instance `i`'s /proc pid now (0 for one not started yet).
+pub fn pid_of(i: usize) -> u32 {
+    let mut bytes = [0u8; 4];
+    let at = (i * 4) as libc::off_t;
+    let n = unsafe { libc::pread(PID_TABLE_FD, bytes.as_mut_ptr().cast(), 4, at) };
+    if n == 4 {
+        u32::from_ne_bytes(bytes)
+    } else {
+        0
     }
 }
 
@@ -502,28 +535,30 @@ fn start_tasks(
     userns_fds: &BTreeMap<String, i32>,
 ) -> Result<(), String> {
     let instances = instances(setup);
-    let table = PidTable::new(instances.len());
+    make_pid_table(instances.len())?;
     let (barrier_r, barrier_w) = sys::pipe();
     let (ready_r, ready_w) = sys::pipe();
     let first_of = |i: usize| i == 0 || instances[i - 1].task != instances[i].task;
-    let starts_now = |i: usize| !setup.tasks[instances[i].task].sequential || first_of(i);
+    // A child that acts starts when its parent forks it.
+    let starts_now = |i: usize| match setup.tasks.get(instances[i].task) {
+        Some(t) => !t.sequential || first_of(i),
+        None => false,
+    };
     let mut running: BTreeMap<i32, usize> = BTreeMap::new();
     let spawn = |i: usize, gate: Option<(i32, i32, i32)>| -> Result<i32, String> {
         let pid = sys::fork()
             .map_err(|e| format!("fork of {}: {}", instances[i].name, sys::errno_name(e)))?;
         if pid == 0 {
-            let me = sys::proc_pid();
-            table.set(i, me);
+            set_pid(i, sys::proc_pid());
             let ctx = TaskCtx {
                 setup,
                 instances: &instances,
                 instance: i,
-                pids: Vec::new(),
                 results: pipes.results,
                 plan: pipes.plan,
                 files_dir: &pipes.files_dir,
             };
-            task::start(ctx, userns_fds, gate, || table.snapshot());
+            task::start(ctx, userns_fds, gate);
         }
         Ok(pid)
     };

@@ -6,7 +6,9 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 use kernel::catalog;
-use kernel::setup::{Op, Setup, SysctlSpec, TaskSpec, UserNsSpec, INIT_USER_NS};
+use kernel::setup::{
+    child_name, ChildSpec, Op, Setup, SysctlSpec, TaskSpec, UserNsSpec, INIT_USER_NS,
+};
 use sim::echo::echo;
 use sim::limits::{self, group, out_of_range, Limit};
 use toml::de::{DeTable, DeValue};
@@ -68,7 +70,11 @@ const TASK_KEYS: &[&str] = &[
     "nproc",
     "drop_caps",
     "drop_bounding",
+    "child",
 ];
+const CHILD_KEYS: &[&str] = &["name", "ops", "child"];
+/// How deep `[[task.child.child...]]` blocks may nest.
+const CHILD_DEPTH_MAX: usize = 8;
 const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
 const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results", "exhausted"];
 
@@ -624,6 +630,170 @@ fn files(ctx: &Ctx<'_>, v: &Val<'_>, setup: &mut Setup) -> Res<()> {
     Ok(())
 }
 
+/// A `[[task.child]]` block as first read: its full name, the full name
+/// of the task or child that forks it, its own name and where it is.
+struct ChildEntry<'a, 'i> {
+    name: String,
+    parent: String,
+    short: String,
+    span: Range<usize>,
+    t: Tbl<'a, 'i>,
+}
+
+/// The `[[task.child]]` blocks under `t` (a task or a child named
+/// `parent`), and theirs, parents first.
+fn child_entries<'a, 'i>(
+    ctx: &Ctx<'_>,
+    parent: &str,
+    t: Tbl<'a, 'i>,
+    depth: usize,
+    out: &mut Vec<ChildEntry<'a, 'i>>,
+) -> Res<()> {
+    let Some(v) = t.get("child") else {
+        return Ok(());
+    };
+    if depth == CHILD_DEPTH_MAX {
+        return Err(ctx
+            .err(
+                v.span(),
+                format!("children nest more than {CHILD_DEPTH_MAX} deep"),
+            )
+            .with_expected(format!(
+                "at most {CHILD_DEPTH_MAX} levels of [[task.child]]"
+            )));
+    }
+    let first = out.len();
+    for c in tables(ctx, "child", v)? {
+        c.only(ctx, CHILD_KEYS, "[[task.child]]")?;
+        let name_v = c.require(ctx, "name", "[[task.child]]")?;
+        let short = ident(ctx, "name", name_v, object_name_char, "a-z, 0-9, _ and -")?;
+        let full = child_name(parent, &short);
+        if let Some(twin) = out[first..].iter().find(|e| e.name == full) {
+            return Err(ctx
+                .err(
+                    name_v.span(),
+                    format!("duplicate child name `{short}` under `{parent}`"),
+                )
+                .with_expected("a name not used by an earlier [[task.child]] of the same task")
+                .with_help(ctx.first_at("the name is", twin.span.clone())));
+        }
+        out.push(ChildEntry {
+            name: full.clone(),
+            parent: parent.to_string(),
+            short,
+            span: name_v.span(),
+            t: c,
+        });
+        child_entries(ctx, &full, c, depth + 1, out)?;
+    }
+    Ok(())
+}
+
+/// A task's or child's `ops`, checked against `refs`; each `wait(E)`
+/// and `fork_child(C)` noted with where it is written.
+fn ops_of(
+    ctx: &Ctx<'_>,
+    t: Tbl<'_, '_>,
+    place: &str,
+    refs: Names<'_>,
+    noted: &mut Noted,
+) -> Res<Vec<Op>> {
+    let ops_v = t.require(ctx, "ops", place)?;
+    let DeValue::Array(items) = ops_v.get_ref() else {
+        return Err(ctx.wrong_type("ops", ops_v, "an array of operation strings"));
+    };
+    if items.is_empty() {
+        return Err(ctx
+            .err(ops_v.span(), format!("{place} has no operations"))
+            .with_expected("at least one operation, e.g. \"unshare(CLONE_NEWIPC)\""));
+    }
+    let mut ops = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        let text = string(ctx, "ops", item)?;
+        match parse_op(text, refs) {
+            Ok(op) => {
+                match &op {
+                    Op::Wait { event } => noted.waits.push((event.clone(), item.span())),
+                    Op::ForkChild { child } | Op::CloneChild { child, .. } => {
+                        noted.forks.push((child.clone(), item.span()))
+                    }
+                    _ => {}
+                }
+                ops.push(op)
+            }
+            Err(e) => {
+                let map = StringMap::new(ctx.src, item.span(), text);
+                let mut err = ctx.err(map.range(e.range), e.message).with_help_opt(e.help);
+                err.expected = e.expected;
+                return Err(err);
+            }
+        }
+    }
+    Ok(ops)
+}
+
+/// What the ops of one task or child name that must be held to the rest.
+#[derive(Default)]
+struct Noted {
+    /// Each `wait(E)`: its event and where it is.
+    waits: Vec<(String, Range<usize>)>,
+    /// Each `fork_child(C)` and `clone_child(F, C)`: the child and where.
+    forks: Vec<(String, Range<usize>)>,
+}
+
+/// The short names of `children`.
+fn shorts<'c>(children: &[&'c ChildEntry<'_, '_>]) -> Vec<&'c str> {
+    children.iter().map(|c| c.short.as_str()).collect()
+}
+
+/// Every child block is forked by exactly one op of its parent, which runs
+/// once: `many` is the key and span of what would run it more often
+/// (`instances`, `repeat` or `sequential`), if anything.
+fn check_forks(
+    ctx: &Ctx<'_>,
+    parent: &str,
+    many: Option<(&str, Range<usize>)>,
+    children: &[&ChildEntry<'_, '_>],
+    forks: &[(String, Range<usize>)],
+) -> Res<()> {
+    if children.is_empty() {
+        return Ok(());
+    }
+    if let Some((key, span)) = many {
+        return Err(ctx
+            .err(
+                span,
+                format!("task `{parent}` has [[task.child]] blocks, so it runs once"),
+            )
+            .with_expected(format!("no `{key}`, or a [[task]] of its own per instance")));
+    }
+    for c in children {
+        let mut by = forks.iter().filter(|(child, _)| *child == c.short);
+        if by.next().is_none() {
+            return Err(ctx
+                .err(
+                    c.span.clone(),
+                    format!("child `{}` of `{parent}` is never forked", c.short),
+                )
+                .with_expected(format!(
+                    "a `fork_child({0})` or `clone_child(FLAGS, {0})` op in `{parent}`",
+                    c.short
+                )));
+        }
+        if let Some((_, again)) = by.next() {
+            return Err(ctx
+                .err(
+                    again.clone(),
+                    format!("child `{}` is forked a second time", c.short),
+                )
+                .with_expected(
+                    "one fork of each [[task.child]] block (give another block a name of its own)",
+                ));
+        }
+    }
+    Ok(())
+}
+
 fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Res<()> {
     let entries = tables(ctx, "task", v)?;
     if entries.is_empty() {
@@ -631,9 +801,11 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             .err(v.span(), "no tasks")
             .with_expected("at least one [[task]]"));
     }
-    // Pass 1: names, so that ops may name any task of the scenario.
+    // Pass 1: names, so that ops may name any task or child of the
+    // scenario.
     let mut names: Vec<String> = Vec::new();
     let mut spans: Vec<Range<usize>> = Vec::new();
+    let mut children: Vec<ChildEntry<'_, '_>> = Vec::new();
     for t in &entries {
         t.only(ctx, TASK_KEYS, "[[task]]")?;
         let name_v = t.require(ctx, "name", "[[task]]")?;
@@ -644,17 +816,22 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
                 .with_expected("a name not used by an earlier [[task]]")
                 .with_help(ctx.first_at("the name is", spans[i].clone())));
         }
+        child_entries(ctx, &name, *t, 0, &mut children)?;
         names.push(name);
         spans.push(name_v.span());
     }
-    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let name_refs: Vec<&str> = names
+        .iter()
+        .chain(children.iter().map(|c| &c.name))
+        .map(String::as_str)
+        .collect();
     let file_refs: Vec<&str> = setup.files.iter().map(|f| f.name.as_str()).collect();
-    let refs = Names {
-        tasks: &name_refs,
-        files: &file_refs,
+    let children_of = |parent: &str| -> Vec<&ChildEntry<'_, '_>> {
+        children.iter().filter(|c| c.parent == parent).collect()
     };
-    // Every instance has a task (and a stack) of its own in an execution.
-    let mut all_instances: u64 = 0;
+    // Every instance and child has a task (and a stack) of its own in an
+    // execution.
+    let mut all_instances: u64 = children.len() as u64;
     // Where each event is waited for, to hold each to a post.
     let mut waits: Vec<(String, Range<usize>)> = Vec::new();
     for ((t, name), name_span) in entries.iter().zip(&names).zip(&spans) {
@@ -719,33 +896,24 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
                 sets.insert(name.clone(), capabilities(ctx, key, cv)?);
             }
         }
-        let ops_v = t.require(ctx, "ops", &place)?;
-        let DeValue::Array(items) = ops_v.get_ref() else {
-            return Err(ctx.wrong_type("ops", ops_v, "an array of operation strings"));
+        let mine = children_of(name);
+        let refs = Names {
+            tasks: &name_refs,
+            files: &file_refs,
+            children: &shorts(&mine),
         };
-        if items.is_empty() {
-            return Err(ctx
-                .err(ops_v.span(), format!("{place} has no operations"))
-                .with_expected("at least one operation, e.g. \"unshare(CLONE_NEWIPC)\""));
-        }
-        let mut ops = Vec::with_capacity(items.len());
-        for item in items.iter() {
-            let text = string(ctx, "ops", item)?;
-            match parse_op(text, refs) {
-                Ok(op) => {
-                    if let Op::Wait { event } = &op {
-                        waits.push((event.clone(), item.span()));
-                    }
-                    ops.push(op)
-                }
-                Err(e) => {
-                    let map = StringMap::new(ctx.src, item.span(), text);
-                    let mut err = ctx.err(map.range(e.range), e.message).with_help_opt(e.help);
-                    err.expected = e.expected;
-                    return Err(err);
-                }
-            }
-        }
+        let mut noted = Noted::default();
+        let ops = ops_of(ctx, *t, &place, refs, &mut noted)?;
+        let many = [
+            ("instances", instances > 1),
+            ("repeat", repeat > 1),
+            ("sequential", sequential),
+        ]
+        .into_iter()
+        .find(|(_, more)| *more)
+        .and_then(|(key, _)| Some((key, t.get(key)?.span())));
+        check_forks(ctx, name, many, &mine, &noted.forks)?;
+        waits.extend(noted.waits);
         setup.tasks.push(TaskSpec {
             name: name.clone(),
             instances,
@@ -756,11 +924,27 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             ops,
         });
     }
+    for c in &children {
+        let place = format!("[[task.child]] `{}`", c.name);
+        let mine = children_of(&c.name);
+        let refs = Names {
+            tasks: &name_refs,
+            files: &file_refs,
+            children: &shorts(&mine),
+        };
+        let mut noted = Noted::default();
+        let ops = ops_of(ctx, c.t, &place, refs, &mut noted)?;
+        check_forks(ctx, &c.name, None, &mine, &noted.forks)?;
+        waits.extend(noted.waits);
+        setup.children.push(ChildSpec {
+            name: c.name.clone(),
+            parent: c.parent.clone(),
+            ops,
+        });
+    }
     let posted = |event: &str| {
         setup
-            .tasks
-            .iter()
-            .flat_map(|t| &t.ops)
+            .every_op()
             .any(|op| matches!(op, Op::Post { event: e } if e == event))
     };
     if let Some((event, span)) = waits.iter().find(|(e, _)| !posted(e)) {
@@ -1243,7 +1427,12 @@ pub(crate) fn scenario(file: &str, text: &str) -> Res<Scenario> {
         }
     }
     // `kernel` is present (required above).
-    let task_names: Vec<String> = setup.tasks.iter().map(|t| t.name.clone()).collect();
+    let task_names: Vec<String> = setup
+        .tasks
+        .iter()
+        .map(|t| t.name.clone())
+        .chain(setup.children.iter().map(|c| c.name.clone()))
+        .collect();
     let runs = match root.get("kernel") {
         Some(v) => kernels(&ctx, v, &base, &invariant_names, &task_names)?,
         None => Vec::new(),

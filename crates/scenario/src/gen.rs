@@ -52,6 +52,8 @@ const NOT_GENERATED: &[&str] = &[
     "setns_fd",
     "close_fd",
     "uevent_recv_wait",
+    "fork_child",
+    "clone_child",
 ];
 
 /// The users a generated scenario is made of: root and two others.
@@ -257,6 +259,8 @@ fn arg_text(
         ArgKind::OpenAccess => "O_RDONLY".to_string(),
         ArgKind::IdList => "\"\"".to_string(),
         ArgKind::NsType => "user".to_string(),
+        // `fork_child` and `clone_child` are not generated: no child block.
+        ArgKind::Child => "no_child".to_string(),
         ArgKind::Duration => pick(rng, &["10us", "100us", "1ms"]).to_string(),
         ArgKind::Int => match op {
             "sysctl_write" => rng.random_range(0..=4).to_string(),

@@ -52,6 +52,7 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
         ArgKind::Sysctl => "sysctl",
         ArgKind::Int => "integer",
         ArgKind::Task => "task",
+        ArgKind::Child => "child",
         ArgKind::Name => "name",
         ArgKind::Duration => "duration",
         ArgKind::Str => "\"string\"",
@@ -109,9 +110,12 @@ impl<'t> Cursor<'t> {
 /// The names a scenario's ops may refer to.
 #[derive(Clone, Copy)]
 pub(crate) struct Names<'a> {
+    /// Every task's name, and every child's full name (`parent/child`).
     pub tasks: &'a [&'a str],
     /// The set-up's files (`[[file]]`).
     pub files: &'a [&'a str],
+    /// The `[[task.child]]` blocks of the task whose ops these are.
+    pub children: &'a [&'a str],
 }
 
 /// Parses and checks one op against the scenario's `names`.
@@ -407,6 +411,21 @@ fn check_arg(
                     OpError::new(range, format!("no file named `{bare}` in this scenario"))
                         .expected(one_of(files.iter().copied()))
                         .help(did_you_mean(bare, files.iter().copied())),
+                )
+            }
+        }
+        ArgKind::Child => {
+            let children = names.children;
+            if children.contains(&bare) {
+                Ok(ArgValue::Text(bare.to_string()))
+            } else if children.is_empty() {
+                Err(OpError::new(range, format!("no child named `{bare}`: this task has no [[task.child]] blocks"))
+                    .expected(format!("the name of a [[task.child]] block under this task, with the ops `{bare}` runs")))
+            } else {
+                Err(
+                    OpError::new(range, format!("no child named `{bare}` under this task"))
+                        .expected(one_of(children.iter().copied()))
+                        .help(did_you_mean(bare, children.iter().copied())),
                 )
             }
         }

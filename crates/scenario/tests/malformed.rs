@@ -956,3 +956,104 @@ fn clone_takes_no_flag_that_only_unshare_takes() {
     )
     .unwrap();
 }
+
+/// `BASE` whose task `a` forks `kid` with `op` and has `block` after it
+/// (the `[[task.child]]` tables).
+fn with_child(op: &str, extra: &str, block: &str) -> String {
+    let task = format!("ops = [\"{op}\"]\n{extra}{block}");
+    edit("ops = [\"unshare(CLONE_NEWIPC)\"]\n", &format!("{task}\n"))
+}
+
+#[test]
+fn children_that_act_are_checked_where_they_are_written() {
+    let kid = "[[task.child]]\nname = \"kid\"\nops = [\"getresuid()\"]\n";
+    let good = with_child("fork_child(kid)", "", kid);
+    let sc = parse("t.toml", &good).unwrap();
+    assert_eq!(sc.setup.children.len(), 1);
+    assert_eq!(sc.setup.children[0].name, "a/kid");
+    assert_eq!(sc.setup.children[0].parent, "a");
+    // A fork of a block the task does not have.
+    check(
+        &with_child("fork_child(kyd)", "", kid),
+        Some((5, 20)),
+        &["no child named `kyd` under this task", "kid"],
+    );
+    check(
+        &with_child("fork_child(kid)", "", ""),
+        Some((5, 20)),
+        &["this task has no [[task.child]] blocks"],
+    );
+    // A block nothing forks, and one forked twice.
+    check(
+        &with_child("getresuid()", "", kid),
+        Some((7, 8)),
+        &["child `kid` of `a` is never forked", "`fork_child(kid)`"],
+    );
+    check(
+        &good.replace(
+            "[\"fork_child(kid)\"]",
+            "[\"fork_child(kid)\", \"clone_child(CLONE_NEWUSER, kid)\"]",
+        ),
+        Some((5, 27)),
+        &["child `kid` is forked a second time"],
+    );
+    // A task with children runs once.
+    check(
+        &with_child("fork_child(kid)", "instances = 2\n", kid),
+        Some((6, 13)),
+        &[
+            "task `a` has [[task.child]] blocks, so it runs once",
+            "no `instances`",
+        ],
+    );
+    check(
+        &with_child("fork_child(kid)", "repeat = 3\n", kid),
+        Some((6, 10)),
+        &["so it runs once", "no `repeat`"],
+    );
+    // Names: unique among siblings, keys known, targets by full name.
+    check(
+        &with_child("fork_child(kid)", "", &format!("{kid}{kid}")),
+        Some((10, 8)),
+        &["duplicate child name `kid` under `a`"],
+    );
+    check(
+        &with_child("fork_child(kid)", "", &kid.replace("name", "nmae")),
+        Some((7, 1)),
+        &["unknown key `nmae` in [[task.child]]"],
+    );
+    let target = with_child(
+        "fork_child(kid)",
+        "",
+        &kid.replace("getresuid()", "read_uid_map_of(a/kyd)"),
+    );
+    check(&target, Some((8, 25)), &["no task named `a/kyd`", "a/kid"]);
+    parse(
+        "t.toml",
+        &with_child(
+            "fork_child(kid)",
+            "",
+            &kid.replace("getresuid()", "read_uid_map_of(a/kid)"),
+        ),
+    )
+    .unwrap();
+    // Results may name the child; children nest, but not without end.
+    let expected = good.replace(
+        "expect = \"pass\"",
+        "expect = { outcome = \"pass\", results = { \"a/kid\" = { getresuid = \"ok\" } } }",
+    );
+    parse("t.toml", &expected).unwrap();
+    let mut deep = String::new();
+    let mut path = String::from("task");
+    let mut op = "fork_child(c)".to_string();
+    for _ in 0..9 {
+        path.push_str(".child");
+        deep.push_str(&format!("[[{path}]]\nname = \"c\"\nops = [\"{op}\"]\n"));
+        op = "fork_child(c)".to_string();
+    }
+    let e = err_of(&with_child("fork_child(c)", "", &deep));
+    assert!(
+        e.to_string().contains("children nest more than 8 deep"),
+        "{e}"
+    );
+}

@@ -389,15 +389,40 @@ static void state_init(struct state *s)
         s->ns_files[f] = -1;
 }
 
-static unsigned *pid_table;   /* each instance's /proc pid, shared by the run */
-static unsigned pids[N_INSTANCES + 1];   /* read after the barrier */
 static int me;                /* this process's instance */
+
+/* The pid table: each instance's /proc pid (0 for one not started yet) in
+ * a memfd at PID_TABLE_FD, kept across fork and execve, so that every
+ * task, and every child forked later, reads a pid when it needs it. */
+static void set_pid(int i, unsigned pid)
+{
+    (void)pwrite(PID_TABLE_FD, &pid, sizeof pid, (off_t)i * (off_t)sizeof pid);
+}
+
+static unsigned pid_of(int i)
+{
+    unsigned pid = 0;
+    if (i < 0 || pread(PID_TABLE_FD, &pid, sizeof pid, (off_t)i * (off_t)sizeof pid) != sizeof pid)
+        return 0;
+    return pid;
+}
+
+static void make_pid_table(void)
+{
+    int fd = memfd_create("nssim-pids", 0);
+    if (fd < 0 || ftruncate(fd, (off_t)sizeof(unsigned) * (N_INSTANCES + 1)) != 0
+        || dup2(fd, PID_TABLE_FD) != PID_TABLE_FD) {
+        report_error(-1, "the pid table", errno);
+        _exit(1);
+    }
+    close(fd);
+}
 
 /* A child of the task lets go of what the task holds. */
 static void in_child_of(const struct state *s)
 {
     for (int i = 0; i < s->n_children; i++)
-        close(s->children[i].life);
+        close_fd(s->children[i].life);
     close_fd(s->sock);
     close_fd(s->opened);
     for (int f = 0; f < N_NS_FILES; f++)
@@ -438,13 +463,64 @@ static int keep_child(struct state *s, unsigned long flags)
     return 0;
 }
 
-/* The newest child exits (its pipe closed) and is reaped. */
+static __attribute__((noreturn)) void run_ops(long long from, struct state *s);
+
+/* A child that acts: it publishes its pid, tells the task it has (so that
+ * the task's next op finds it), and runs the ops of instance `index` with
+ * the task's kept namespace files and opened uid_map. The task reaps it once it has run them
+ * all. */
+static int start_child(struct state *s, unsigned long flags, int index)
+{
+    int ready[2];
+    char byte = 'r';
+    if (index < 0)
+        return EINVAL;
+    make_pipe(ready);
+    long pid = clone_process(flags);
+    if (pid < 0) {
+        close(ready[0]);
+        close(ready[1]);
+        return (int)-pid;
+    }
+    if (pid == 0) {
+        struct state inherited;
+        state_init(&inherited);
+        memcpy(inherited.ns_files, s->ns_files, sizeof inherited.ns_files);
+        for (int f = 0; f < N_NS_FILES; f++)
+            s->ns_files[f] = -1;
+        inherited.opened = s->opened;
+        s->opened = -1;
+        in_child_of(s);
+        close(ready[0]);
+        me = index;
+        set_pid(index, proc_pid());
+        (void)write_all(ready[1], &byte, 1);
+        close(ready[1]);
+        run_ops(0, &inherited);
+    }
+    close(ready[1]);
+    (void)read_full(ready[0], &byte, 1);
+    close(ready[0]);
+    if (s->n_children == s->cap_children) {
+        s->cap_children = s->cap_children ? 2 * s->cap_children : 8;
+        s->children = realloc(s->children, (size_t)s->cap_children * sizeof *s->children);
+        if (!s->children)
+            _exit(1);
+    }
+    s->children[s->n_children].pid = (pid_t)pid;
+    s->children[s->n_children].life = -1;
+    s->n_children++;
+    return 0;
+}
+
+/* The newest child exits (its pipe closed) and is reaped; a child that
+ * acts (no pipe) is waited for until it has run its ops. */
 static int end_child(struct state *s)
 {
     if (s->n_children == 0)
         return ECHILD;
     struct child c = s->children[--s->n_children];
-    close(c.life);
+    close_fd(c.life);
     int r = wait_for(c.pid, NULL);
     return r < 0 ? -r : 0;
 }
@@ -468,7 +544,7 @@ static int unshare_and_exit(const struct state *s, unsigned long flags)
 
 static void proc_path(char *buf, size_t len, int target, const char *file)
 {
-    unsigned pid = target >= 0 ? pids[target] : 0;
+    unsigned pid = pid_of(target);
     snprintf(buf, len, "/proc/%u/%s", pid, file);
 }
 
@@ -638,6 +714,8 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return unshare_and_exit(s, op->flags);
     case OP_FORK:
         return keep_child(s, op->flags);
+    case OP_FORK_CHILD:
+        return start_child(s, op->flags, op->target);
     case OP_EXIT:
         return end_child(s);
     case OP_SETUID:
@@ -685,7 +763,7 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
  * holds; returns only when the kernel refused it. */
 static int execve_self(long long pos, const struct state *s)
 {
-    int n = 8 + N_NS_FILES + N_INSTANCES + 2 * s->n_children, i = 0;
+    int n = 8 + N_NS_FILES + 2 * s->n_children, i = 0;
     char **argv = calloc((size_t)n + 1, sizeof *argv);
     char *envp[] = { NULL };
     if (!argv)
@@ -705,8 +783,6 @@ static int execve_self(long long pos, const struct state *s)
         ARG("%d", (int)s->children[c].pid);
         ARG("%d", s->children[c].life);
     }
-    for (int k = 0; k < N_INSTANCES; k++)
-        ARG("%u", pids[k]);
 #undef ARG
     execve("/proc/self/exe", argv, envp);
     return errno;
@@ -759,7 +835,7 @@ static int resume_main(int argc, char **argv)
     for (int f = 0; f < N_NS_FILES; f++)
         s.ns_files[f] = atoi(argv[k++]);
     int n = atoi(argv[k++]);
-    if (me < 0 || me >= N_INSTANCES || n < 0 || argc != k + 2 * n + N_INSTANCES
+    if (me < 0 || me >= N_INSTANCES || n < 0 || argc != k + 2 * n
         || fcntl(results_fd, F_GETFD) < 0)
         return 2;
     for (int c = 0; c < n; c++) {
@@ -775,8 +851,6 @@ static int resume_main(int argc, char **argv)
         s.children[s.n_children].life = life;
         s.n_children++;
     }
-    for (int i = 0; i < N_INSTANCES; i++)
-        pids[i] = (unsigned)strtoul(argv[k++], NULL, 10);
     const struct task_spec *t = &TASKS[INSTANCES[me].task];
     if (t->n_ops == 0)
         return 2;
@@ -827,7 +901,7 @@ static __attribute__((noreturn)) void start_instance(int i, const int *userns_fd
     struct state s;
     state_init(&s);
     me = i;
-    pid_table[i] = proc_pid();
+    set_pid(i, proc_pid());
     if (gate)
         close(gate[1]);
     int e = enter_credentials(&TASKS[INSTANCES[i].task], userns_fds, &what);
@@ -845,13 +919,13 @@ static __attribute__((noreturn)) void start_instance(int i, const int *userns_fd
         (void)read_full(gate[0], &byte, 1);
         close(gate[0]);
     }
-    for (int k = 0; k < N_INSTANCES; k++)
-        pids[k] = __atomic_load_n(&pid_table[k], __ATOMIC_SEQ_CST);
     run_ops(0, &s);
 }
 
 static int starts_now(int i)
 {
+    if (TASKS[INSTANCES[i].task].child)
+        return 0;   /* its parent forks it */
     int first = i == 0 || INSTANCES[i - 1].task != INSTANCES[i].task;
     return !TASKS[INSTANCES[i].task].sequential || first;
 }
@@ -863,12 +937,7 @@ static void start_tasks(const int *userns_fds)
 {
     pid_t running[N_INSTANCES + 1];
     int barrier[2], ready[2], expected = 0;
-    pid_table = mmap(NULL, sizeof(unsigned) * (N_INSTANCES + 1), PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (pid_table == MAP_FAILED) {
-        report_error(-1, "mmap of the pid table", errno);
-        _exit(1);
-    }
+    make_pid_table();
     make_pipe(barrier);
     make_pipe(ready);
     for (int i = 0; i < N_INSTANCES; i++) {

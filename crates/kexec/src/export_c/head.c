@@ -48,6 +48,7 @@ enum op_kind {
     OP_CLOSE_FD,        /* close the kept file value */
     OP_UNSHARE_AND_EXIT,
     OP_FORK,            /* fork and clone: a child kept until exit() */
+    OP_FORK_CHILD,      /* fork and clone of a child that runs the ops of instance target */
     OP_EXIT,
     OP_SETUID,
     OP_SETRESUID,       /* ids: real, effective, saved; 4294967295 leaves one as it is */
@@ -101,6 +102,7 @@ struct task_spec {
     unsigned uid;
     unsigned long long repeat;
     int sequential;
+    int child;                /* a child that acts: started by its parent's fork */
     int keeps_caps;           /* root in its namespace, or its creator */
     int has_nproc;
     unsigned long long nproc;
@@ -113,6 +115,6 @@ struct task_spec {
 };
 
 struct instance {
-    int task;                 /* index in TASKS */
+    int task;                 /* index in TASKS (its children after the tasks) */
     const char *name;
 };
