@@ -52,8 +52,8 @@ use std::fmt;
 use std::sync::Arc;
 
 /// How to search. Defaults: random strategy, seed 1, 1000 executions,
-/// two virtual CPUs, shrinking on, a thread per core (as the command line:
-/// the result does not depend on it).
+/// two virtual CPUs, shrinking on, one thread (`jobs`: more run executions
+/// at once, with the same result).
 #[derive(Debug, Clone)]
 pub struct Config {
     explore: ExploreConfig,
@@ -68,7 +68,7 @@ impl Default for Config {
                 iterations: 1000,
                 exec: ExecConfig::default(),
                 shrink: true,
-                jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                jobs: 1,
                 shard: None,
                 progress: Default::default(),
                 reduction: true,
@@ -122,6 +122,9 @@ impl Config {
         self
     }
     /// Threads running executions at once; the result does not change.
+    /// Executions that use a `Mutex` or `Condvar` run one at a time even
+    /// so: one made outside the execution (a static) guards one value for
+    /// every execution.
     pub fn jobs(mut self, n: usize) -> Self {
         self.explore.jobs = n.clamp(1, sim::limits::JOBS.max as usize);
         self
@@ -195,7 +198,16 @@ fn spawn_main(e: &mut Execution, model: &Arc<dyn Fn() + Send + Sync>) {
     let m = Arc::clone(model);
     // Each execution's tasks start with thread-locals of their own.
     mirror::thread::forget_locals();
-    e.setup(|| sim::spawn("main", false, move || m()));
+    let running = e.setup(|| {
+        sim::spawn("main", false, move || m());
+        lazy_obj::Running::mark()
+    });
+    // Kept by a check the execution drops when it is dropped: the mark
+    // says the execution runs until then.
+    e.check_at_end(move || {
+        let _ = &running;
+        None
+    });
 }
 
 fn no_describe(_: &sim::Event) -> Option<String> {
@@ -345,9 +357,13 @@ pub fn replay(
     })
 }
 
+mod lazy_obj;
 mod mirror;
 mod std_barrier;
+mod std_condvar;
+mod std_future;
 mod std_mpsc;
+mod std_mutex;
 mod std_rwlock;
 
 /// `std::thread_local!` for a model: each task has its own value, made on
@@ -389,6 +405,13 @@ macro_rules! thread_local {
 }
 mod std_atomic;
 pub use mirror::{sync, thread};
+
+/// Async code explored, with shuttle's `future` API: `spawn` makes a
+/// future a task of its own, `block_on` runs one to its end, and a
+/// spawned future's [`JoinHandle`](future::JoinHandle) is a future too.
+pub mod future {
+    pub use crate::std_future::{block_on, spawn, yield_now, JoinError, JoinHandle};
+}
 
 /// The kernel primitives with their kernel-shaped API (every object
 /// named): spinlocks, RCU, work items and `flush_work`, llist, refcounts,

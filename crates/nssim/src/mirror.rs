@@ -289,7 +289,7 @@ pub mod thread {
     /// An unnamed task's name: where it was spawned and its task number,
     /// so that tasks spawned in a loop have names of their own (a token's
     /// schedule names its tasks).
-    fn site_task_name(site: &'static std::panic::Location<'static>) -> String {
+    pub(crate) fn site_task_name(site: &'static std::panic::Location<'static>) -> String {
         let at = super::site_name(site);
         match sim::next_task_id() {
             Some(id) => format!("{at}#{id}"),
@@ -390,86 +390,15 @@ pub mod thread {
 /// kernel primitives keep their kernel-shaped API (see [`crate::kernel`]).
 pub mod sync {
     pub use crate::std_barrier::{Barrier, BarrierWaitResult, Once};
+    pub use crate::std_condvar::{Condvar, WaitTimeoutResult};
+    pub use crate::std_mutex::{Mutex, MutexGuard};
     pub use crate::std_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+    pub use ::sync::Ordering as AtomicOrdering;
     pub use ::sync::{
         flush_work, rcu_read_lock, schedule_work, synchronize_rcu, LList, Refcount, SpinLock, Work,
         Workqueue,
     };
-    pub use ::sync::{MutexGuard, Ordering as AtomicOrdering};
-    pub use std::sync::{Arc, LockResult, TryLockError, TryLockResult};
-
-    /// A mutual-exclusion lock as `std::sync::Mutex` has it (never
-    /// poisoned: a panic ends the execution), named by where it is made.
-    ///
-    /// ```
-    /// use nssim::sync::{Arc, Mutex};
-    /// use nssim::thread;
-    ///
-    /// let report = nssim::check_dfs(|| {
-    ///     let m = Arc::new(Mutex::new(0));
-    ///     let m2 = Arc::clone(&m);
-    ///     let t = thread::spawn(move || *m2.lock().unwrap() += 1);
-    ///     *m.lock().unwrap() += 1;
-    ///     t.join().unwrap();
-    ///     assert_eq!(*m.lock().unwrap(), 2);
-    /// }, 2);
-    /// assert!(!report.is_failure(), "{report}");
-    /// ```
-    pub struct Mutex<T>(::sync::Mutex<T>);
-
-    impl<T> Mutex<T> {
-        #[track_caller]
-        pub fn new(value: T) -> Mutex<T> {
-            let name = super::site_name(std::panic::Location::caller());
-            Mutex(::sync::Mutex::new(name, value))
-        }
-
-        /// A lock with a name of its own in traces.
-        pub fn named(name: &'static str, value: T) -> Mutex<T> {
-            Mutex(::sync::Mutex::new(name, value))
-        }
-
-        /// Wait for the lock: a scheduling point, and a wait while another
-        /// task holds it.
-        pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
-            Ok(self.0.lock())
-        }
-
-        /// The lock if no task holds it, at once (`WouldBlock` when one
-        /// does): a scheduling point either way.
-        pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
-            self.0.try_lock().ok_or(TryLockError::WouldBlock)
-        }
-
-        /// The value, through the one reference there is.
-        pub fn get_mut(&mut self) -> LockResult<&mut T> {
-            Ok(self.0.get_mut())
-        }
-
-        pub fn into_inner(self) -> LockResult<T> {
-            Ok(self.0.into_inner())
-        }
-
-        /// Never poisoned: a panic ends the execution.
-        pub fn is_poisoned(&self) -> bool {
-            false
-        }
-    }
-
-    impl<T: Default> Default for Mutex<T> {
-        #[track_caller]
-        fn default() -> Self {
-            Mutex::new(T::default())
-        }
-    }
-
-    impl<T> std::fmt::Debug for Mutex<T> {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            // Not the value: reading it would take the lock, a scheduling
-            // point.
-            f.debug_struct("Mutex").finish_non_exhaustive()
-        }
-    }
+    pub use std::sync::{Arc, LockResult, PoisonError, TryLockError, TryLockResult};
 
     /// Atomics as `std::sync::atomic` has them, named by where they are
     /// made; every operation is a scheduling point.

@@ -509,3 +509,251 @@ fn channels_wait_for_room_and_for_values_where_the_search_sees_it() {
         "{report}"
     );
 }
+
+/// A condition variable: a waiter that re-checks its condition passes in
+/// every schedule; one that waits without checking sleeps through a
+/// notify made before its wait, a deadlock the search finds; a timed wait
+/// ends by the notify in some schedule and by the timeout in another.
+#[test]
+fn a_condvar_wakes_its_waiters_and_a_lost_wakeup_is_a_deadlock() {
+    use nssim::sync::Condvar;
+    use std::time::Duration;
+    let exhaustive = || {
+        Config::default().strategy(Dfs {
+            preemption_bound: 3,
+        })
+    };
+    let signalled = |checks: bool| {
+        move || {
+            let pair = Arc::new((Mutex::new(false), Condvar::new()));
+            let p2 = Arc::clone(&pair);
+            let t = thread::spawn(move || {
+                *p2.0.lock().unwrap() = true;
+                p2.1.notify_all();
+            });
+            let (ready, cv) = &*pair;
+            let guard = ready.lock().unwrap();
+            let guard = match checks {
+                true => cv.wait_while(guard, |r| !*r).unwrap(),
+                false => cv.wait(guard).unwrap(),
+            };
+            assert!(*guard);
+            drop(guard);
+            t.join().unwrap();
+        }
+    };
+    let report = check_report(exhaustive(), signalled(true));
+    assert!(!report.is_failure(), "{report}");
+    let report = check_report(exhaustive(), signalled(false));
+    assert!(
+        matches!(report.outcome, Outcome::Deadlock { .. }),
+        "{report}"
+    );
+    let outcomes = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+    let seen = std::sync::Arc::clone(&outcomes);
+    let report = check_report(exhaustive(), move || {
+        let pair = Arc::new((Mutex::new(()), Condvar::new()));
+        let p2 = Arc::clone(&pair);
+        let t = thread::spawn(move || p2.1.notify_one());
+        let (m, cv) = &*pair;
+        let (_g, r) = cv
+            .wait_timeout(m.lock().unwrap(), Duration::from_millis(1))
+            .unwrap();
+        seen.lock().unwrap().insert(r.timed_out());
+        t.join().unwrap();
+    });
+    assert!(!report.is_failure(), "{report}");
+    assert_eq!(
+        *outcomes.lock().unwrap(),
+        [false, true].into(),
+        "notified in some schedule, timed out in another"
+    );
+}
+
+/// Primitives made outside an execution (a `static`, or before the check)
+/// work in every execution, also with executions on several threads: a
+/// condition variable made once is waited on and notified in each.
+#[test]
+fn a_condvar_made_outside_the_execution_works_in_every_execution() {
+    use nssim::sync::Condvar;
+    static CV: Condvar = Condvar::new();
+    let report = check_report(Config::default().strategy(Random).iterations(200), || {
+        let ready = Arc::new(Mutex::new(false));
+        let r2 = Arc::clone(&ready);
+        let t = thread::spawn(move || {
+            *r2.lock().unwrap() = true;
+            CV.notify_all();
+        });
+        drop(CV.wait_while(ready.lock().unwrap(), |r| !*r).unwrap());
+        t.join().unwrap();
+    });
+    assert!(!report.is_failure(), "{report}");
+    // And on real threads, outside any execution.
+    let ready = std::sync::Arc::new(Mutex::new(false));
+    let r2 = std::sync::Arc::clone(&ready);
+    let t = thread::spawn(move || {
+        *r2.lock().unwrap() = true;
+        CV.notify_all();
+    });
+    drop(CV.wait_while(ready.lock().unwrap(), |r| !*r).unwrap());
+    t.join().unwrap();
+}
+
+/// A mutex made outside the execution (a `static`, or before the check
+/// and shared by every run of the model) is a lock in each execution: once
+/// it was `NONE`, or the object of an earlier execution, and every wait on
+/// it a false deadlock. Its value is one for every execution, and with
+/// executions on several threads each still sees only its own updates.
+#[test]
+fn a_mutex_made_outside_the_execution_works_in_every_execution() {
+    static COUNT: Mutex<u64> = Mutex::new(0);
+    let before = Arc::new(Mutex::new(0u64));
+    let shared = Arc::clone(&before);
+    let model = move || {
+        let t = thread::spawn(|| *COUNT.lock().unwrap() += 1);
+        *COUNT.lock().unwrap() += 1;
+        let s = Arc::clone(&shared);
+        let u = thread::spawn(move || *s.lock().unwrap() += 1);
+        *shared.lock().unwrap() += 1;
+        t.join().unwrap();
+        u.join().unwrap();
+    };
+    let model = std::sync::Arc::new(model);
+    let m = std::sync::Arc::clone(&model);
+    let report = check_report(
+        Config::default().strategy(Random).iterations(300),
+        move || m(),
+    );
+    assert!(!report.is_failure(), "{report}");
+    let runs = report.model_runs;
+    assert_eq!(*COUNT.lock().unwrap(), 2 * runs, "two increments a run");
+    assert_eq!(*before.lock().unwrap(), 2 * runs);
+    let (count, other) = (*COUNT.lock().unwrap(), *before.lock().unwrap());
+    let report = check_report(
+        Config::default().strategy(Random).iterations(300).jobs(4),
+        move || model(),
+    );
+    assert!(!report.is_failure(), "{report}");
+    let more = report.model_runs;
+    assert_eq!(*COUNT.lock().unwrap(), count + 2 * more, "no update lost");
+    assert_eq!(*before.lock().unwrap(), other + 2 * more);
+}
+
+/// A guard dropped while its task panics poisons the mutex, as std's
+/// does: a panic caught inside the task leaves the execution running, and
+/// the next lock sees `Err` with the guard; `clear_poison` forgets it.
+#[test]
+fn a_panic_while_holding_a_mutex_poisons_it_as_std_does() {
+    let poisoning = || {
+        let m = Arc::new(Mutex::new(1));
+        let m2 = Arc::clone(&m);
+        let caught = thread::spawn(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _g = m2.lock().unwrap();
+                panic!("while holding the lock");
+            }))
+            .is_err()
+        });
+        assert!(caught.join().unwrap());
+        assert!(m.is_poisoned());
+        let value = match m.lock() {
+            Ok(_) => panic!("a poisoned mutex locked without Err"),
+            Err(poisoned) => *poisoned.into_inner(),
+        };
+        assert_eq!(value, 1);
+        assert!(m.try_lock().is_err());
+        m.clear_poison();
+        assert_eq!(*m.lock().unwrap(), 1);
+    };
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        poisoning,
+    );
+    assert!(!report.is_failure(), "{report}");
+    // The same code on real threads, outside an execution.
+    poisoning();
+}
+
+/// `Mutex<T>` takes an unsized `T` behind a pointer, as std's does.
+#[test]
+fn a_mutex_may_hold_an_unsized_value() {
+    let report = check_report(Config::default().strategy(Random).iterations(20), || {
+        let m: Arc<Mutex<[u32]>> = Arc::new(Mutex::new([1, 2, 3]));
+        let m2 = Arc::clone(&m);
+        let t = thread::spawn(move || m2.lock().unwrap()[0] = 7);
+        m.lock().unwrap()[2] = 9;
+        t.join().unwrap();
+        assert_eq!(&*m.lock().unwrap(), &[7, 2, 9]);
+    });
+    assert!(!report.is_failure(), "{report}");
+}
+
+/// Async code: spawned futures are tasks of their own, a lost update
+/// between two of them is found, awaiting a handle that never finishes is
+/// a deadlock, an aborted task gives `Cancelled`, and `yield_now` lets a
+/// spinning future's partner run. The same code runs on real threads.
+#[test]
+fn futures_are_tasks_the_search_interleaves() {
+    use nssim::future;
+    let lost_update = || {
+        let n = Arc::new(AtomicU64::new(0));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let n = Arc::clone(&n);
+                future::spawn(async move {
+                    let v = n.load(Ordering::SeqCst);
+                    future::yield_now().await;
+                    n.store(v + 1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        future::block_on(async {
+            for h in handles {
+                h.await.unwrap();
+            }
+        });
+        assert_eq!(n.load(Ordering::SeqCst), 2, "lost update");
+    };
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        lost_update,
+    );
+    assert!(report.message().contains("lost update"), "{report}");
+    // Awaiting a future that waits for nothing anyone sends: a deadlock.
+    let report = check_report(Config::default().strategy(Random).iterations(10), || {
+        let (tx, rx) = nssim::sync::mpsc::channel::<u32>();
+        let h = future::spawn(async move {
+            // A blocking receive inside a future: its task waits.
+            rx.recv().ok()
+        });
+        let _keep = tx;
+        future::block_on(h).unwrap();
+    });
+    assert!(
+        matches!(report.outcome, Outcome::Deadlock { .. }),
+        "{report}"
+    );
+    // A spinning future that yields lets its partner set the flag; an
+    // aborted future's handle gives Cancelled.
+    let spin = || {
+        let flag = Arc::new(AtomicU64::new(0));
+        let f = Arc::clone(&flag);
+        let setter = future::spawn(async move { f.store(1, Ordering::SeqCst) });
+        future::block_on(async {
+            while flag.load(Ordering::SeqCst) == 0 {
+                future::yield_now().await;
+            }
+        });
+        future::block_on(setter).unwrap();
+        let never = future::spawn(std::future::pending::<()>());
+        never.abort();
+        assert_eq!(future::block_on(never), Err(future::JoinError::Cancelled));
+    };
+    let report = check_report(Config::default().strategy(Random).iterations(100), spin);
+    assert!(!report.is_failure(), "{report}");
+    spin();
+}

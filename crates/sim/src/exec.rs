@@ -355,7 +355,9 @@ impl Execution {
             choice_points: 0,
             replaying,
         };
+        static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let shared = Shared {
+            serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             sched,
             tasks: Vec::new(),
             task_names: Vec::new(),

@@ -85,6 +85,9 @@ pub(crate) struct ObjInfo {
 pub(crate) type TaskFn = Box<dyn FnOnce() + 'static>;
 
 pub(crate) struct Shared {
+    /// This execution's number among all of the process's
+    /// ([`execution_serial`]).
+    pub serial: u64,
     /// The scheduler: strategy, limits, and the hand-over between steps.
     pub sched: Sched,
     pub tasks: Vec<TaskState>,
@@ -770,6 +773,14 @@ pub(crate) fn new_task(daemon: bool, clock: u64) -> TaskState {
 }
 
 /// Register a modelled object of `kind`; it starts live.
+/// The running execution's number, unique among the executions this
+/// process has made (`None` outside one): what an object made outside an
+/// execution keys its per-execution state by. It names no execution in
+/// any result, so it does not break determinism.
+pub fn execution_serial() -> Option<u64> {
+    with(|s| s.serial)
+}
+
 pub fn new_object(kind: &'static str) -> ObjId {
     with(|s| s.new_object(kind)).unwrap_or(ObjId::NONE)
 }
