@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex as HostMutex;
 
 /// The execution that may use these primitives now, if any, by serial.
@@ -61,6 +62,9 @@ const KEPT: usize = 1024;
 
 pub(crate) struct PerExecution<S> {
     name: Name,
+    /// The last execution's serial (high half) and object (low half), read
+    /// without a lock on every use after the first in an execution.
+    cache: AtomicU64,
     /// By execution serial: the object there and its state.
     made: HostMutex<BTreeMap<u64, (sim::ObjId, S)>>,
 }
@@ -76,6 +80,7 @@ impl<S: Default> PerExecution<S> {
     pub(crate) const fn new(site: &'static Location<'static>) -> PerExecution<S> {
         PerExecution {
             name: Name::Site(site),
+            cache: AtomicU64::new(0),
             made: HostMutex::new(BTreeMap::new()),
         }
     }
@@ -83,15 +88,19 @@ impl<S: Default> PerExecution<S> {
     pub(crate) const fn named(name: &'static str) -> PerExecution<S> {
         PerExecution {
             name: Name::Given(name),
+            cache: AtomicU64::new(0),
             made: HostMutex::new(BTreeMap::new()),
         }
     }
 
-    /// `f` with the object and state of the running execution (inside
-    /// one only: the caller checks `sim::active()`). No scheduling point
-    /// may be taken in `f`.
+    /// `f` with the object and state of the running execution. No
+    /// scheduling point may be taken in `f`. Outside one (a guard dropped
+    /// while an ended execution is torn down) `f` gets no object and a
+    /// state of its own, which nothing reads again.
     pub(crate) fn with<R>(&self, f: impl FnOnce(sim::ObjId, &mut S) -> R) -> R {
-        let serial = sim::execution_serial().expect("inside an execution");
+        let Some(serial) = sim::execution_serial() else {
+            return f(sim::ObjId::NONE, &mut S::default());
+        };
         take_exclusive(serial);
         let mut made = crate::mirror::unpoisoned(&self.made);
         if !made.contains_key(&serial) {
@@ -109,8 +118,18 @@ impl<S: Default> PerExecution<S> {
         f(*obj, state)
     }
 
-    /// The running execution's object.
+    /// The running execution's object (`ObjId::NONE` outside one).
     pub(crate) fn obj(&self) -> sim::ObjId {
-        self.with(|obj, _| obj)
+        let Some(serial) = sim::execution_serial() else {
+            return sim::ObjId::NONE;
+        };
+        let cached = self.cache.load(Ordering::Relaxed);
+        if serial < 1 << 32 && cached >> 32 == serial {
+            return sim::ObjId(cached as u32);
+        }
+        let obj = self.with(|obj, _| obj);
+        self.cache
+            .store(serial << 32 | u64::from(obj.0), Ordering::Relaxed);
+        obj
     }
 }

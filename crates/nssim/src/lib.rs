@@ -122,9 +122,9 @@ impl Config {
         self
     }
     /// Threads running executions at once; the result does not change.
-    /// Executions that use a `Mutex` or `Condvar` run one at a time even
-    /// so: one made outside the execution (a static) guards one value for
-    /// every execution.
+    /// Executions that use the std-shaped primitives of [`sync`] run one
+    /// at a time even so: any of them may be a static whose value every
+    /// execution shares.
     pub fn jobs(mut self, n: usize) -> Self {
         self.explore.jobs = n.clamp(1, sim::limits::JOBS.max as usize);
         self

@@ -10,10 +10,7 @@ use std::fmt;
 
 pub use std::sync::atomic::Ordering;
 
-/// The object an atomic made at `site` (or given `name`) is traced as.
-fn object(name: &'static str) -> sim::ObjId {
-    sim::new_object(name)
-}
+type Obj = crate::lazy_obj::PerExecution<()>;
 
 /// The scheduling point before a read of `obj`.
 fn read(obj: sim::ObjId) {
@@ -42,22 +39,22 @@ macro_rules! common {
     ($name:ident, $t:ty) => {
         impl $name {
             /// An atomic with a name of its own in traces.
-            pub fn named(name: &'static str, v: $t) -> Self {
+            pub const fn named(name: &'static str, v: $t) -> Self {
                 $name {
                     v: std::sync::atomic::$name::new(v),
-                    obj: object(name),
+                    obj: Obj::named(name),
                 }
             }
             pub fn load(&self, order: Ordering) -> $t {
-                read(self.obj);
+                read(self.obj.obj());
                 self.v.load(order)
             }
             pub fn store(&self, v: $t, order: Ordering) {
-                write("atomic_set", self.obj);
+                write("atomic_set", self.obj.obj());
                 self.v.store(v, order)
             }
             pub fn swap(&self, v: $t, order: Ordering) -> $t {
-                write("atomic_xchg", self.obj);
+                write("atomic_xchg", self.obj.obj());
                 self.v.swap(v, order)
             }
             pub fn compare_exchange(
@@ -67,7 +64,7 @@ macro_rules! common {
                 success: Ordering,
                 failure: Ordering,
             ) -> Result<$t, $t> {
-                write("atomic_cmpxchg", self.obj);
+                write("atomic_cmpxchg", self.obj.obj());
                 self.v.compare_exchange(current, new, success, failure)
             }
             /// As `compare_exchange`: it never fails spuriously here.
@@ -91,7 +88,7 @@ macro_rules! common {
             where
                 F: FnMut($t) -> Option<$t>,
             {
-                write("atomic_update", self.obj);
+                write("atomic_update", self.obj.obj());
                 self.v.fetch_update(set_order, fetch_order, f)
             }
             pub fn get_mut(&mut self) -> &mut $t {
@@ -119,7 +116,7 @@ macro_rules! rmw {
         impl $name {
             $(
                 pub fn $op(&self, v: $t, order: Ordering) -> $t {
-                    write($label, self.obj);
+                    write($label, self.obj.obj());
                     self.v.$op(v, order)
                 }
             )*
@@ -132,14 +129,18 @@ macro_rules! atomic_int {
         #[doc = concat!("`std::sync::atomic::", stringify!($name), "`, explored.")]
         pub struct $name {
             v: std::sync::atomic::$name,
-            obj: sim::ObjId,
+            obj: Obj,
         }
 
         impl $name {
-            /// Named by where it is made.
+            /// Named by where it is made; `const`, so that it may be a
+            /// `static` (which then works in every execution).
             #[track_caller]
-            pub fn new(v: $t) -> Self {
-                Self::named(crate::mirror::caller_site(), v)
+            pub const fn new(v: $t) -> Self {
+                $name {
+                    v: std::sync::atomic::$name::new(v),
+                    obj: Obj::new(std::panic::Location::caller()),
+                }
             }
         }
 
@@ -188,14 +189,17 @@ atomic_int!(
 /// `std::sync::atomic::AtomicBool`, explored.
 pub struct AtomicBool {
     v: std::sync::atomic::AtomicBool,
-    obj: sim::ObjId,
+    obj: Obj,
 }
 
 impl AtomicBool {
-    /// Named by where it is made.
+    /// Named by where it is made; `const`, so that it may be a `static`.
     #[track_caller]
-    pub fn new(v: bool) -> Self {
-        Self::named(crate::mirror::caller_site(), v)
+    pub const fn new(v: bool) -> Self {
+        AtomicBool {
+            v: std::sync::atomic::AtomicBool::new(v),
+            obj: Obj::new(std::panic::Location::caller()),
+        }
     }
 }
 
@@ -225,33 +229,36 @@ rmw!(
 /// `std::sync::atomic::AtomicPtr`, explored.
 pub struct AtomicPtr<T> {
     v: std::sync::atomic::AtomicPtr<T>,
-    obj: sim::ObjId,
+    obj: Obj,
 }
 
 impl<T> AtomicPtr<T> {
-    /// Named by where it is made.
+    /// Named by where it is made; `const`, so that it may be a `static`.
     #[track_caller]
-    pub fn new(p: *mut T) -> Self {
-        Self::named(crate::mirror::caller_site(), p)
+    pub const fn new(p: *mut T) -> Self {
+        AtomicPtr {
+            v: std::sync::atomic::AtomicPtr::new(p),
+            obj: Obj::new(std::panic::Location::caller()),
+        }
     }
 
     /// An atomic with a name of its own in traces.
-    pub fn named(name: &'static str, p: *mut T) -> Self {
+    pub const fn named(name: &'static str, p: *mut T) -> Self {
         AtomicPtr {
             v: std::sync::atomic::AtomicPtr::new(p),
-            obj: object(name),
+            obj: Obj::named(name),
         }
     }
     pub fn load(&self, order: Ordering) -> *mut T {
-        read(self.obj);
+        read(self.obj.obj());
         self.v.load(order)
     }
     pub fn store(&self, p: *mut T, order: Ordering) {
-        write("atomic_set", self.obj);
+        write("atomic_set", self.obj.obj());
         self.v.store(p, order)
     }
     pub fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
-        write("atomic_xchg", self.obj);
+        write("atomic_xchg", self.obj.obj());
         self.v.swap(p, order)
     }
     pub fn compare_exchange(
@@ -261,7 +268,7 @@ impl<T> AtomicPtr<T> {
         success: Ordering,
         failure: Ordering,
     ) -> Result<*mut T, *mut T> {
-        write("atomic_cmpxchg", self.obj);
+        write("atomic_cmpxchg", self.obj.obj());
         self.v.compare_exchange(current, new, success, failure)
     }
     /// As `compare_exchange`: it never fails spuriously here.
@@ -283,7 +290,7 @@ impl<T> AtomicPtr<T> {
     where
         F: FnMut(*mut T) -> Option<*mut T>,
     {
-        write("atomic_update", self.obj);
+        write("atomic_update", self.obj.obj());
         self.v.fetch_update(set_order, fetch_order, f)
     }
     pub fn get_mut(&mut self) -> &mut *mut T {

@@ -3,7 +3,7 @@
 //! left waiting forever is reported rather than hanging the run. Outside
 //! an execution, std's own.
 
-use std::sync::Mutex as HostMutex;
+use crate::lazy_obj::PerExecution;
 
 /// `std::sync::Barrier`: `n` tasks wait until all `n` have arrived.
 ///
@@ -23,9 +23,8 @@ use std::sync::Mutex as HostMutex;
 pub struct Barrier {
     n: usize,
     /// Inside an execution: how many wait now, and how many times the
-    /// barrier has opened.
-    state: HostMutex<(usize, u64)>,
-    obj: sim::ObjId,
+    /// barrier has opened, made on first use in each execution.
+    sim: PerExecution<(usize, u64)>,
     real: std::sync::Barrier,
 }
 
@@ -42,11 +41,10 @@ impl BarrierWaitResult {
 
 impl Barrier {
     #[track_caller]
-    pub fn new(n: usize) -> Barrier {
+    pub const fn new(n: usize) -> Barrier {
         Barrier {
             n,
-            state: HostMutex::new((0, 0)),
-            obj: sim::new_object(crate::mirror::caller_site()),
+            sim: PerExecution::new(std::panic::Location::caller()),
             real: std::sync::Barrier::new(n),
         }
     }
@@ -58,10 +56,9 @@ impl Barrier {
         }
         // The arrival is the operation of this scheduling point on the
         // barrier, so that the search sees two arrivals conflict.
-        sim::point("barrier_wait", self.obj, &::sync::costs::MUTEX);
-        let state = || crate::mirror::unpoisoned(&self.state);
-        let generation = {
-            let mut s = state();
+        let obj = self.sim.obj();
+        sim::point("barrier_wait", obj, &::sync::costs::MUTEX);
+        let generation = self.sim.with(|_, s| {
             s.0 += 1;
             if s.0 >= self.n {
                 *s = (0, s.1 + 1);
@@ -69,15 +66,15 @@ impl Barrier {
             } else {
                 Some(s.1)
             }
-        };
+        });
         match generation {
             None => {
-                sim::wake_all(self.obj, 0);
+                sim::wake_all(obj, 0);
                 BarrierWaitResult(true)
             }
             Some(generation) => {
-                while state().1 == generation {
-                    sim::block("barrier_wait", self.obj, false);
+                while self.sim.with(|_, s| s.1) == generation {
+                    sim::block("barrier_wait", obj, false);
                 }
                 BarrierWaitResult(false)
             }
@@ -92,15 +89,18 @@ impl std::fmt::Debug for Barrier {
 }
 
 /// Where a [`Once`] stands inside an execution.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 enum OnceState {
+    #[default]
     New,
     Running,
     Done,
 }
 
 /// `std::sync::Once`: the first `call_once` runs its function; the others
-/// wait until it has returned, then return at once.
+/// wait until it has returned, then return at once. Inside executions a
+/// `static` one runs its function once in each execution (each is one run
+/// of the program), and std's once per process outside.
 ///
 /// ```
 /// use nssim::sync::{Arc, Once};
@@ -119,52 +119,50 @@ enum OnceState {
 /// assert!(!report.is_failure(), "{report}");
 /// ```
 pub struct Once {
-    state: HostMutex<OnceState>,
-    obj: sim::ObjId,
+    sim: PerExecution<OnceState>,
     real: std::sync::Once,
 }
 
 impl Once {
+    /// `const`, so that it may be a `static`.
     #[track_caller]
-    pub fn new() -> Once {
+    pub const fn new() -> Once {
         Once {
-            state: HostMutex::new(OnceState::New),
-            obj: sim::new_object(crate::mirror::caller_site()),
+            sim: PerExecution::new(std::panic::Location::caller()),
             real: std::sync::Once::new(),
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, OnceState> {
-        crate::mirror::unpoisoned(&self.state)
+    fn state(&self) -> OnceState {
+        self.sim.with(|_, s| *s)
+    }
+
+    fn set_state(&self, state: OnceState) {
+        self.sim.with(|_, s| *s = state);
     }
 
     pub fn call_once<F: FnOnce()>(&self, f: F) {
         if !sim::active() {
             return self.real.call_once(f);
         }
-        sim::point("once", self.obj, &::sync::costs::MUTEX);
-        let first = {
-            let mut s = self.state();
-            let first = *s == OnceState::New;
-            if first {
-                *s = OnceState::Running;
-            }
-            first
-        };
+        let obj = self.sim.obj();
+        sim::point("once", obj, &::sync::costs::MUTEX);
+        let first = self.state() == OnceState::New;
         if first {
+            self.set_state(OnceState::Running);
             f();
-            *self.state() = OnceState::Done;
-            sim::wake_all(self.obj, 0);
+            self.set_state(OnceState::Done);
+            sim::wake_all(obj, 0);
         } else {
-            while *self.state() != OnceState::Done {
-                sim::block("once_wait", self.obj, false);
+            while self.state() != OnceState::Done {
+                sim::block("once_wait", obj, false);
             }
         }
     }
 
     pub fn is_completed(&self) -> bool {
         match sim::active() {
-            true => *self.state() == OnceState::Done,
+            true => self.state() == OnceState::Done,
             false => self.real.is_completed(),
         }
     }

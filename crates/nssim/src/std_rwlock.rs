@@ -6,9 +6,10 @@
 //! guard the scheduler's permission stands for. Outside an execution, a
 //! real reader-writer lock.
 
+use crate::lazy_obj::PerExecution;
 use parking_lot::{RwLock as RealLock, RwLockReadGuard as RealRead, RwLockWriteGuard as RealWrite};
 use std::ops::{Deref, DerefMut};
-use std::sync::{LockResult, Mutex as HostMutex, TryLockError, TryLockResult};
+use std::sync::{LockResult, TryLockError, TryLockResult};
 
 /// Who holds the lock inside an execution.
 #[derive(Default)]
@@ -36,9 +37,10 @@ struct Holders {
 /// assert!(!report.is_failure(), "{report}");
 /// ```
 pub struct RwLock<T> {
+    /// Inside an execution: its object and who holds it, made on first
+    /// use in each execution (so a `static` works in every one).
+    sim: PerExecution<Holders>,
     real: RealLock<T>,
-    holders: HostMutex<Holders>,
-    obj: sim::ObjId,
 }
 
 /// Reading through an [`RwLock`].
@@ -54,17 +56,13 @@ pub struct RwLockWriteGuard<'a, T> {
 }
 
 impl<T> RwLock<T> {
+    /// Named by where it is made; `const`, so that it may be a `static`.
     #[track_caller]
-    pub fn new(value: T) -> RwLock<T> {
+    pub const fn new(value: T) -> RwLock<T> {
         RwLock {
+            sim: PerExecution::new(std::panic::Location::caller()),
             real: RealLock::new(value),
-            holders: HostMutex::new(Holders::default()),
-            obj: sim::new_object(crate::mirror::caller_site()),
         }
-    }
-
-    fn holders(&self) -> std::sync::MutexGuard<'_, Holders> {
-        crate::mirror::unpoisoned(&self.holders)
     }
 
     /// Take the scheduler's permission: `may` says whether the holders
@@ -77,28 +75,38 @@ impl<T> RwLock<T> {
         may: impl Fn(&Holders) -> bool,
         take: impl Fn(&mut Holders),
     ) -> bool {
-        sim::point(label, self.obj, &::sync::costs::MUTEX);
+        let obj = self.sim.obj();
+        sim::point(label, obj, &::sync::costs::MUTEX);
         loop {
-            {
-                let mut h = self.holders();
-                if may(&h) {
-                    take(&mut h);
-                    return true;
+            let taken = self.sim.with(|_, h| {
+                let ok = may(h);
+                if ok {
+                    take(h);
                 }
+                ok
+            });
+            if taken {
+                return true;
             }
             if !wait {
                 return false;
             }
-            sim::block(label, self.obj, false);
+            sim::block(label, obj, false);
         }
     }
 
     /// Give the permission back: a scheduling point, then the waiters
     /// look again.
     fn release(&self, give: impl Fn(&mut Holders)) {
-        sim::point("rwlock_unlock", self.obj, &::sync::costs::MUTEX);
-        give(&mut self.holders());
-        sim::wake_all(self.obj, 0);
+        if sim::execution_serial().is_none() {
+            // A guard dropped while an ended execution is torn down: no
+            // task will look again.
+            return;
+        }
+        let obj = self.sim.obj();
+        sim::point("rwlock_unlock", obj, &::sync::costs::MUTEX);
+        self.sim.with(|_, h| give(h));
+        sim::wake_all(obj, 0);
     }
 
     fn read_guard(&self) -> RwLockReadGuard<'_, T> {

@@ -757,3 +757,71 @@ fn futures_are_tasks_the_search_interleaves() {
     assert!(!report.is_failure(), "{report}");
     spin();
 }
+
+/// An atomic made outside the execution (a `static`, as std's `const fn
+/// new` allows) is an object of each execution: exhaustive search sees two
+/// tasks' accesses to it conflict and finds the lost update (with no
+/// object, every access was independent of every other and the search
+/// explored one order).
+#[test]
+fn a_static_atomic_is_an_object_of_every_execution() {
+    use nssim::sync::atomic::AtomicUsize;
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        || {
+            N.store(0, Ordering::SeqCst);
+            let t = thread::spawn(|| {
+                let v = N.load(Ordering::SeqCst);
+                N.store(v + 1, Ordering::SeqCst);
+            });
+            let v = N.load(Ordering::SeqCst);
+            N.store(v + 1, Ordering::SeqCst);
+            t.join().unwrap();
+            assert_eq!(N.load(Ordering::SeqCst), 2, "lost update");
+        },
+    );
+    assert!(report.message().contains("lost update"), "{report}");
+}
+
+/// Statics of every blocking primitive work in every execution: a reader
+/// and a writer of a static `RwLock`, two parties of a static `Barrier`,
+/// a static `Once` that runs its function once in each execution (each
+/// execution is one run of the program).
+#[test]
+fn static_rwlocks_barriers_and_onces_work_in_every_execution() {
+    use nssim::sync::atomic::AtomicUsize;
+    use nssim::sync::{Barrier, Once, RwLock};
+    static LOCK: RwLock<u32> = RwLock::new(0);
+    static BARRIER: Barrier = Barrier::new(2);
+    static ONCE: Once = Once::new();
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        || {
+            RUNS.store(0, Ordering::SeqCst);
+            let t = thread::spawn(|| {
+                ONCE.call_once(|| {
+                    RUNS.fetch_add(1, Ordering::SeqCst);
+                });
+                *LOCK.write().unwrap() += 1;
+                BARRIER.wait();
+            });
+            ONCE.call_once(|| {
+                RUNS.fetch_add(1, Ordering::SeqCst);
+            });
+            let seen = *LOCK.read().unwrap();
+            BARRIER.wait();
+            t.join().unwrap();
+            assert!(seen as u64 <= 1 + 1000, "one write an execution");
+            assert_eq!(RUNS.load(Ordering::SeqCst), 1, "once in this execution");
+        },
+    );
+    assert!(!report.is_failure(), "{report}");
+    assert!(report.model_runs > 1);
+    assert_eq!(*LOCK.read().unwrap() as u64, report.model_runs);
+}
