@@ -362,9 +362,12 @@ mod mirror;
 mod std_barrier;
 mod std_condvar;
 mod std_future;
+mod std_lazy;
 mod std_mpsc;
 mod std_mutex;
+mod std_park;
 mod std_rwlock;
+mod std_scope;
 
 /// `std::thread_local!` for a model: each task has its own value, made on
 /// its first use in each execution (a value never carries over to the

@@ -44,6 +44,7 @@ pub mod thread {
     /// Waits for a spawned task and takes what it returned.
     pub struct JoinHandle<T> {
         inner: Inner<T>,
+        thread: Thread,
     }
 
     enum Inner<T> {
@@ -62,6 +63,8 @@ pub mod thread {
     pub struct Thread {
         name: Option<String>,
         id: ThreadId,
+        /// The real thread, outside an execution.
+        real: Option<std::thread::Thread>,
     }
 
     impl Thread {
@@ -71,6 +74,66 @@ pub mod thread {
 
         pub fn id(&self) -> ThreadId {
             self.id
+        }
+
+        /// Make the task's park token available, waking it if it is
+        /// parked (a scheduling point inside an execution).
+        pub fn unpark(&self) {
+            match (self.id.0, &self.real) {
+                (ThreadKey::Task(t), _) if sim::active() => crate::std_park::unpark(t),
+                (_, Some(real)) => real.unpark(),
+                _ => {}
+            }
+        }
+
+        fn of_real(real: std::thread::Thread) -> Thread {
+            Thread {
+                name: real.name().map(String::from),
+                id: ThreadId(ThreadKey::Real(real.id())),
+                real: Some(real),
+            }
+        }
+    }
+
+    pub use crate::std_scope::{scope, Scope, ScopedJoinHandle};
+
+    /// `std::thread::park`: wait until the current task's token is
+    /// available (an `unpark`), and take it. Inside an execution no park
+    /// returns without one, and a park that no unpark can end is a
+    /// deadlock the report names.
+    ///
+    /// ```
+    /// use nssim::sync::atomic::{AtomicBool, Ordering};
+    /// use nssim::sync::Arc;
+    /// use nssim::thread;
+    ///
+    /// let report = nssim::check_dfs(|| {
+    ///     let flag = Arc::new(AtomicBool::new(false));
+    ///     let f = Arc::clone(&flag);
+    ///     let parked = thread::spawn(move || {
+    ///         while !f.load(Ordering::SeqCst) {
+    ///             thread::park();
+    ///         }
+    ///     });
+    ///     flag.store(true, Ordering::SeqCst);
+    ///     parked.thread().unpark();
+    ///     parked.join().unwrap();
+    /// }, 2);
+    /// assert!(!report.is_failure(), "{report}");
+    /// ```
+    pub fn park() {
+        match sim::active() {
+            true => crate::std_park::park(None),
+            false => std::thread::park(),
+        }
+    }
+
+    /// `std::thread::park_timeout`: as [`park`], giving up once the
+    /// task's virtual clock has moved on by `dur`.
+    pub fn park_timeout(dur: std::time::Duration) {
+        match sim::active() {
+            true => crate::std_park::park(Some(u64::try_from(dur.as_nanos()).unwrap_or(u64::MAX))),
+            false => std::thread::park_timeout(dur),
         }
     }
 
@@ -110,14 +173,9 @@ pub mod thread {
             Some(t) => Thread {
                 name: Some(sim::task_name(t)),
                 id: ThreadId(ThreadKey::Task(t)),
+                real: None,
             },
-            None => {
-                let real = std::thread::current();
-                Thread {
-                    name: real.name().map(String::from),
-                    id: ThreadId(ThreadKey::Real(real.id())),
-                }
-            }
+            None => Thread::of_real(std::thread::current()),
         }
     }
 
@@ -132,6 +190,7 @@ pub mod thread {
 
     /// Every task's thread-locals go (a new execution starts).
     pub(crate) fn forget_locals() {
+        crate::std_park::forget_tokens();
         let old = LOCALS.with(|l| std::mem::take(&mut *l.borrow_mut()));
         // Dropped outside the borrow: a value's drop may use a local.
         drop(old);
@@ -283,7 +342,7 @@ pub mod thread {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        start(site_task_name(std::panic::Location::caller()), f)
+        start(site_task_name(std::panic::Location::caller()), None, f)
     }
 
     /// An unnamed task's name: where it was spawned and its task number,
@@ -311,6 +370,7 @@ pub mod thread {
     #[derive(Debug, Default)]
     pub struct Builder {
         name: Option<String>,
+        stack_size: Option<usize>,
     }
 
     impl Builder {
@@ -324,6 +384,13 @@ pub mod thread {
             self
         }
 
+        /// The stack size of a real thread, outside an execution; inside
+        /// one every task has the stack nssim gives each task.
+        pub fn stack_size(mut self, size: usize) -> Builder {
+            self.stack_size = Some(size);
+            self
+        }
+
         /// Start the task; unnamed, it is named by where it is spawned.
         #[track_caller]
         pub fn spawn<F, T>(self, f: F) -> std::io::Result<JoinHandle<T>>
@@ -333,22 +400,25 @@ pub mod thread {
         {
             let site = std::panic::Location::caller();
             let name = self.name.unwrap_or_else(|| site_task_name(site));
-            Ok(start(name, f))
+            Ok(start(name, self.stack_size, f))
         }
     }
 
-    fn start<F, T>(name: String, f: F) -> JoinHandle<T>
+    pub(crate) fn start<F, T>(name: String, stack_size: Option<usize>, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
         if !sim::active() {
-            let thread = std::thread::Builder::new()
-                .name(name)
-                .spawn(f)
-                .expect("the system starts a thread");
+            let mut builder = std::thread::Builder::new().name(name);
+            if let Some(size) = stack_size {
+                builder = builder.stack_size(size);
+            }
+            let thread = builder.spawn(f).expect("the system starts a thread");
+            let handle = Thread::of_real(thread.thread().clone());
             return JoinHandle {
                 inner: Inner::Real(thread),
+                thread: handle,
             };
         }
         let done = Arc::new(AtomicBool::new(false));
@@ -363,13 +433,34 @@ pub mod thread {
         });
         // Past the tasks limit the execution ends at its next scheduling
         // point with outcome `limit`; the handle is then never joined.
-        let _ = sim::spawn(name, false, move || (body.take().expect("runs once"))());
+        let id = sim::spawn(name.clone(), false, move || {
+            (body.take().expect("runs once"))()
+        });
+        let thread = Thread {
+            name: Some(name),
+            id: ThreadId(ThreadKey::Task(id.unwrap_or(usize::MAX))),
+            real: None,
+        };
         JoinHandle {
             inner: Inner::Simulated { done, result, obj },
+            thread,
         }
     }
 
     impl<T> JoinHandle<T> {
+        /// The task it waits for.
+        pub fn thread(&self) -> &Thread {
+            &self.thread
+        }
+
+        /// Whether the task has returned (a look, not a scheduling point).
+        pub fn is_finished(&self) -> bool {
+            match &self.inner {
+                Inner::Simulated { done, .. } => done.load(Ordering::SeqCst),
+                Inner::Real(thread) => thread.is_finished(),
+            }
+        }
+
         /// Block until the task has finished; what it returned. In an
         /// execution a task that panics ends the execution (outcome
         /// `panic`), so `Err` comes only from real threads.
@@ -391,6 +482,7 @@ pub mod thread {
 pub mod sync {
     pub use crate::std_barrier::{Barrier, BarrierWaitResult, Once};
     pub use crate::std_condvar::{Condvar, WaitTimeoutResult};
+    pub use crate::std_lazy::{LazyLock, OnceLock};
     pub use crate::std_mutex::{Mutex, MutexGuard};
     pub use crate::std_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
     pub use ::sync::Ordering as AtomicOrdering;

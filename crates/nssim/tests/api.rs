@@ -825,3 +825,59 @@ fn static_rwlocks_barriers_and_onces_work_in_every_execution() {
     assert!(report.model_runs > 1);
     assert_eq!(*LOCK.read().unwrap() as u64, report.model_runs);
 }
+
+/// `park` waits for an `unpark` (a park nothing ends is a deadlock; a
+/// token given before the park is kept), `scope` joins its tasks before
+/// it returns (they may borrow from the spawning task), `Builder`
+/// takes a stack size, and a `OnceLock` being initialized makes the other
+/// task wait, so both see the one value.
+#[test]
+fn park_scope_and_once_lock_behave_as_std_does() {
+    use nssim::sync::OnceLock;
+    let exhaustive = || {
+        Config::default().strategy(Dfs {
+            preemption_bound: 3,
+        })
+    };
+    let report = check_report(exhaustive(), || {
+        let main = thread::current();
+        let t = thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || main.unpark())
+            .unwrap();
+        // The token may come before or after the park: never lost.
+        thread::park();
+        t.join().unwrap();
+    });
+    assert!(!report.is_failure(), "{report}");
+    let report = check_report(exhaustive(), thread::park);
+    assert!(
+        matches!(report.outcome, Outcome::Deadlock { .. }),
+        "{report}"
+    );
+    let report = check_report(exhaustive(), || {
+        let mut counts = [0u32; 2];
+        let cell = OnceLock::new();
+        thread::scope(|s| {
+            let (a, b) = counts.split_at_mut(1);
+            let cell = &cell;
+            s.spawn(move || {
+                a[0] += 1;
+                *cell.get_or_init(|| 7)
+            });
+            s.spawn(move || {
+                b[0] += 2;
+                *cell.get_or_init(|| 8)
+            });
+        });
+        assert_eq!(
+            counts,
+            [1, 2],
+            "both scoped tasks ran before scope returned"
+        );
+        let v = *cell.get().unwrap();
+        assert!(v == 7 || v == 8);
+        assert_eq!(cell.set(9), Err(9));
+    });
+    assert!(!report.is_failure(), "{report}");
+}

@@ -773,6 +773,12 @@ pub(crate) fn new_task(daemon: bool, clock: u64) -> TaskState {
 }
 
 /// Register a modelled object of `kind`; it starts live.
+/// True while an ended execution unwinds its tasks: code that runs in a
+/// task's destructors then must not wait for anything.
+pub fn tearing_down() -> bool {
+    core().is_some_and(|c| c.shared.borrow_mut().teardown)
+}
+
 /// The running execution's number, unique among the executions this
 /// process has made (`None` outside one): what an object made outside an
 /// execution keys its per-execution state by. It names no execution in

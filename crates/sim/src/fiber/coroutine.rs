@@ -82,7 +82,8 @@ impl Fibers {
         _handle: impl Fn(TaskId) -> Handle,
     ) -> Vec<TaskStack> {
         let mut stacks = Vec::new();
-        for co in self.cos.iter_mut() {
+        // Newest first, as the symmetric fibers do.
+        for co in self.cos.iter_mut().rev() {
             if let Some(mut c) = co.take() {
                 let _ = panic::catch_unwind(AssertUnwindSafe(|| c.force_unwind()));
                 if c.done() {

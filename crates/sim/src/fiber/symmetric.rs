@@ -205,7 +205,9 @@ impl Fibers {
     ) -> Vec<TaskStack> {
         channel.unwinding.set(true);
         let mut stacks = Vec::new();
-        for t in 0..self.stacks.len() {
+        // Newest first: a task spawned by another (a scoped thread) may
+        // borrow from its stack, and must be gone before that is.
+        for t in (0..self.stacks.len()).rev() {
             if self.stacks[t].is_none() {
                 continue;
             }
