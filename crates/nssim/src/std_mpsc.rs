@@ -257,10 +257,22 @@ impl<T> Receiver<T> {
     /// channel whose senders remain times out at once.
     pub fn recv_timeout(&self, timeout: std::time::Duration) -> Result<T, RecvTimeoutError> {
         match &self.0 {
-            ReceiverInner::Simulated(s) => s.recv(false).map_err(|e| match e {
-                TryRecvError::Empty => RecvTimeoutError::Timeout,
-                TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
-            }),
+            ReceiverInner::Simulated(s) => {
+                let convert = |e| match e {
+                    TryRecvError::Empty => RecvTimeoutError::Timeout,
+                    TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                };
+                match s.recv(false) {
+                    Err(TryRecvError::Empty) => {
+                        // Others run while the clock moves on; a value sent
+                        // among them is received, none times the wait out.
+                        let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+                        sim::sleep("recv_timeout", ns);
+                        s.recv(false).map_err(convert)
+                    }
+                    other => other.map_err(convert),
+                }
+            }
             ReceiverInner::Real(rx) => rx.recv_timeout(timeout),
         }
     }

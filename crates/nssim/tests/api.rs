@@ -881,3 +881,27 @@ fn park_scope_and_once_lock_behave_as_std_does() {
     });
     assert!(!report.is_failure(), "{report}");
 }
+
+/// `recv_timeout` waits in virtual time: a value sent meanwhile is
+/// received in some schedule, and the wait times out in another.
+#[test]
+fn recv_timeout_receives_or_times_out_as_the_schedule_gives() {
+    use nssim::sync::mpsc;
+    use std::time::Duration;
+    let outcomes = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+    let seen = std::sync::Arc::clone(&outcomes);
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        move || {
+            let (tx, rx) = mpsc::channel();
+            let t = thread::spawn(move || tx.send(1u32).unwrap());
+            let got = rx.recv_timeout(Duration::from_millis(1));
+            seen.lock().unwrap().insert(got.is_ok());
+            t.join().unwrap();
+        },
+    );
+    assert!(!report.is_failure(), "{report}");
+    assert_eq!(*outcomes.lock().unwrap(), [false, true].into());
+}
