@@ -107,15 +107,19 @@ impl<S: Default> PerExecution<S> {
             if made.len() >= KEPT {
                 made.pop_first();
             }
-            let name = match self.name {
-                Name::Site(site) => crate::mirror::site_name(site),
-                Name::Given(name) => name,
-            };
-            let obj = sim::new_object(name);
+            let obj = sim::new_object(self.name());
             made.insert(serial, (obj, S::default()));
         }
         let (obj, state) = made.get_mut(&serial).expect("made above");
         f(*obj, state)
+    }
+
+    /// What the object is called in traces.
+    pub(crate) fn name(&self) -> &'static str {
+        match self.name {
+            Name::Site(site) => crate::mirror::site_name(site),
+            Name::Given(name) => name,
+        }
     }
 
     /// The running execution's object (`ObjId::NONE` outside one).

@@ -155,6 +155,11 @@ pub struct Report {
     /// those run while shrinking a failure, and the one recorded for the
     /// trace, so more often than `iterations`.
     pub model_runs: u64,
+    /// The atomics accessed with an ordering weaker than `SeqCst`
+    /// (`site: op Ordering`): nssim explores sequentially consistent
+    /// executions only, so outcomes those orderings allow on real hardware
+    /// may be missing from what was explored.
+    pub weak_orderings: Vec<String>,
 }
 
 impl Report {
@@ -177,8 +182,16 @@ impl Report {
     /// What went wrong, with the token, the line that replays it, and the
     /// trace.
     pub fn message(&self) -> String {
+        let mut weak = String::new();
+        if let Some(first) = self.weak_orderings.first() {
+            weak = format!(
+                "note: {} atomic access(es) use an ordering weaker than SeqCst ({first}{}); nssim explores sequentially consistent executions only, so outcomes those orderings allow on real hardware may be missing\n",
+                self.weak_orderings.len(),
+                if self.weak_orderings.len() > 1 { ", ..." } else { "" },
+            );
+        }
         format!(
-            "nssim: {} after {} execution(s)\ntoken: {}\nreplay: nssim::replay(model, \"{}\")\n{}",
+            "nssim: {} after {} execution(s)\n{weak}token: {}\nreplay: nssim::replay(model, \"{}\")\n{}",
             self.outcome, self.executions, self.token, self.token, self.trace
         )
     }
@@ -231,8 +244,11 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
     config.assert_in_range();
     let runs = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counted = Arc::clone(&runs);
+    let notes = weak::Noted::default();
+    let noting = Arc::clone(&notes);
     let model: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
         counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        weak::install(&noting);
         model()
     });
     let found = sim::explore(&config.explore, &|e| spawn_main(e, &model));
@@ -257,7 +273,13 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
         schedule: schedule_text(&found.schedule),
         trace: report::steps::render(&recorded, &no_describe),
         model_runs: runs.load(std::sync::atomic::Ordering::Relaxed),
+        weak_orderings: noted(&notes),
     }
+}
+
+/// What a check noted, in order.
+fn noted(notes: &weak::Noted) -> Vec<String> {
+    mirror::unpoisoned(notes).iter().cloned().collect()
 }
 
 /// A schedule as its named stretches (a seeded schedule names itself).
@@ -342,8 +364,14 @@ pub fn replay(
         max_virtual_ns: t.max_virtual_ns,
         ..ExecConfig::default()
     };
-    let model: Arc<dyn Fn() + Send + Sync> = Arc::new(model);
+    let notes = weak::Noted::default();
+    let noting = Arc::clone(&notes);
+    let model: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+        weak::install(&noting);
+        model()
+    });
     let r = run_once(&exec, &t.schedule, &model);
+    let weak_orderings = noted(&notes);
     Ok(Report {
         outcome: r.outcome.clone(),
         executions: 1,
@@ -354,6 +382,7 @@ pub fn replay(
         schedule: schedule_text(&t.schedule),
         trace: report::steps::render(&r, &no_describe),
         model_runs: 1,
+        weak_orderings,
     })
 }
 
@@ -368,6 +397,7 @@ mod std_mutex;
 mod std_park;
 mod std_rwlock;
 mod std_scope;
+mod weak;
 
 /// `std::thread_local!` for a model: each task has its own value, made on
 /// its first use in each execution (a value never carries over to the

@@ -12,20 +12,24 @@ pub use std::sync::atomic::Ordering;
 
 type Obj = crate::lazy_obj::PerExecution<()>;
 
-/// The scheduling point before a read of `obj`.
-fn read(obj: sim::ObjId) {
-    sim::read_point("atomic_read", obj, &::sync::costs::ATOMIC);
+/// The scheduling point before a read of `obj` with `order`.
+fn read(obj: &Obj, order: Ordering) {
+    crate::weak::noted(obj.name(), "load", order);
+    sim::read_point("atomic_read", obj.obj(), &::sync::costs::ATOMIC);
 }
 
-/// The scheduling point before a write (or read-modify-write) of `obj`.
-fn write(label: &'static str, obj: sim::ObjId) {
-    sim::point(label, obj, &::sync::costs::ATOMIC);
+/// The scheduling point before a write (or read-modify-write) of `obj`
+/// with `order`.
+fn write(label: &'static str, obj: &Obj, order: Ordering) {
+    crate::weak::noted(obj.name(), label, order);
+    sim::point(label, obj.obj(), &::sync::costs::ATOMIC);
 }
 
 /// `std::sync::atomic::fence`: a scheduling point; every access is
 /// already sequentially consistent.
 pub fn fence(order: Ordering) {
-    write("fence", sim::ObjId::NONE);
+    crate::weak::noted("fence", "fence", order);
+    sim::point("fence", sim::ObjId::NONE, &::sync::costs::ATOMIC);
     std::sync::atomic::fence(order);
 }
 
@@ -46,15 +50,15 @@ macro_rules! common {
                 }
             }
             pub fn load(&self, order: Ordering) -> $t {
-                read(self.obj.obj());
+                read(&self.obj, order);
                 self.v.load(order)
             }
             pub fn store(&self, v: $t, order: Ordering) {
-                write("atomic_set", self.obj.obj());
+                write("atomic_set", &self.obj, order);
                 self.v.store(v, order)
             }
             pub fn swap(&self, v: $t, order: Ordering) -> $t {
-                write("atomic_xchg", self.obj.obj());
+                write("atomic_xchg", &self.obj, order);
                 self.v.swap(v, order)
             }
             pub fn compare_exchange(
@@ -64,7 +68,7 @@ macro_rules! common {
                 success: Ordering,
                 failure: Ordering,
             ) -> Result<$t, $t> {
-                write("atomic_cmpxchg", self.obj.obj());
+                write("atomic_cmpxchg", &self.obj, success);
                 self.v.compare_exchange(current, new, success, failure)
             }
             /// As `compare_exchange`: it never fails spuriously here.
@@ -88,7 +92,7 @@ macro_rules! common {
             where
                 F: FnMut($t) -> Option<$t>,
             {
-                write("atomic_update", self.obj.obj());
+                write("atomic_update", &self.obj, set_order);
                 self.v.fetch_update(set_order, fetch_order, f)
             }
             pub fn get_mut(&mut self) -> &mut $t {
@@ -116,7 +120,7 @@ macro_rules! rmw {
         impl $name {
             $(
                 pub fn $op(&self, v: $t, order: Ordering) -> $t {
-                    write($label, self.obj.obj());
+                    write($label, &self.obj, order);
                     self.v.$op(v, order)
                 }
             )*
@@ -250,15 +254,15 @@ impl<T> AtomicPtr<T> {
         }
     }
     pub fn load(&self, order: Ordering) -> *mut T {
-        read(self.obj.obj());
+        read(&self.obj, order);
         self.v.load(order)
     }
     pub fn store(&self, p: *mut T, order: Ordering) {
-        write("atomic_set", self.obj.obj());
+        write("atomic_set", &self.obj, order);
         self.v.store(p, order)
     }
     pub fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
-        write("atomic_xchg", self.obj.obj());
+        write("atomic_xchg", &self.obj, order);
         self.v.swap(p, order)
     }
     pub fn compare_exchange(
@@ -268,7 +272,7 @@ impl<T> AtomicPtr<T> {
         success: Ordering,
         failure: Ordering,
     ) -> Result<*mut T, *mut T> {
-        write("atomic_cmpxchg", self.obj.obj());
+        write("atomic_cmpxchg", &self.obj, success);
         self.v.compare_exchange(current, new, success, failure)
     }
     /// As `compare_exchange`: it never fails spuriously here.
@@ -290,7 +294,7 @@ impl<T> AtomicPtr<T> {
     where
         F: FnMut(*mut T) -> Option<*mut T>,
     {
-        write("atomic_update", self.obj.obj());
+        write("atomic_update", &self.obj, set_order);
         self.v.fetch_update(set_order, fetch_order, f)
     }
     pub fn get_mut(&mut self) -> &mut *mut T {
