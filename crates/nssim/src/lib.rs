@@ -439,6 +439,37 @@ macro_rules! thread_local {
 mod std_atomic;
 pub use mirror::{sync, thread};
 
+/// `std::hint`'s `spin_loop`: inside an execution a yield
+/// ([`thread::yield_now`]), so that a spin-wait ported by its imports
+/// lets the task it waits for run; outside one, std's.
+pub mod hint {
+    /// The body of a spin-wait.
+    ///
+    /// ```
+    /// use nssim::sync::atomic::{AtomicBool, Ordering};
+    /// use nssim::sync::Arc;
+    /// use nssim::{hint, thread};
+    ///
+    /// let report = nssim::check_dfs(|| {
+    ///     let ready = Arc::new(AtomicBool::new(false));
+    ///     let r = Arc::clone(&ready);
+    ///     let t = thread::spawn(move || r.store(true, Ordering::Release));
+    ///     while !ready.load(Ordering::Acquire) {
+    ///         hint::spin_loop();
+    ///     }
+    ///     t.join().unwrap();
+    /// }, 2);
+    /// assert!(!report.is_failure(), "{report}");
+    /// ```
+    pub fn spin_loop() {
+        if sim::active() {
+            sim::yield_point("spin_loop", sim::ObjId::NONE, &sim::costs::STEP);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Async code explored, with shuttle's `future` API: `spawn` makes a
 /// future a task of its own, `block_on` runs one to its end, and a
 /// spawned future's [`JoinHandle`](future::JoinHandle) is a future too.

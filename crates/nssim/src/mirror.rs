@@ -272,11 +272,13 @@ pub mod thread {
 
     /// `std::thread::yield_now`: a scheduling point, where the explorer
     /// may run another task; outside an execution, the real one. A task
-    /// that spins until another acts should yield in its loop: random
-    /// search then runs the other task. Unlike shuttle's, nssim's PCT does
-    /// not lower a yielding task's priority, so a spinner of higher
-    /// priority spins until a change point or the livelock limit, and
-    /// exhaustive search explores it spinning on as well.
+    /// that spins until another acts should yield in its loop: the next
+    /// task in round-robin order then runs without a preemption, and the
+    /// yielder going on is the preemption, so exhaustive search lets it
+    /// spin at most its preemption bound more times, and random search
+    /// runs the other task. Unlike shuttle's, nssim's PCT does not lower a
+    /// yielding task's priority, so a spinner of higher priority spins
+    /// until a change point or the livelock limit.
     ///
     /// ```
     /// use nssim::sync::atomic::{AtomicBool, Ordering};
@@ -296,7 +298,7 @@ pub mod thread {
     /// ```
     pub fn yield_now() {
         if sim::active() {
-            sim::point("yield_now", sim::ObjId::NONE, &sim::costs::STEP);
+            sim::yield_point("yield_now", sim::ObjId::NONE, &sim::costs::STEP);
         } else {
             std::thread::yield_now();
         }

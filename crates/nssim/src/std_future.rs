@@ -75,7 +75,9 @@ fn run_to_end<F: Future>(fut: F, stop: Option<&Stop>) -> Option<F::Output> {
     let mut first = true;
     loop {
         if !first && sim::active() {
-            sim::point("poll", signal.obj, &sim::costs::STEP);
+            // A yield: a future woken at once (`yield_now`) lets the next
+            // task run first.
+            sim::yield_point("poll", signal.obj, &sim::costs::STEP);
         }
         first = false;
         if stop.is_some_and(|s| s.flag.load(Ordering::SeqCst)) {

@@ -954,3 +954,45 @@ fn weaker_orderings_than_seqcst_are_named_in_the_report() {
     );
     assert!(!seqcst.message().contains("weaker than SeqCst"));
 }
+
+/// A spin-wait that yields (`thread::yield_now`, or `hint::spin_loop` as
+/// std's spin loops are written) ends under exhaustive search: after a
+/// yield the next task runs without a preemption and the spinner going on
+/// is one, so it spins at most the bound more times (it once spun on to
+/// the livelock limit). A spin that never yields cannot be told from
+/// work, and still reaches that limit.
+#[test]
+fn a_spin_wait_that_yields_ends_under_exhaustive_search() {
+    use nssim::sync::atomic::AtomicBool;
+    let spin = |how: fn()| {
+        move || {
+            let ready = Arc::new(AtomicBool::new(false));
+            let r = Arc::clone(&ready);
+            let t = thread::spawn(move || r.store(true, Ordering::SeqCst));
+            while !ready.load(Ordering::SeqCst) {
+                how();
+            }
+            t.join().unwrap();
+        }
+    };
+    for bound in [0, 2, 5] {
+        let config = || {
+            Config::default().strategy(Dfs {
+                preemption_bound: bound,
+            })
+        };
+        for how in [thread::yield_now as fn(), nssim::hint::spin_loop] {
+            let report = check_report(config(), spin(how));
+            assert!(!report.is_failure(), "bound {bound}: {report}");
+        }
+    }
+    let report = check_report(
+        Config::default()
+            .strategy(Dfs {
+                preemption_bound: 2,
+            })
+            .max_steps(10_000),
+        spin(|| {}),
+    );
+    assert!(matches!(report.outcome, Outcome::Limit { .. }), "{report}");
+}

@@ -36,14 +36,6 @@ fn every_correct_model_passes_every_search() {
 }
 
 #[test]
-fn every_spinning_model_passes_random_search() {
-    for (name, model) in models::SPINNING {
-        let report = check_report(Config::default().strategy(Random).iterations(300), model);
-        assert!(!report.is_failure(), "{name}: {report}");
-    }
-}
-
-#[test]
 fn every_buggy_model_fails_in_every_search_with_its_message() {
     for (name, model, says) in models::BUGGY {
         for config in searches() {

@@ -720,6 +720,12 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     let sched = &mut s.sched;
     let last = if from_task { Some(s.current) } else { last };
     let still_runnable = last.filter(|&l| matches!(s.tasks[l].run, RunState::Runnable));
+    // After a yield the next task in round-robin order goes on as if it
+    // had run last: choosing it is no preemption, the yielder is one.
+    let continuing = match still_runnable {
+        Some(l) if s.tasks[l].pending.yields => Some(after_yield(s.runnable.as_slice(), l)),
+        other => other,
+    };
     sched.choice_points += u64::from(s.runnable.len() > 1);
     let t = match sched.chooser.pick_from_queue(&s.runnable) {
         Some(t) => t,
@@ -728,7 +734,7 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
         // strategy (thirteen instructions a point).
         None => sched.chooser.pick_with_context(&s.runnable, || PickCtx {
             runnable: s.runnable.as_slice(),
-            last: still_runnable,
+            last: continuing,
             tasks: &s.tasks,
             task_names: &s.task_names,
             step: s.step,
@@ -736,7 +742,7 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
         }),
     };
     if sched.replaying {
-        if let Some(next) = replay_bookkeeping(sched, &s.tasks, t, still_runnable) {
+        if let Some(next) = replay_bookkeeping(sched, &s.tasks, t, continuing) {
             return next;
         }
     }
@@ -751,6 +757,15 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
         return Next::Same;
     }
     Next::Run(t)
+}
+
+/// The task that runs next without a preemption after `yielder` yielded:
+/// the first runnable one after it in task order, wrapping around; the
+/// yielder itself when it is the only one.
+fn after_yield(runnable: &[TaskId], yielder: TaskId) -> TaskId {
+    let after = runnable.iter().copied().find(|&t| t > yielder);
+    let wrapped = runnable.iter().copied().find(|&t| t != yielder);
+    after.or(wrapped).unwrap_or(yielder)
 }
 
 /// What a replay asks of a pick besides the pick (`Sched::replaying`):

@@ -66,7 +66,7 @@ pub use rt::{
     access, active, block, cost, current_task, execution_serial, fail, free_object, lock_holder,
     lock_point, lock_try_acquire, new_object, next_task_id, note, now, object_name, object_state,
     park_object, point, read_point, set_owner, sleep, spawn, task_name, tearing_down, touch,
-    unlock_point, wait_until, wake_all, ObjId, ObjState,
+    unlock_point, wait_until, wake_all, yield_point, ObjId, ObjState,
 };
 pub use strategy::{pct_hint, pct_probe, ChoicePoint};
 pub use token::{ContentHash, Schedule, Segment, Token, TokenError};

@@ -54,6 +54,9 @@ pub(crate) struct PendingOp {
     /// The operation only reads its object (an atomic load): it commutes
     /// with other reads of it.
     pub reads: bool,
+    /// The operation is a yield ([`yield_point`]): running another task
+    /// here is no preemption, and running this one is.
+    pub yields: bool,
 }
 
 /// What a scheduling point reads of a task, kept small: the records of
@@ -463,6 +466,7 @@ impl Shared {
             cost,
             local: false,
             reads: false,
+            yields: false,
         };
     }
 
@@ -652,6 +656,19 @@ pub fn point(label: &'static str, obj: ObjId, cost: &CostKey) {
     reschedule(|s| s.set_pending_op(label, obj, cost));
 }
 
+/// A scheduling point where the current task yields (`thread::yield_now`,
+/// a spinner's wait): the task that would run next in round-robin order
+/// is the one that runs without a preemption, and the yielding task
+/// itself is a preemption's choice. So a task that spins, yielding, until
+/// another acts does not spin for free in exhaustive search: within a
+/// preemption bound it spins at most that many times more.
+pub fn yield_point(label: &'static str, obj: ObjId, cost: &CostKey) {
+    reschedule(|s| {
+        s.set_pending_op(label, obj, cost);
+        s.tasks[s.current].pending.yields = true;
+    });
+}
+
 /// A scheduling point before an operation that only reads `obj` (an
 /// atomic load): for exhaustive search it commutes with other reads of
 /// `obj`; otherwise it is [`point`].
@@ -766,6 +783,7 @@ pub(crate) fn new_task(daemon: bool, clock: u64) -> TaskState {
             cost: 0,
             local: true,
             reads: false,
+            yields: false,
         },
         fiber: fiber::NO_HANDLE,
         stack_limit: 0,

@@ -19,6 +19,7 @@ use super::imp::thread;
 /// Models that hold in every schedule.
 pub const CORRECT: &[(&str, fn())] = &[
     ("mutex_counter", mutex_counter),
+    ("compare_exchange_spin_lock", compare_exchange_spin_lock),
     ("atomic_fetch_add_counter", atomic_fetch_add_counter),
     ("condvar_handshake", condvar_handshake),
     (
@@ -50,13 +51,6 @@ pub const CORRECT: &[(&str, fn())] = &[
     ("futures_join_their_outputs", futures_join_their_outputs),
     ("message_passing_publication", message_passing_publication),
 ];
-
-/// Models that hold in every schedule in which a task spinning with
-/// `yield_now` lets the others run: nssim's exhaustive search also
-/// explores the spinner spinning on, up to its livelock limit (loom
-/// instead never runs a yielder again until another task made progress),
-/// so these are held to random search only.
-pub const SPINNING: &[(&str, fn())] = &[("compare_exchange_spin_lock", compare_exchange_spin_lock)];
 
 /// Models with a bug some schedule shows, and what the failure says.
 pub const BUGGY: &[(&str, fn(), &str)] = &[
