@@ -275,10 +275,9 @@ pub mod thread {
     /// that spins until another acts should yield in its loop: the next
     /// task in round-robin order then runs without a preemption, and the
     /// yielder going on is the preemption, so exhaustive search lets it
-    /// spin at most its preemption bound more times, and random search
-    /// runs the other task. Unlike shuttle's, nssim's PCT does not lower a
-    /// yielding task's priority, so a spinner of higher priority spins
-    /// until a change point or the livelock limit.
+    /// spin at most its preemption bound more times, random search runs
+    /// the other task, and PCT lowers the yielder below every other task,
+    /// as shuttle's does.
     ///
     /// ```
     /// use nssim::sync::atomic::{AtomicBool, Ordering};

@@ -986,6 +986,17 @@ fn a_spin_wait_that_yields_ends_under_exhaustive_search() {
             assert!(!report.is_failure(), "bound {bound}: {report}");
         }
     }
+    // PCT lowers a yielding task below every other, as shuttle's does: a
+    // spinner of the highest priority lets the other run (it once spun to
+    // the step limit in some iterations).
+    for depth in [1, 2, 3] {
+        let config = Config::default()
+            .strategy(nssim::Pct { depth })
+            .iterations(200)
+            .max_steps(10_000);
+        let report = check_report(config, spin(thread::yield_now));
+        assert!(!report.is_failure(), "depth {depth}: {report}");
+    }
     let report = check_report(
         Config::default()
             .strategy(Dfs {

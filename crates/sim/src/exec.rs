@@ -723,7 +723,10 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     // After a yield the next task in round-robin order goes on as if it
     // had run last: choosing it is no preemption, the yielder is one.
     let continuing = match still_runnable {
-        Some(l) if s.tasks[l].pending.yields => Some(after_yield(s.runnable.as_slice(), l)),
+        Some(l) if s.tasks[l].pending.yields => {
+            sched.chooser.yielded(l);
+            Some(after_yield(s.runnable.as_slice(), l))
+        }
         other => other,
     };
     sched.choice_points += u64::from(s.runnable.len() > 1);

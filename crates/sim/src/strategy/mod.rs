@@ -87,6 +87,9 @@ pub(crate) trait Strategy: Sized {
         None
     }
 
+    /// `task` yields at the point being decided (`sim::yield_point`).
+    fn yielded(&mut self, _task: TaskId) {}
+
     /// What the execution recorded of its choices, taken at its end.
     fn take_log(&mut self) -> StrategyLog {
         StrategyLog::default()
@@ -119,6 +122,10 @@ impl<S: Strategy> Strategy for Box<S> {
 
     fn diverged_step(&self) -> Option<u64> {
         (**self).diverged_step()
+    }
+
+    fn yielded(&mut self, task: TaskId) {
+        (**self).yielded(task)
     }
 
     fn take_log(&mut self) -> StrategyLog {
@@ -228,6 +235,12 @@ macro_rules! strategies {
             pub(crate) fn diverged_step(&self) -> Option<u64> {
                 match self {
                     $(Chooser::$variant(s) => s.diverged_step(),)*
+                }
+            }
+
+            pub(crate) fn yielded(&mut self, task: TaskId) {
+                match self {
+                    $(Chooser::$variant(s) => s.yielded(task),)*
                 }
             }
 

@@ -65,6 +65,14 @@ pub fn pct_hint(probe: &ExecReport) -> u64 {
 }
 
 impl Strategy for Pct {
+    /// A yielding task drops below every other (as shuttle's PCT does),
+    /// so that a spinner of high priority lets the task it waits for run.
+    fn yielded(&mut self, task: TaskId) {
+        self.prioritise_up_to(task);
+        self.priority[task] = 0;
+        self.best_at = NEVER;
+    }
+
     fn new_execution(schedule: &Schedule, _lenient: bool) -> Option<Self> {
         let Schedule::Pct {
             seed,
