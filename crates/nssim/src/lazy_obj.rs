@@ -34,8 +34,20 @@ fn take_exclusive(serial: u64) {
     *o = Some(serial);
 }
 
+thread_local! {
+    /// What runs when the execution on this thread ends: the drops of its
+    /// per-execution values (`lazy_static!`).
+    static AT_END: std::cell::RefCell<Vec<Box<dyn FnOnce()>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Run `f` when the execution running on this thread ends.
+pub(crate) fn at_end(f: impl FnOnce() + 'static) {
+    AT_END.with(|a| a.borrow_mut().push(Box::new(f)));
+}
+
 /// An execution of the nssim API, running until this is dropped (with the
-/// execution): it then lets go of [`EXCLUSIVE`] if it took it.
+/// execution): it then runs what [`at_end`] was given, and lets go of
+/// [`EXCLUSIVE`] if it took it.
 pub(crate) struct Running(u64);
 
 impl Running {
@@ -47,6 +59,10 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        let ends = AT_END.with(|a| std::mem::take(&mut *a.borrow_mut()));
+        for end in ends {
+            end();
+        }
         let (owner, freed) = &EXCLUSIVE;
         let mut o = crate::mirror::unpoisoned(owner);
         if *o == Some(self.0) {

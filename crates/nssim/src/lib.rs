@@ -212,7 +212,10 @@ fn spawn_main(e: &mut Execution, model: &Arc<dyn Fn() + Send + Sync>) {
     // Each execution's tasks start with thread-locals of their own.
     mirror::thread::forget_locals();
     let running = e.setup(|| {
-        sim::spawn("main", false, move || m());
+        sim::spawn("main", false, move || {
+            m();
+            mirror::thread::drop_task_locals();
+        });
         lazy_obj::Running::mark()
     });
     // Kept by a check the execution drops when it is dropped: the mark
@@ -389,9 +392,13 @@ pub fn replay(
 mod lazy_obj;
 mod mirror;
 mod std_barrier;
+mod std_cell;
 mod std_condvar;
 mod std_future;
 mod std_lazy;
+mod std_lazy_static;
+#[doc(hidden)]
+pub use std_lazy_static::LazyStatic;
 mod std_mpsc;
 mod std_mutex;
 mod std_park;
@@ -438,6 +445,12 @@ macro_rules! thread_local {
 }
 mod std_atomic;
 pub use mirror::{sync, thread};
+
+/// loom's `cell::UnsafeCell`: shared data reached through `with` and
+/// `with_mut`, each a scheduling point.
+pub mod cell {
+    pub use crate::std_cell::{ConstPtr, MutPtr, UnsafeCell};
+}
 
 /// `std::hint`'s `spin_loop`: inside an execution a yield
 /// ([`thread::yield_now`]), so that a spin-wait ported by its imports

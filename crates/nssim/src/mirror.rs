@@ -188,6 +188,19 @@ pub mod thread {
         static LOCALS: std::cell::RefCell<Locals> = std::cell::RefCell::new(Locals::new());
     }
 
+    /// The current task's thread-locals go, as a thread's do when it
+    /// exits (before a `join` of it returns).
+    pub(crate) fn drop_task_locals() {
+        let me = sim::current_task();
+        let mine: Vec<Box<dyn std::any::Any>> = LOCALS.with(|l| {
+            let mut l = l.borrow_mut();
+            let keys: Vec<_> = l.keys().filter(|(_, t)| *t == me).copied().collect();
+            keys.iter().filter_map(|k| l.remove(k)).collect()
+        });
+        // Dropped outside the borrow: a value's drop may use a local.
+        drop(mine);
+    }
+
     /// Every task's thread-locals go (a new execution starts).
     pub(crate) fn forget_locals() {
         crate::std_park::forget_tokens();
@@ -428,6 +441,7 @@ pub mod thread {
         let (d, r) = (Arc::clone(&done), Arc::clone(&result));
         let mut body = Some(move || {
             let value = f();
+            drop_task_locals();
             *r.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
             d.store(true, Ordering::SeqCst);
             sim::wake_all(obj, 0);

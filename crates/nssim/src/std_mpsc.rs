@@ -16,6 +16,15 @@ struct Queue<T> {
     bound: Option<usize>,
     senders: usize,
     receiver: bool,
+    /// `sync_channel(0)`: a send hands its value to a receiver, waiting
+    /// until one has taken it, and `try_send` succeeds only while a
+    /// receiver waits.
+    rendezvous: bool,
+    /// Receivers waiting in `recv` now.
+    waiting: usize,
+    /// Values queued and taken so far, for a rendezvous send to wait on.
+    pushed: u64,
+    taken: u64,
 }
 
 struct Shared<T> {
@@ -42,10 +51,24 @@ impl<T> Shared<T> {
                 if !q.receiver {
                     return Err(TrySendError::Disconnected(v));
                 }
-                if q.bound.is_none_or(|b| q.items.len() < b) {
+                // A rendezvous holds the one value being handed over.
+                let room = q.bound.is_none_or(|b| q.items.len() < b.max(1));
+                let taker = !q.rendezvous || wait || q.waiting > q.items.len();
+                if room && taker {
                     q.items.push_back(v);
+                    q.pushed += 1;
+                    let ticket = q.pushed;
+                    let handoff = q.rendezvous && wait;
                     drop(q);
                     sim::wake_all(self.obj, 0);
+                    if handoff {
+                        // A rendezvous: wait until a receiver took it (or
+                        // none is left to).
+                        sim::wait_until("mpsc_send", self.obj, || {
+                            let q = self.queue();
+                            q.taken >= ticket || !q.receiver
+                        });
+                    }
                     return Ok(());
                 }
             }
@@ -63,6 +86,7 @@ impl<T> Shared<T> {
             {
                 let mut q = self.queue();
                 if let Some(v) = q.items.pop_front() {
+                    q.taken += 1;
                     drop(q);
                     sim::wake_all(self.obj, 0);
                     return Ok(v);
@@ -70,11 +94,15 @@ impl<T> Shared<T> {
                 if q.senders == 0 {
                     return Err(TryRecvError::Disconnected);
                 }
+                if wait {
+                    q.waiting += 1;
+                }
             }
             if !wait {
                 return Err(TryRecvError::Empty);
             }
             sim::block("mpsc_recv", self.obj, false);
+            self.queue().waiting -= 1;
         }
     }
 }
@@ -107,6 +135,10 @@ fn simulated<T>(bound: Option<usize>) -> Arc<Shared<T>> {
             bound,
             senders: 1,
             receiver: true,
+            rendezvous: bound == Some(0),
+            waiting: 0,
+            pushed: 0,
+            taken: 0,
         }),
         obj: sim::new_object(crate::mirror::caller_site()),
     })
@@ -145,11 +177,12 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 /// `std::sync::mpsc::sync_channel`: a channel of at most `bound` queued
-/// values (a bound of 0, a rendezvous, is taken as 1 inside an execution).
+/// values; with 0, a rendezvous (a send waits until a receiver took its
+/// value, and `try_send` succeeds only while a receiver waits).
 #[track_caller]
 pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
     if sim::active() {
-        let shared = simulated(Some(bound.max(1)));
+        let shared = simulated(Some(bound));
         let rx = Receiver(ReceiverInner::Simulated(Arc::clone(&shared)));
         return (SyncSender(SenderInner::Simulated(shared)), rx);
     }

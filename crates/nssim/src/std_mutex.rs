@@ -134,6 +134,14 @@ impl<T: ?Sized> Mutex<T> {
     /// another task has it; without, `None` then.
     fn acquire(&self, wait: bool) -> Option<MutexGuard<'_, T>> {
         let obj = self.sim.obj();
+        if wait && sim::lock_holder(obj).is_some() && sim::lock_holder(obj) == sim::current_task() {
+            // std may deadlock or panic here; a report of the deadlock
+            // would name only this task waiting for itself.
+            panic!(
+                "tried to acquire a Mutex it already holds ({})",
+                self.sim.name()
+            );
+        }
         let mut acquired = sim::lock_point(LOCK, obj, &::sync::costs::MUTEX)?;
         while !acquired && wait {
             sim::block(LOCK, obj, false);

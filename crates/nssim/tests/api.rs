@@ -1007,3 +1007,144 @@ fn a_spin_wait_that_yields_ends_under_exhaustive_search() {
     );
     assert!(matches!(report.outcome, Outcome::Limit { .. }), "{report}");
 }
+
+/// `sync_channel(0)` is a rendezvous, as std's: `try_send` fails with
+/// `Full` unless a receiver waits, and a send returns once a receiver has
+/// taken its value (it once queued one value without any receiver).
+#[test]
+fn a_rendezvous_channel_hands_values_over() {
+    use nssim::sync::mpsc::{self, TrySendError};
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        || {
+            let (tx, rx) = mpsc::sync_channel::<u32>(0);
+            assert!(matches!(tx.try_send(1), Err(TrySendError::Full(1))));
+            let taken = Arc::new(AtomicU64::new(0));
+            let t2 = Arc::clone(&taken);
+            let r = thread::spawn(move || {
+                let v = rx.recv().unwrap();
+                t2.store(1, Ordering::SeqCst);
+                v
+            });
+            tx.send(7).unwrap();
+            assert_eq!(r.join().unwrap(), 7);
+            assert_eq!(taken.load(Ordering::SeqCst), 1);
+        },
+    );
+    assert!(!report.is_failure(), "{report}");
+}
+
+/// A task's `nssim::thread_local!` values are dropped when the task ends,
+/// before a `join` of it returns, as a thread's are.
+#[test]
+fn a_tasks_thread_locals_are_dropped_when_it_ends() {
+    use nssim::sync::atomic::AtomicUsize;
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct Counted;
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    nssim::thread_local! {
+        static MINE: Counted = Counted;
+    }
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        || {
+            DROPS.store(0, Ordering::SeqCst);
+            let ts: Vec<_> = (0..3)
+                .map(|_| thread::spawn(|| MINE.with(|_| ())))
+                .collect();
+            for t in ts {
+                t.join().unwrap();
+            }
+            assert_eq!(
+                DROPS.load(Ordering::SeqCst),
+                3,
+                "each task's value dropped at its end"
+            );
+        },
+    );
+    assert!(!report.is_failure(), "{report}");
+}
+
+/// `lazy_static!` gives each execution its value, dropped when the
+/// execution ends (as loom's and shuttle's do).
+#[test]
+fn lazy_statics_are_made_and_dropped_per_execution() {
+    // std's counters: counting takes no scheduling point.
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+    struct Value(u32);
+    impl Drop for Value {
+        fn drop(&mut self) {
+            DROPPED.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    nssim::lazy_static! {
+        static ref V: Value = {
+            MADE.fetch_add(1, Ordering::SeqCst);
+            Value(5)
+        };
+    }
+    let report = check_report(Config::default().strategy(Random).iterations(20), || {
+        let t = thread::spawn(|| V.0);
+        assert_eq!(V.0 + t.join().unwrap(), 10);
+    });
+    assert!(!report.is_failure(), "{report}");
+    let made = MADE.load(Ordering::SeqCst) as u64;
+    assert_eq!(made, report.model_runs, "one value an execution");
+    assert_eq!(
+        DROPPED.load(Ordering::SeqCst) as u64,
+        made,
+        "each dropped at its end"
+    );
+}
+
+/// loom's `UnsafeCell`: each access a scheduling point, so that a lost
+/// update through the cell is found.
+#[test]
+fn an_unsafe_cells_accesses_are_interleaved() {
+    use nssim::cell::UnsafeCell;
+    let report = check_report(
+        Config::default().strategy(Dfs {
+            preemption_bound: 2,
+        }),
+        || {
+            let cell = Arc::new(UnsafeCell::new(0u32));
+            let c = Arc::clone(&cell);
+            let t = thread::spawn(move || {
+                let v = c.with(|p| unsafe { *p });
+                c.with_mut(|p| unsafe { *p = v + 1 });
+            });
+            let v = cell.with(|p| unsafe { *p });
+            cell.with_mut(|p| unsafe { *p = v + 1 });
+            t.join().unwrap();
+            assert_eq!(cell.with(|p| unsafe { *p }), 2, "lost update");
+        },
+    );
+    assert!(report.message().contains("lost update"), "{report}");
+}
+
+/// Locking a mutex the task already holds panics and says so (std may
+/// deadlock or panic; shuttle says the same).
+#[test]
+fn locking_a_held_mutex_again_says_so() {
+    let report = check_report(Config::default().strategy(Random).iterations(5), || {
+        let m = Mutex::new(0);
+        let _g = m.lock().unwrap();
+        let _again = m.lock().unwrap();
+    });
+    assert!(
+        report
+            .message()
+            .contains("tried to acquire a Mutex it already holds"),
+        "{report}"
+    );
+}
