@@ -358,6 +358,7 @@ impl Execution {
         static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let shared = Shared {
             serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            yields_seen: false,
             sched,
             tasks: Vec::new(),
             task_names: Vec::new(),
@@ -723,7 +724,7 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     // After a yield the next task in round-robin order goes on as if it
     // had run last: choosing it is no preemption, the yielder is one.
     let continuing = match still_runnable {
-        Some(l) if s.tasks[l].pending.yields => {
+        Some(l) if s.yields_seen && s.tasks[l].pending.yields => {
             sched.chooser.yielded(l);
             Some(after_yield(s.runnable.as_slice(), l))
         }

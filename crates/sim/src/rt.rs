@@ -91,6 +91,9 @@ pub(crate) struct Shared {
     /// This execution's number among all of the process's
     /// ([`execution_serial`]).
     pub serial: u64,
+    /// A task has yielded in this execution ([`yield_point`]): only then
+    /// does a pick look at whether the last task yields.
+    pub yields_seen: bool,
     /// The scheduler: strategy, limits, and the hand-over between steps.
     pub sched: Sched,
     pub tasks: Vec<TaskState>,
@@ -666,6 +669,7 @@ pub fn yield_point(label: &'static str, obj: ObjId, cost: &CostKey) {
     reschedule(|s| {
         s.set_pending_op(label, obj, cost);
         s.tasks[s.current].pending.yields = true;
+        s.yields_seen = true;
     });
 }
 
