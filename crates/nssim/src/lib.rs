@@ -433,6 +433,14 @@ mod weak;
 #[macro_export]
 macro_rules! thread_local {
     () => {};
+    // std's `const { .. }` form: the same here (a value per task, made on
+    // its first use).
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr }; $($rest:tt)*) => {
+        $crate::thread_local!($(#[$attr])* $vis static $name: $t = $init; $($rest)*);
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr }) => {
+        $crate::thread_local!($(#[$attr])* $vis static $name: $t = $init);
+    };
     ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr; $($rest:tt)*) => {
         $(#[$attr])* $vis static $name: $crate::thread::LocalKey<$t> =
             $crate::thread::LocalKey::new(|| $init);

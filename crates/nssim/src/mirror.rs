@@ -171,7 +171,10 @@ pub mod thread {
     pub fn current() -> Thread {
         match sim::current_task() {
             Some(t) => Thread {
-                name: Some(sim::task_name(t)),
+                // As std's: the first task is `main`, one spawned without
+                // a name has none (its trace name is where it was spawned).
+                name: (t == 0 || NAMED.with(|n| n.borrow().contains(&t)))
+                    .then(|| sim::task_name(t)),
                 id: ThreadId(ThreadKey::Task(t)),
                 real: None,
             },
@@ -186,6 +189,9 @@ pub mod thread {
 
     std::thread_local! {
         static LOCALS: std::cell::RefCell<Locals> = std::cell::RefCell::new(Locals::new());
+        /// The tasks of the running execution spawned with a name.
+        static NAMED: std::cell::RefCell<std::collections::BTreeSet<sim::TaskId>> =
+            const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
     }
 
     /// The current task's thread-locals go, as a thread's do when it
@@ -204,10 +210,23 @@ pub mod thread {
     /// Every task's thread-locals go (a new execution starts).
     pub(crate) fn forget_locals() {
         crate::std_park::forget_tokens();
+        NAMED.with(|n| n.borrow_mut().clear());
         let old = LOCALS.with(|l| std::mem::take(&mut *l.borrow_mut()));
         // Dropped outside the borrow: a value's drop may use a local.
         drop(old);
     }
+
+    /// Why [`LocalKey::try_with`] could not reach its value (never, here).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct AccessError;
+
+    impl std::fmt::Display for AccessError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("already destroyed")
+        }
+    }
+
+    impl std::error::Error for AccessError {}
 
     /// A thread-local of the model (`nssim::thread_local!`): each task has
     /// its own value, made by the initializer on its first use in each
@@ -220,6 +239,14 @@ pub mod thread {
         #[doc(hidden)]
         pub const fn new(init: fn() -> T) -> LocalKey<T> {
             LocalKey { init }
+        }
+
+        /// As [`LocalKey::with`]; a value is always there to reach.
+        pub fn try_with<F, R>(&'static self, f: F) -> Result<R, AccessError>
+        where
+            F: FnOnce(&T) -> R,
+        {
+            Ok(self.with(f))
         }
 
         /// `f` with this task's value.
@@ -356,7 +383,12 @@ pub mod thread {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        start(site_task_name(std::panic::Location::caller()), None, f)
+        start(
+            site_task_name(std::panic::Location::caller()),
+            false,
+            None,
+            f,
+        )
     }
 
     /// An unnamed task's name: where it was spawned and its task number,
@@ -413,18 +445,29 @@ pub mod thread {
             T: Send + 'static,
         {
             let site = std::panic::Location::caller();
+            let given = self.name.is_some();
             let name = self.name.unwrap_or_else(|| site_task_name(site));
-            Ok(start(name, self.stack_size, f))
+            Ok(start(name, given, self.stack_size, f))
         }
     }
 
-    pub(crate) fn start<F, T>(name: String, stack_size: Option<usize>, f: F) -> JoinHandle<T>
+    /// Start a task named `name` (`given`: by the model, so that it is the
+    /// name `Thread::name` gives, as std's).
+    pub(crate) fn start<F, T>(
+        name: String,
+        given: bool,
+        stack_size: Option<usize>,
+        f: F,
+    ) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
         if !sim::active() {
-            let mut builder = std::thread::Builder::new().name(name);
+            let mut builder = std::thread::Builder::new();
+            if given {
+                builder = builder.name(name);
+            }
             if let Some(size) = stack_size {
                 builder = builder.stack_size(size);
             }
@@ -451,8 +494,11 @@ pub mod thread {
         let id = sim::spawn(name.clone(), false, move || {
             (body.take().expect("runs once"))()
         });
+        if let (Some(id), true) = (id, given) {
+            NAMED.with(|n| n.borrow_mut().insert(id));
+        }
         let thread = Thread {
-            name: Some(name),
+            name: given.then_some(name),
             id: ThreadId(ThreadKey::Task(id.unwrap_or(usize::MAX))),
             real: None,
         };
@@ -495,7 +541,7 @@ pub mod thread {
 /// `std::sync`'s shapes: `Arc`, `Mutex`, `atomic`. Beside them, the
 /// kernel primitives keep their kernel-shaped API (see [`crate::kernel`]).
 pub mod sync {
-    pub use crate::std_barrier::{Barrier, BarrierWaitResult, Once};
+    pub use crate::std_barrier::{Barrier, BarrierWaitResult, Once, OnceState};
     pub use crate::std_condvar::{Condvar, WaitTimeoutResult};
     pub use crate::std_lazy::{LazyLock, OnceLock};
     pub use crate::std_mutex::{Mutex, MutexGuard};

@@ -95,6 +95,26 @@ macro_rules! common {
                 write("atomic_update", &self.obj, set_order);
                 self.v.fetch_update(set_order, fetch_order, f)
             }
+            /// std's deprecated `compare_and_swap`: `compare_exchange`,
+            /// giving the value found either way.
+            pub fn compare_and_swap(&self, current: $t, new: $t, order: Ordering) -> $t {
+                let failure = match order {
+                    Ordering::Release | Ordering::Relaxed => Ordering::Relaxed,
+                    Ordering::AcqRel | Ordering::Acquire => Ordering::Acquire,
+                    _ => Ordering::SeqCst,
+                };
+                match self.compare_exchange(current, new, order, failure) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            /// loom's `unsync_load`: the value, read with no scheduling
+            /// point (the model has made sure no task writes it now).
+            ///
+            /// # Safety
+            /// As loom's: no other task may write the atomic meanwhile.
+            pub unsafe fn unsync_load(&self) -> $t {
+                self.v.load(Ordering::SeqCst)
+            }
             pub fn get_mut(&mut self) -> &mut $t {
                 self.v.get_mut()
             }

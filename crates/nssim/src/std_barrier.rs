@@ -88,9 +88,22 @@ impl std::fmt::Debug for Barrier {
     }
 }
 
+/// What [`Once::call_once_force`] tells its function.
+#[derive(Debug)]
+pub struct OnceState {
+    poisoned: bool,
+}
+
+impl OnceState {
+    /// Whether an earlier call panicked.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+}
+
 /// Where a [`Once`] stands inside an execution.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
-enum OnceState {
+enum Progress {
     #[default]
     New,
     Running,
@@ -119,7 +132,7 @@ enum OnceState {
 /// assert!(!report.is_failure(), "{report}");
 /// ```
 pub struct Once {
-    sim: PerExecution<OnceState>,
+    sim: PerExecution<Progress>,
     real: std::sync::Once,
 }
 
@@ -133,11 +146,11 @@ impl Once {
         }
     }
 
-    fn state(&self) -> OnceState {
+    fn state(&self) -> Progress {
         self.sim.with(|_, s| *s)
     }
 
-    fn set_state(&self, state: OnceState) {
+    fn set_state(&self, state: Progress) {
         self.sim.with(|_, s| *s = state);
     }
 
@@ -147,22 +160,28 @@ impl Once {
         }
         let obj = self.sim.obj();
         sim::point("once", obj, &::sync::costs::MUTEX);
-        let first = self.state() == OnceState::New;
+        let first = self.state() == Progress::New;
         if first {
-            self.set_state(OnceState::Running);
+            self.set_state(Progress::Running);
             f();
-            self.set_state(OnceState::Done);
+            self.set_state(Progress::Done);
             sim::wake_all(obj, 0);
         } else {
-            while self.state() != OnceState::Done {
+            while self.state() != Progress::Done {
                 sim::block("once_wait", obj, false);
             }
         }
     }
 
+    /// As [`Once::call_once`], with the state (never poisoned here: a
+    /// panic in the function ends the execution).
+    pub fn call_once_force<F: FnOnce(&OnceState)>(&self, f: F) {
+        self.call_once(|| f(&OnceState { poisoned: false }));
+    }
+
     pub fn is_completed(&self) -> bool {
         match sim::active() {
-            true => self.state() == OnceState::Done,
+            true => self.state() == Progress::Done,
             false => self.real.is_completed(),
         }
     }

@@ -227,6 +227,11 @@ impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for MutexGuard<'_, T> {
     }
 }
 
+// As std's: a lock poisoned by a panic says so, so the value behind it is
+// never seen half-changed without warning.
+impl<T: ?Sized> std::panic::UnwindSafe for Mutex<T> {}
+impl<T: ?Sized> std::panic::RefUnwindSafe for Mutex<T> {}
+
 impl<T: Default> Default for Mutex<T> {
     #[track_caller]
     fn default() -> Self {

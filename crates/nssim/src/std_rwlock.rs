@@ -14,8 +14,27 @@ use std::sync::{LockResult, TryLockError, TryLockResult};
 /// Who holds the lock inside an execution.
 #[derive(Default)]
 struct Holders {
-    readers: usize,
-    writer: bool,
+    /// The tasks reading, once per read guard.
+    readers: Vec<sim::TaskId>,
+    writer: Option<sim::TaskId>,
+}
+
+impl Holders {
+    fn holds(&self, task: sim::TaskId) -> bool {
+        self.writer == Some(task) || self.readers.contains(&task)
+    }
+
+    fn take_read(&mut self) {
+        self.readers.extend(sim::current_task());
+    }
+
+    fn take_write(&mut self) {
+        self.writer = sim::current_task();
+    }
+
+    fn free(&self) -> bool {
+        self.writer.is_none() && self.readers.is_empty()
+    }
 }
 
 /// `std::sync::RwLock`, explored (never poisoned: a panic ends the
@@ -76,6 +95,18 @@ impl<T> RwLock<T> {
         take: impl Fn(&mut Holders),
     ) -> bool {
         let obj = self.sim.obj();
+        let me = sim::current_task().expect("inside an execution");
+        if self.sim.with(|_, h| h.holds(me)) {
+            // std may deadlock or panic; shuttle panics, and a try fails.
+            if wait {
+                panic!(
+                    "tried to acquire a RwLock it already holds ({})",
+                    self.sim.name()
+                );
+            }
+            sim::point(label, obj, &::sync::costs::MUTEX);
+            return false;
+        }
         sim::point(label, obj, &::sync::costs::MUTEX);
         loop {
             let taken = self.sim.with(|_, h| {
@@ -130,7 +161,12 @@ impl<T> RwLock<T> {
                 real: Some(self.real.read()),
             });
         }
-        self.acquire("rwlock_read", true, |h| !h.writer, |h| h.readers += 1);
+        self.acquire(
+            "rwlock_read",
+            true,
+            |h| h.writer.is_none(),
+            Holders::take_read,
+        );
         Ok(self.read_guard())
     }
 
@@ -141,8 +177,7 @@ impl<T> RwLock<T> {
                 real: Some(self.real.write()),
             });
         }
-        let free = |h: &Holders| !h.writer && h.readers == 0;
-        self.acquire("rwlock_write", true, free, |h| h.writer = true);
+        self.acquire("rwlock_write", true, Holders::free, Holders::take_write);
         Ok(self.write_guard())
     }
 
@@ -154,7 +189,12 @@ impl<T> RwLock<T> {
                 real: Some(real),
             });
         }
-        match self.acquire("rwlock_read", false, |h| !h.writer, |h| h.readers += 1) {
+        match self.acquire(
+            "rwlock_read",
+            false,
+            |h| h.writer.is_none(),
+            Holders::take_read,
+        ) {
             true => Ok(self.read_guard()),
             false => Err(TryLockError::WouldBlock),
         }
@@ -168,8 +208,7 @@ impl<T> RwLock<T> {
                 real: Some(real),
             });
         }
-        let free = |h: &Holders| !h.writer && h.readers == 0;
-        match self.acquire("rwlock_write", false, free, |h| h.writer = true) {
+        match self.acquire("rwlock_write", false, Holders::free, Holders::take_write) {
             true => Ok(self.write_guard()),
             false => Err(TryLockError::WouldBlock),
         }
@@ -188,6 +227,10 @@ impl<T> RwLock<T> {
         false
     }
 }
+
+// As std's (see `Mutex`).
+impl<T> std::panic::UnwindSafe for RwLock<T> {}
+impl<T> std::panic::RefUnwindSafe for RwLock<T> {}
 
 impl<T: Default> Default for RwLock<T> {
     #[track_caller]
@@ -241,7 +284,12 @@ impl<T> DerefMut for RwLockWriteGuard<'_, T> {
 impl<T> Drop for RwLockReadGuard<'_, T> {
     fn drop(&mut self) {
         if self.real.take().is_none() {
-            self.lock.release(|h| h.readers -= 1);
+            self.lock.release(|h| {
+                let me = sim::current_task();
+                if let Some(i) = h.readers.iter().position(|t| Some(*t) == me) {
+                    h.readers.swap_remove(i);
+                }
+            });
         }
     }
 }
@@ -249,7 +297,7 @@ impl<T> Drop for RwLockReadGuard<'_, T> {
 impl<T> Drop for RwLockWriteGuard<'_, T> {
     fn drop(&mut self) {
         if self.real.take().is_none() {
-            self.lock.release(|h| h.writer = false);
+            self.lock.release(|h| h.writer = None);
         }
     }
 }

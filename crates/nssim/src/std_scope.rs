@@ -130,7 +130,7 @@ impl<'scope> Scope<'scope, '_> {
         let body: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(body) };
         unpoisoned(&self.started).push(finished);
         ScopedJoinHandle {
-            handle: start(name, None, body),
+            handle: start(name, false, None, body),
             result,
             scope: PhantomData,
         }

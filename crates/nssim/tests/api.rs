@@ -457,13 +457,18 @@ fn an_rwlock_shares_reading_and_excludes_writing() {
         together.load(std::sync::atomic::Ordering::Relaxed),
         "readers never shared"
     );
+    // A task that asks to write while it reads would wait for itself: it
+    // panics, saying so; a try by the holder fails.
     let report = check_report(exhaustive(), || {
         let l = RwLock::new(0);
         let _r = l.read().unwrap();
+        assert!(l.try_read().is_err(), "a second read by the reader");
         let _w = l.write().unwrap();
     });
     assert!(
-        matches!(report.outcome, Outcome::Deadlock { .. }),
+        report
+            .message()
+            .contains("tried to acquire a RwLock it already holds"),
         "{report}"
     );
 }
@@ -1147,4 +1152,34 @@ fn locking_a_held_mutex_again_says_so() {
             .contains("tried to acquire a Mutex it already holds"),
         "{report}"
     );
+}
+
+/// std's smaller items: a task spawned without a name has none (the first
+/// is `main`), `LocalKey::try_with`, `Once::call_once_force`, the atomics'
+/// `compare_and_swap`.
+#[test]
+fn std_names_and_small_items_behave_as_std() {
+    use nssim::sync::atomic::AtomicUsize;
+    use nssim::sync::Once;
+    nssim::thread_local! {
+        static K: std::cell::Cell<u32> = const { std::cell::Cell::new(3) };
+    }
+    let model = || {
+        assert_eq!(thread::current().name(), Some("main"));
+        let unnamed = thread::spawn(|| thread::current().name().map(String::from));
+        assert_eq!(unnamed.join().unwrap(), None);
+        assert_eq!(K.try_with(|k| k.get()), Ok(3));
+        let once = Once::new();
+        once.call_once_force(|state| assert!(!state.is_poisoned()));
+        assert!(once.is_completed());
+        let a = AtomicUsize::new(1);
+        #[allow(deprecated)]
+        let seen = (
+            a.compare_and_swap(1, 2, Ordering::SeqCst),
+            a.compare_and_swap(1, 3, Ordering::SeqCst),
+        );
+        assert_eq!(seen, (1, 2));
+    };
+    let report = check_report(Config::default().strategy(Random).iterations(5), model);
+    assert!(!report.is_failure(), "{report}");
 }
