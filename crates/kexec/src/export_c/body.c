@@ -429,6 +429,21 @@ static void in_child_of(const struct state *s)
         close_fd(s->ns_files[f]);
 }
 
+/* Keep a live child (life: the write end of its pipe, -1 for a child that
+ * acts). */
+static void push_child(struct state *s, pid_t pid, int life)
+{
+    if (s->n_children == s->cap_children) {
+        s->cap_children = s->cap_children ? 2 * s->cap_children : 8;
+        s->children = realloc(s->children, (size_t)s->cap_children * sizeof *s->children);
+        if (!s->children)
+            _exit(1);
+    }
+    s->children[s->n_children].pid = pid;
+    s->children[s->n_children].life = life;
+    s->n_children++;
+}
+
 /* A child that stays alive until the task's exit() or its own end: it
  * waits for the end of a pipe only the task holds open (a kill could be
  * refused once the task has changed its uids). */
@@ -451,15 +466,7 @@ static int keep_child(struct state *s, unsigned long flags)
     }
     close(life[0]);
     keep_on_exec(life[1]);
-    if (s->n_children == s->cap_children) {
-        s->cap_children = s->cap_children ? 2 * s->cap_children : 8;
-        s->children = realloc(s->children, (size_t)s->cap_children * sizeof *s->children);
-        if (!s->children)
-            _exit(1);
-    }
-    s->children[s->n_children].pid = (pid_t)pid;
-    s->children[s->n_children].life = life[1];
-    s->n_children++;
+    push_child(s, (pid_t)pid, life[1]);
     return 0;
 }
 
@@ -501,15 +508,7 @@ static int start_child(struct state *s, unsigned long flags, int index)
     close(ready[1]);
     (void)read_full(ready[0], &byte, 1);
     close(ready[0]);
-    if (s->n_children == s->cap_children) {
-        s->cap_children = s->cap_children ? 2 * s->cap_children : 8;
-        s->children = realloc(s->children, (size_t)s->cap_children * sizeof *s->children);
-        if (!s->children)
-            _exit(1);
-    }
-    s->children[s->n_children].pid = (pid_t)pid;
-    s->children[s->n_children].life = -1;
-    s->n_children++;
+    push_child(s, (pid_t)pid, -1);
     return 0;
 }
 
@@ -841,15 +840,7 @@ static int resume_main(int argc, char **argv)
     for (int c = 0; c < n; c++) {
         pid_t pid = (pid_t)atoi(argv[k++]);
         int life = atoi(argv[k++]);
-        if (s.n_children == s.cap_children) {
-            s.cap_children = s.cap_children ? 2 * s.cap_children : 8;
-            s.children = realloc(s.children, (size_t)s.cap_children * sizeof *s.children);
-            if (!s.children)
-                return 2;
-        }
-        s.children[s.n_children].pid = pid;
-        s.children[s.n_children].life = life;
-        s.n_children++;
+        push_child(&s, pid, life);
     }
     const struct task_spec *t = &TASKS[INSTANCES[me].task];
     if (t->n_ops == 0)

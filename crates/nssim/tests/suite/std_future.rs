@@ -70,19 +70,6 @@ where
     JoinHandle(slot)
 }
 
-/// Pending once, having woken itself.
-pub fn yield_now() -> impl Future<Output = ()> {
-    struct YieldNow(bool);
-    impl Future for YieldNow {
-        type Output = ();
-        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-            if self.0 {
-                return Poll::Ready(());
-            }
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-    YieldNow(false)
-}
+/// Pending once, having woken itself: nssim's, a plain future that needs
+/// no scheduler of nssim's.
+pub use nssim::future::yield_now;
