@@ -358,7 +358,7 @@ impl Execution {
         static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let shared = Shared {
             serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            yields_seen: false,
+            yielder: None,
             sched,
             tasks: Vec::new(),
             task_names: Vec::new(),
@@ -723,12 +723,17 @@ fn pick_in(s: &mut Shared, last: Option<TaskId>, from_task: bool) -> Next {
     let still_runnable = last.filter(|&l| matches!(s.tasks[l].run, RunState::Runnable));
     // After a yield the next task in round-robin order goes on as if it
     // had run last: choosing it is no preemption, the yielder is one.
-    let continuing = match still_runnable {
-        Some(l) if s.yields_seen && s.tasks[l].pending.yields => {
-            sched.chooser.yielded(l);
-            Some(after_yield(s.runnable.as_slice(), l))
+    let continuing = match s.yielder {
+        None => still_runnable,
+        Some(y) => {
+            s.yielder = None;
+            if still_runnable == Some(y) {
+                sched.chooser.yielded(y);
+                Some(after_yield(s.runnable.as_slice(), y))
+            } else {
+                still_runnable
+            }
         }
-        other => other,
     };
     sched.choice_points += u64::from(s.runnable.len() > 1);
     let t = match sched.chooser.pick_from_queue(&s.runnable) {

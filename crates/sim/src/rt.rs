@@ -54,9 +54,6 @@ pub(crate) struct PendingOp {
     /// The operation only reads its object (an atomic load): it commutes
     /// with other reads of it.
     pub reads: bool,
-    /// The operation is a yield ([`yield_point`]): running another task
-    /// here is no preemption, and running this one is.
-    pub yields: bool,
 }
 
 /// What a scheduling point reads of a task, kept small: the records of
@@ -91,9 +88,10 @@ pub(crate) struct Shared {
     /// This execution's number among all of the process's
     /// ([`execution_serial`]).
     pub serial: u64,
-    /// A task has yielded in this execution ([`yield_point`]): only then
-    /// does a pick look at whether the last task yields.
-    pub yields_seen: bool,
+    /// The task that has just reached a yield ([`yield_point`]), until
+    /// the pick that follows: there running another task is no
+    /// preemption, and running this one is.
+    pub yielder: Option<TaskId>,
     /// The scheduler: strategy, limits, and the hand-over between steps.
     pub sched: Sched,
     pub tasks: Vec<TaskState>,
@@ -469,7 +467,6 @@ impl Shared {
             cost,
             local: false,
             reads: false,
-            yields: false,
         };
     }
 
@@ -668,8 +665,7 @@ pub fn point(label: &'static str, obj: ObjId, cost: &CostKey) {
 pub fn yield_point(label: &'static str, obj: ObjId, cost: &CostKey) {
     reschedule(|s| {
         s.set_pending_op(label, obj, cost);
-        s.tasks[s.current].pending.yields = true;
-        s.yields_seen = true;
+        s.yielder = Some(s.current);
     });
 }
 
@@ -787,7 +783,6 @@ pub(crate) fn new_task(daemon: bool, clock: u64) -> TaskState {
             cost: 0,
             local: true,
             reads: false,
-            yields: false,
         },
         fiber: fiber::NO_HANDLE,
         stack_limit: 0,
