@@ -151,9 +151,7 @@ impl World {
     pub(super) fn reap(&self, child: &Task) {
         match &child.acting {
             Some(acting) => {
-                while !acting.has_exited() {
-                    sim::block("wait4", acting.obj, false);
-                }
+                sim::wait_until("wait4", acting.obj, || acting.has_exited());
                 self.release_task(child);
             }
             None => self.do_exit(child),

@@ -115,7 +115,8 @@ pub struct Acting {
 }
 
 impl Acting {
-    pub fn new() -> Acting {
+    /// Inside an execution: its object is made now.
+    pub(crate) fn new() -> Acting {
         Acting {
             obj: sim::new_object("child"),
             exited: AtomicBool::new(false),
@@ -128,12 +129,6 @@ impl Acting {
 
     pub(crate) fn set_exited(&self) {
         self.exited.store(true, Ordering::Relaxed);
-    }
-}
-
-impl Default for Acting {
-    fn default() -> Acting {
-        Acting::new()
     }
 }
 

@@ -136,20 +136,26 @@ fn setns_into(dir: &str, file: &str, nstype: libc::c_int) -> SysResult<()> {
     r
 }
 
+/// `clone(flags)` with a pipe made first, which both sides then hold:
+/// (pid, read end, write end); the pipe is closed when the clone fails.
+fn clone_with_pipe(flags: u64) -> SysResult<(i32, i32, i32)> {
+    let (r, w) = sys::pipe();
+    match sys::clone_process(flags) {
+        Ok(pid) => Ok((pid, r, w)),
+        Err(e) => {
+            sys::close(r);
+            sys::close(w);
+            Err(e)
+        }
+    }
+}
+
 /// A child that stays alive until the task's `exit()` or its own end: it
 /// waits for the end of a pipe only the task holds open (a kill could be
 /// refused once the task has changed its uids, and the child would live
 /// on).
 fn keep_child(state: &mut TaskState, flags: u64) -> SysResult<()> {
-    let (life_r, life_w) = sys::pipe();
-    let pid = match sys::clone_process(flags) {
-        Ok(pid) => pid,
-        Err(e) => {
-            sys::close(life_r);
-            sys::close(life_w);
-            return Err(e);
-        }
-    };
+    let (pid, life_r, life_w) = clone_with_pipe(flags)?;
     if pid == 0 {
         in_child_of(state);
         sys::close(life_w);
@@ -170,15 +176,7 @@ fn keep_child(state: &mut TaskState, flags: u64) -> SysResult<()> {
 fn start_child(ctx: &TaskCtx<'_>, state: &mut TaskState, flags: u64, child: &str) -> SysResult<()> {
     let name = kernel::setup::child_name(&ctx.instances[ctx.instance].name, child);
     let index = instance_named(ctx.instances, &name).ok_or(libc::EINVAL)?;
-    let (ready_r, ready_w) = sys::pipe();
-    let pid = match sys::clone_process(flags) {
-        Ok(pid) => pid,
-        Err(e) => {
-            sys::close(ready_r);
-            sys::close(ready_w);
-            return Err(e);
-        }
-    };
+    let (pid, ready_r, ready_w) = clone_with_pipe(flags)?;
     if pid == 0 {
         sys::close(ready_r);
         let inherited = TaskState {

@@ -38,10 +38,14 @@ pub fn compiler_fence(order: Ordering) {
     std::sync::atomic::compiler_fence(order);
 }
 
-/// The methods every atomic has: the value type `$t` of std's `$name`.
+/// The methods every atomic has: the value type `$t` of std's `$name`
+/// (with its type parameters `$g`, `AtomicPtr`'s `T`).
 macro_rules! common {
     ($name:ident, $t:ty) => {
-        impl $name {
+        common!(@ [] $name, $t);
+    };
+    (@ [$($g:ident),*] $name:ident, $t:ty) => {
+        impl<$($g),*> $name<$($g),*> {
             /// An atomic with a name of its own in traces.
             pub const fn named(name: &'static str, v: $t) -> Self {
                 $name {
@@ -123,7 +127,7 @@ macro_rules! common {
             }
         }
 
-        impl fmt::Debug for $name {
+        impl<$($g),*> fmt::Debug for $name<$($g),*> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 // What std shows, read without a scheduling point.
                 fmt::Debug::fmt(&self.v, f)
@@ -265,75 +269,13 @@ impl<T> AtomicPtr<T> {
             obj: Obj::new(std::panic::Location::caller()),
         }
     }
-
-    /// An atomic with a name of its own in traces.
-    pub const fn named(name: &'static str, p: *mut T) -> Self {
-        AtomicPtr {
-            v: std::sync::atomic::AtomicPtr::new(p),
-            obj: Obj::named(name),
-        }
-    }
-    pub fn load(&self, order: Ordering) -> *mut T {
-        read(&self.obj, order);
-        self.v.load(order)
-    }
-    pub fn store(&self, p: *mut T, order: Ordering) {
-        write("atomic_set", &self.obj, order);
-        self.v.store(p, order)
-    }
-    pub fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
-        write("atomic_xchg", &self.obj, order);
-        self.v.swap(p, order)
-    }
-    pub fn compare_exchange(
-        &self,
-        current: *mut T,
-        new: *mut T,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<*mut T, *mut T> {
-        write("atomic_cmpxchg", &self.obj, success);
-        self.v.compare_exchange(current, new, success, failure)
-    }
-    /// As `compare_exchange`: it never fails spuriously here.
-    pub fn compare_exchange_weak(
-        &self,
-        current: *mut T,
-        new: *mut T,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<*mut T, *mut T> {
-        self.compare_exchange(current, new, success, failure)
-    }
-    pub fn fetch_update<F>(
-        &self,
-        set_order: Ordering,
-        fetch_order: Ordering,
-        f: F,
-    ) -> Result<*mut T, *mut T>
-    where
-        F: FnMut(*mut T) -> Option<*mut T>,
-    {
-        write("atomic_update", &self.obj, set_order);
-        self.v.fetch_update(set_order, fetch_order, f)
-    }
-    pub fn get_mut(&mut self) -> &mut *mut T {
-        self.v.get_mut()
-    }
-    pub fn into_inner(self) -> *mut T {
-        self.v.into_inner()
-    }
 }
+
+common!(@ [T] AtomicPtr, *mut T);
 
 impl<T> Default for AtomicPtr<T> {
     #[track_caller]
     fn default() -> Self {
         Self::new(std::ptr::null_mut())
-    }
-}
-
-impl<T> fmt::Debug for AtomicPtr<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.v, f)
     }
 }
