@@ -86,11 +86,13 @@ fn dump_owner(target: &Cred, mm: Option<&Mm>) -> (u32, u32) {
 
 /// `generic_permission` for a write to a 0644 file owned by `owner`:
 /// its owner, or CAP_DAC_OVERRIDE in the caller's namespace when that
-/// maps the owner (`capable_wrt_inode_uidgid`).
+/// maps the owner (`capable_wrt_inode_uidgid`). In that order: the
+/// owner's write looks at no map, and the maps are read only for a
+/// caller with the capability.
 fn may_write_owned_by(caller: &Cred, (uid, gid): (u32, u32)) -> bool {
     let ns = &caller.user_ns;
-    let owner_mapped = from_kuid(ns, uid) != UNMAPPED && from_kgid(ns, gid) != UNMAPPED;
-    caller.fsuid == uid || (owner_mapped && ns_capable(caller, ns, caps::CAP_DAC_OVERRIDE))
+    let owner_mapped = || from_kuid(ns, uid) != UNMAPPED && from_kgid(ns, gid) != UNMAPPED;
+    caller.fsuid == uid || (ns_capable(caller, ns, caps::CAP_DAC_OVERRIDE) && owner_mapped())
 }
 
 /// Which of a task's `/proc/PID` files is opened.
@@ -136,6 +138,7 @@ impl World {
     ) -> Result<Arc<Task>, Errno> {
         let target = self.task_named(name).ok_or(Errno::ENOENT)?;
         if std::ptr::eq(Arc::as_ptr(&target), opener) {
+            Self::may_open_own(opener, file)?;
             return Ok(target);
         }
         Self::proc_pid_walk(&target)?;
@@ -157,6 +160,20 @@ impl World {
             }
         }
         Ok(target)
+    }
+
+    /// The open of one of `task`'s own `/proc/self` files: no walk and no
+    /// ptrace check (a task may always look at itself), but a map or
+    /// `setgroups` file opened for writing is still judged by its owner,
+    /// which is root once the task's ids changed and it stopped being
+    /// dumpable: EACCES, before any `map_write` rule.
+    pub(super) fn may_open_own(task: &Task, file: ProcFile) -> Result<(), Errno> {
+        let writes = matches!(file, ProcFile::IdFile | ProcFile::Setgroups);
+        let cred = task.cred();
+        if writes && !may_write_owned_by(&cred, dump_owner(&cred, task.mm().as_ref())) {
+            return Err(Errno::EACCES);
+        }
+        Ok(())
     }
 
     /// `open("/proc/PID/ns/user")` of task `name`: the walk, then

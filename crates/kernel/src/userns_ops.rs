@@ -156,7 +156,10 @@ impl World {
     ) -> Result<(), Errno> {
         sim::point("write", ObjId::NONE, &crate::costs::SYSCALL);
         let ns = match target {
-            None => task.user_ns(),
+            None => {
+                Self::may_open_own(task, ProcFile::written(file))?;
+                task.user_ns()
+            }
             Some(t) => self
                 .open_proc_file(task, t, ProcFile::written(file))?
                 .user_ns(),
