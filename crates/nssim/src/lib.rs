@@ -160,6 +160,11 @@ pub struct Report {
     /// executions only, so outcomes those orderings allow on real hardware
     /// may be missing from what was explored.
     pub weak_orderings: Vec<String>,
+    /// The program's `std::thread_local!`s the model used (by path): one
+    /// value for every task of an execution, carried over to the next, so
+    /// that what was explored may depend on earlier executions. Use
+    /// `nssim::thread_local!` instead (found on Linux with glibc).
+    pub std_thread_locals: Vec<String>,
 }
 
 impl Report {
@@ -182,16 +187,19 @@ impl Report {
     /// What went wrong, with the token, the line that replays it, and the
     /// trace.
     pub fn message(&self) -> String {
-        let mut weak = String::new();
+        let mut notes = String::new();
         if let Some(first) = self.weak_orderings.first() {
-            weak = format!(
+            notes = format!(
                 "note: {} atomic access(es) use an ordering weaker than SeqCst ({first}{}); nssim explores sequentially consistent executions only, so outcomes those orderings allow on real hardware may be missing\n",
                 self.weak_orderings.len(),
                 if self.weak_orderings.len() > 1 { ", ..." } else { "" },
             );
         }
+        for path in &self.std_thread_locals {
+            notes.push_str(&format!("note: {}\n", std_tls::message(path)));
+        }
         format!(
-            "nssim: {} after {} execution(s)\n{weak}token: {}\nreplay: nssim::replay(model, \"{}\")\n{}",
+            "nssim: {} after {} execution(s)\n{notes}token: {}\nreplay: nssim::replay(model, \"{}\")\n{}",
             self.outcome, self.executions, self.token, self.token, self.trace
         )
     }
@@ -207,10 +215,13 @@ impl fmt::Display for Report {
 /// file (whose tokens name a kernel run first).
 const API_KERNEL: &str = "api";
 
-fn spawn_main(e: &mut Execution, model: &Arc<dyn Fn() + Send + Sync>) {
+fn spawn_main(e: &mut Execution, model: &Arc<dyn Fn() + Send + Sync>, tls: &std_tls::Noted) {
     let m = Arc::clone(model);
     // Each execution's tasks start with thread-locals of their own.
     mirror::thread::forget_locals();
+    // std's own thread-locals cannot be: those the model changes are noted
+    // when the execution is dropped.
+    let std_locals = std_tls::Snapshot::take(tls);
     let running = e.setup(|| {
         sim::spawn("main", false, move || {
             m();
@@ -221,7 +232,7 @@ fn spawn_main(e: &mut Execution, model: &Arc<dyn Fn() + Send + Sync>) {
     // Kept by a check the execution drops when it is dropped: the mark
     // says the execution runs until then.
     e.check_at_end(move || {
-        let _ = &running;
+        let _ = (&running, &std_locals);
         None
     });
 }
@@ -234,11 +245,12 @@ fn run_once(
     exec: &ExecConfig,
     schedule: &Schedule,
     model: &Arc<dyn Fn() + Send + Sync>,
+    tls: &std_tls::Noted,
 ) -> sim::ExecReport {
     let mut cfg = exec.clone();
     cfg.record = true;
     let mut e = Execution::new(cfg, schedule);
-    spawn_main(&mut e, model);
+    spawn_main(&mut e, model, tls);
     e.run()
 }
 
@@ -254,7 +266,8 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
         weak::install(&noting);
         model()
     });
-    let found = sim::explore(&config.explore, &|e| spawn_main(e, &model));
+    let tls = std_tls::Noted::default();
+    let found = sim::explore(&config.explore, &|e| spawn_main(e, &model, &tls));
     let exec = &config.explore.exec;
     let token = Token {
         scenario: 0,
@@ -265,7 +278,7 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
         max_virtual_ns: exec.max_virtual_ns,
         schedule: found.schedule.clone(),
     };
-    let recorded = run_once(exec, &found.schedule, &model);
+    let recorded = run_once(exec, &found.schedule, &model, &tls);
     Report {
         outcome: found.report.outcome.clone(),
         executions: found.executions,
@@ -277,6 +290,7 @@ pub fn check_report(config: Config, model: impl Fn() + Send + Sync + 'static) ->
         trace: report::steps::render(&recorded, &no_describe),
         model_runs: runs.load(std::sync::atomic::Ordering::Relaxed),
         weak_orderings: noted(&notes),
+        std_thread_locals: noted(&tls),
     }
 }
 
@@ -373,7 +387,8 @@ pub fn replay(
         weak::install(&noting);
         model()
     });
-    let r = run_once(&exec, &t.schedule, &model);
+    let tls = std_tls::Noted::default();
+    let r = run_once(&exec, &t.schedule, &model, &tls);
     let weak_orderings = noted(&notes);
     Ok(Report {
         outcome: r.outcome.clone(),
@@ -386,6 +401,7 @@ pub fn replay(
         trace: report::steps::render(&r, &no_describe),
         model_runs: 1,
         weak_orderings,
+        std_thread_locals: noted(&tls),
     })
 }
 
@@ -404,6 +420,7 @@ mod std_mutex;
 mod std_park;
 mod std_rwlock;
 mod std_scope;
+mod std_tls;
 mod weak;
 
 /// `std::thread_local!` for a model: each task has its own value, made on

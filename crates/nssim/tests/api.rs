@@ -372,6 +372,39 @@ fn thread_locals_are_per_task_and_per_execution() {
     assert!(!report.is_failure(), "{report}");
 }
 
+std::thread_local! {
+    static STD_SEEN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// `std::thread_local!` cannot be per task (every task runs on one OS
+/// thread): a model that uses one is told so, by the thread-local's path,
+/// in the report (and once on stderr); one that uses nssim's is not.
+#[test]
+fn a_std_thread_local_used_in_a_model_is_reported() {
+    if cfg!(not(all(target_os = "linux", target_env = "gnu"))) {
+        eprintln!("skipped: std's thread-locals are found on Linux with glibc only");
+        return;
+    }
+    let report = check_report(Config::default().strategy(Random).iterations(5), || {
+        let t = thread::spawn(|| STD_SEEN.set(STD_SEEN.get() + 1));
+        STD_SEEN.set(STD_SEEN.get() + 1);
+        t.join().unwrap();
+    });
+    assert_eq!(report.std_thread_locals, ["api::STD_SEEN"], "{report}");
+    assert!(
+        report
+            .message()
+            .contains("std::thread_local! `api::STD_SEEN`"),
+        "{report}"
+    );
+    let report = check_report(Config::default().strategy(Random).iterations(5), || {
+        let t = thread::spawn(|| RUNS_SEEN.set(RUNS_SEEN.get() + 1));
+        RUNS_SEEN.set(RUNS_SEEN.get() + 1);
+        t.join().unwrap();
+    });
+    assert!(report.std_thread_locals.is_empty(), "{report}");
+}
+
 /// A barrier orders what comes before it in every task before what comes
 /// after it in any; a barrier waiting for a party that never comes is a
 /// deadlock the report names, not a hang.

@@ -31,6 +31,9 @@ fn every_correct_model_passes_every_search() {
         for config in searches() {
             let report = check_report(config, model);
             assert!(!report.is_failure(), "{name}: {report}");
+            // The suite uses no std thread-local: nssim's runtime's own are
+            // never reported as the model's.
+            assert!(report.std_thread_locals.is_empty(), "{name}: {report}");
         }
     }
 }
