@@ -165,6 +165,14 @@ declare_patches! {
         "a user namespace created by global root in the initial namespace records no RLIMIT_NPROC (systemd LimitNPROC with private users)";
     NprocPerUsernsRfc2016 = "nproc-per-userns-rfc-2016", merged_in: None, area: Nproc,
         "the 2016 RFC: processes counted per (user namespace, uid) up the tree, and a fork checked against the caller's own (namespace, uid) count only";
+    SigpendingUcounts = "sigpending-ucounts", merged_in: Some("v5.14-rc1"), area: Signal,
+        "RLIMIT_SIGPENDING counted in ucounts per (user namespace, kuid) of the receiver and charged up the namespace tree (inc_rlimit_ucounts), a pending signal pinning the leaf's entry only; before, one user_struct count per kuid for the whole machine";
+    UcountsSignalRefcount = "ucounts-signal-refcount", merged_in: Some("v5.15"), area: Signal,
+        fixes: "ucounts: Fix signal ucount refcounting",
+        "__sigqueue_alloc charges through inc_rlimit_get_ucounts, which pins every level whose count goes from 0 to 1 and refuses when a level is over its maximum, and __sigqueue_free unpins them (dec_rlimit_put_ucounts); before, only the leaf's entry was pinned";
+    UcountsRlimitGetNoLeak = "ucounts-rlimit-get-no-leak", merged_in: Some("v6.12"), area: Signal,
+        fixes: "ucounts: fix counter leak in inc_rlimit_get_ucounts()",
+        "inc_rlimit_get_ucounts takes back the count of the level it found over its maximum along with the levels below it; before (v5.15 to v6.11), that level kept it, so every refused signal leaked one count there and later signals were refused with nothing pending";
     UeventInject = "uevent-inject", merged_in: Some("v4.17"), area: Uevent,
         "uevent_net_rcv_skb: a task with CAP_SYS_ADMIN over a network namespace's owning user namespace may send uevents into that namespace; before, the kernel uevent socket refused input";
     UeventRestrict = "uevent-restrict", merged_in: Some("v4.18"), area: Uevent,
@@ -248,6 +256,10 @@ pub const PROFILES: &[ProfileInfo] = &[
         summary: "RLIMIT_NPROC in ucounts per user namespace; ancestors compared with their own namespace's value; limit+1 processes",
     },
     ProfileInfo {
+        name: "v5.15",
+        summary: "a pending signal pins every ucounts level it took from 0 (inc_rlimit_get_ucounts), but a refused one leaks a count at the level over its maximum",
+    },
+    ProfileInfo {
         name: "v5.16",
         summary: "ancestors compared with the rlimit their creator carried in",
     },
@@ -270,6 +282,10 @@ pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
         name: "v6.9",
         summary: "atomic uevent sequence number; uevent_sock_mutex only around the walk of the socket list",
+    },
+    ProfileInfo {
+        name: "v6.12",
+        summary: "a refused signal takes back every level it charged: no RLIMIT_SIGPENDING count leaks",
     },
     ProfileInfo {
         name: "v6.16",

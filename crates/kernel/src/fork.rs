@@ -8,7 +8,7 @@ use super::World;
 use crate::costs::COPY_PROCESS;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
-use crate::process::ForkError;
+use crate::process::{CreatorRlimits, ForkError};
 use crate::setup::child_name;
 use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
 use crate::task::{Acting, Own, Task};
@@ -85,7 +85,8 @@ impl World {
         procs.check_before_copy(&parent_cred, own, parent.pid)?;
         let pid = procs.next_pid();
         let name = (flags & CLONE_NEWUSER != 0).then(|| self.next_userns_name(parent));
-        let cred = procs.copy_creds(&parent_cred, name.as_deref(), own.rlimit_nproc.0, pid)?;
+        let creator = CreatorRlimits::of(parent, own);
+        let cred = procs.copy_creds(&parent_cred, name.as_deref(), creator, pid)?;
         if let Err(e) = procs.check_after_copy(&parent_cred, own, parent.pid, &cred) {
             procs.fork_undone(cred, pid);
             return Err(e);
@@ -102,6 +103,7 @@ impl World {
             own.rlimit_nproc.0,
         );
         child.own.lock().rlimit_nproc = own.rlimit_nproc;
+        child.set_rlimit_sigpending(parent.rlimit_sigpending());
         if flags & (CLONE_NEWIPC | CLONE_NEWNET) != 0 {
             if let Err(e) = self.copy_namespaces(&child, flags, &cred) {
                 if let Some(mm) = child.replace_mm(None) {

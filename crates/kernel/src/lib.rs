@@ -35,6 +35,8 @@ pub mod setup;
 pub mod task;
 pub mod world;
 
+pub use world::signal;
+
 pub use errno::Errno;
 pub use profile::{resolve_patches, ActivePatches};
 pub use world::{

@@ -17,7 +17,7 @@
 use super::World;
 use crate::costs::{SWITCH_NS, SYSCALL};
 use crate::errno::Errno;
-use crate::process::ForkError;
+use crate::process::{CreatorRlimits, ForkError};
 use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
 use crate::task::{Nsproxy, Task};
 use ipcns::{IpcError, IpcNamespace};
@@ -74,9 +74,9 @@ impl World {
     /// namespace was made).
     fn unshare_userns(&self, task: &Task, old: &Cred) -> Result<Cred, Errno> {
         let new = self.procs.get_cred(old);
-        let limit = task.own.lock().rlimit_nproc.0;
+        let creator = CreatorRlimits::of(task, &task.own.lock());
         let name = self.next_userns_name(task);
-        self.procs.create_user_cred(new, &name, limit)
+        self.procs.create_user_cred(new, &name, creator)
     }
 
     /// `unshare_nsproxy_namespaces`: CAP_SYS_ADMIN over the user namespace
@@ -195,6 +195,7 @@ impl World {
     /// `release_task`: the exited task is uncounted, its credentials put
     /// and its pid no longer finds it.
     pub(super) fn release_task(&self, task: &Task) {
+        self.exit_signal(task);
         self.procs.release(task);
         task.set_released();
     }

@@ -43,6 +43,21 @@ pub enum ArgKind {
     Child,
 }
 
+pub use ucounts::RlimitType;
+
+/// The resources an [`ArgKind::Rlimit`] argument names (with or without
+/// `RLIMIT_`), and the counter each is.
+pub const RLIMITS: &[(&str, RlimitType)] = &[
+    ("NPROC", RlimitType::Nproc),
+    ("SIGPENDING", RlimitType::Sigpending),
+];
+
+/// The counter of resource `name` (as [`RLIMITS`] names it).
+pub fn rlimit_named(name: &str) -> Option<RlimitType> {
+    let bare = name.strip_prefix("RLIMIT_").unwrap_or(name);
+    RLIMITS.iter().find(|(n, _)| *n == bare).map(|(_, t)| *t)
+}
+
 /// The namespace types an [`ArgKind::NsType`] argument names.
 pub const NS_TYPES: &[&str] = &["user", "ipc", "net"];
 
@@ -459,9 +474,9 @@ declare_ops! {
     Execve = "execve" {}
         "execve(2) of a new image: EAGAIN if set*uid left the task over RLIMIT_NPROC"
         kernel: ["do_execveat_common (fs/exec.c)"];
-    /// `setrlimit(RLIMIT_NPROC, limit)`: soft and hard limit.
+    /// `setrlimit(resource, limit)`: soft and hard limit.
     Setrlimit = "setrlimit" { resource: String = Rlimit [label], limit: u64 = Int [label] }
-        "setrlimit(2) of soft and hard limit; NPROC is modelled"
+        "setrlimit(2) of soft and hard limit; NPROC and SIGPENDING are modelled: raising the hard limit needs CAP_SYS_RESOURCE in the initial user namespace (EPERM)"
         kernel: ["do_prlimit (kernel/sys.c)"];
     /// `open(file, access)` of a set-up file, closed again at once.
     Open = "open" { file: String = File [label], access: u64 = OpenAccess [label] }
@@ -479,6 +494,14 @@ declare_ops! {
     Capget = "capget" {}
         "capget(2) of the task itself: reports its effective, permitted and inheritable sets, each a number whose bit N is capability N (every capability: 2199023255551)"
         kernel: ["__do_sys_capget (kernel/capability.c)", "cap_capget (security/commoncap.c)"];
+    /// `rt_sigqueueinfo(pid, SIGRTMIN)` to task `target`, which blocks it.
+    Sigqueue = "sigqueue" { target: String = Task [label] }
+        "sigqueue(3) of SIGRTMIN to the named task (itself too), which blocks it: the signal stays pending, charged to the receiver's user against the receiver's RLIMIT_SIGPENDING (EAGAIN when over it), until sigtimedwait takes it or the receiver is reaped; EPERM without the right to signal it (a real or effective uid of the sender's that is not the receiver's real or saved uid, and no CAP_KILL in its user namespace), ESRCH once it is reaped"
+        kernel: ["do_rt_sigqueueinfo (kernel/signal.c)", "__sigqueue_alloc (kernel/signal.c)", "inc_rlimit_get_ucounts (kernel/ucount.c)"];
+    /// `sigtimedwait()` of SIGRTMIN with a zero timeout.
+    Sigtimedwait = "sigtimedwait" {}
+        "sigtimedwait(2) of SIGRTMIN with a zero timeout: takes the oldest pending one and frees its charge; EAGAIN when none is pending"
+        kernel: ["do_sigtimedwait (kernel/signal.c)", "__sigqueue_free (kernel/signal.c)", "dec_rlimit_put_ucounts (kernel/ucount.c)"];
     /// `getresgid()`: the task's real, effective and saved gids.
     Getresgid = "getresgid" {}
         "getresgid(2): reports the real, effective and saved gids as the task's user namespace sees them, 65534 (overflowgid) for one it does not map"
@@ -507,6 +530,9 @@ pub enum Area {
     /// kernel/ucount.c's entries and counters, which every namespace
     /// creation and every credential of v5.14 and later go through.
     Ucounts,
+    /// kernel/signal.c's queued signals and RLIMIT_SIGPENDING, charged
+    /// to ucounts from v5.14.
+    Signal,
 }
 
 impl Area {
@@ -529,6 +555,7 @@ impl Area {
             "kernel/groups.c" => &[Area::Idmap, Area::Userns],
             "kernel/sys.c" | "fs/exec.c" => &[Area::Nproc, Area::Ucounts],
             "kernel/fork.c" if name == "copy_process" => &[Area::Nproc, Area::Ucounts],
+            "kernel/signal.c" => &[Area::Signal, Area::Ucounts],
             "net/core/net_namespace.c" if name == "copy_net_ns" => &[Area::Netns, Area::Ucounts],
             "lib/kobject_uevent.c"
             | "net/netlink/af_netlink.c"

@@ -76,9 +76,28 @@ struct Live {
     real_uid: u32,
 }
 
+/// The soft rlimits of a task that creates a user namespace, which the
+/// namespace records (`set_userns_rlimit_max`).
+#[derive(Debug, Clone, Copy)]
+pub struct CreatorRlimits {
+    pub nproc: u64,
+    pub sigpending: u64,
+}
+
+impl CreatorRlimits {
+    /// `task`'s, with its RLIMIT_NPROC from `own`.
+    pub fn of(task: &Task, own: &Own) -> CreatorRlimits {
+        CreatorRlimits {
+            nproc: own.rlimit_nproc.0,
+            sigpending: task.rlimit_sigpending().0,
+        }
+    }
+}
+
 /// The process accounting of a simulated machine.
 pub struct Procs {
     patches: NprocPatches,
+    signal: crate::signal::SignalPatches,
     /// Whether the run accounts processes at all (see [`models_processes`]):
     /// runs without process operations take no scheduling point for it.
     pub enabled: bool,
@@ -155,6 +174,7 @@ impl Procs {
     ) -> Arc<Procs> {
         Arc::new(Procs {
             patches: NprocPatches::from_active(patches),
+            signal: crate::signal::SignalPatches::from_active(patches),
             enabled,
             ucounts: Arc::clone(ucounts),
             userns: Arc::clone(userns),
@@ -326,13 +346,13 @@ impl Procs {
         &self,
         old: &Cred,
         new_user_ns: Option<&str>,
-        creator_nproc: u64,
+        creator: CreatorRlimits,
         pid: u64,
     ) -> Result<Cred, Errno> {
         sim::point("prepare_creds", ObjId::NONE, &CRED);
         let mut new = self.get_cred(old);
         if let Some(name) = new_user_ns {
-            new = self.create_user_cred(new, name, creator_nproc)?;
+            new = self.create_user_cred(new, name, creator)?;
         }
         if self.enabled {
             // Known to the checkers before the count starts, so they never
@@ -350,11 +370,9 @@ impl Procs {
         &self,
         new: Cred,
         name: &str,
-        creator_nproc: u64,
+        creator: CreatorRlimits,
     ) -> Result<Cred, Errno> {
-        let rlimits = self
-            .enabled
-            .then(|| self.recorded_rlimits(&new, creator_nproc));
+        let rlimits = self.enabled.then(|| self.recorded_rlimits(&new, creator));
         let made = self.userns.create_user_ns_with_rlimits(&new, name, rlimits);
         let code = made
             .as_ref()
@@ -380,17 +398,33 @@ impl Procs {
 
     /// What `set_userns_rlimits` records in a new namespace: the creator's
     /// RLIMIT_NPROC (`enforced_nproc_rlimit`: none for global root from
-    /// v5.17).
-    fn recorded_rlimits(&self, cred: &Cred, rlimit: u64) -> [u64; RlimitType::COUNT] {
+    /// v5.17) and RLIMIT_SIGPENDING.
+    fn recorded_rlimits(&self, cred: &Cred, creator: CreatorRlimits) -> [u64; RlimitType::COUNT] {
         let global_root = cred.uid == 0 && cred.user_ns.parent.is_none();
         let nproc = if self.patches.limitnproc_regression && global_root {
             RLIM_INFINITY
         } else {
-            rlimit
+            creator.nproc
         };
         let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
         rlimits[RlimitType::Nproc as usize] = nproc;
+        rlimits[RlimitType::Sigpending as usize] = creator.sigpending;
         rlimits
+    }
+
+    /// The ucounts table the machine charges.
+    pub(crate) fn ucounts(&self) -> &UcountsTable {
+        &self.ucounts
+    }
+
+    /// How the profile compares an rlimit counter's levels.
+    pub(crate) fn rlimit_check(&self) -> RlimitCheck {
+        self.patches.check()
+    }
+
+    /// The profile's signal-queue behaviours.
+    pub(crate) fn signal_patches(&self) -> crate::signal::SignalPatches {
+        self.signal
     }
 
     /// Count one process of `cred`'s user.
@@ -747,14 +781,27 @@ impl Procs {
 
     // --------------------------------------------------------- setrlimit
 
-    /// `setrlimit(RLIMIT_NPROC, limit)` (soft and hard): raising the hard
+    /// `setrlimit(resource, limit)` (soft and hard): raising the hard
     /// limit needs CAP_SYS_RESOURCE in the initial user namespace.
-    pub fn setrlimit_nproc(&self, task: &Task, own: &mut Own, limit: u64) -> Result<(), Errno> {
+    pub fn setrlimit(
+        &self,
+        task: &Task,
+        own: &mut Own,
+        resource: RlimitType,
+        limit: u64,
+    ) -> Result<(), Errno> {
         sim::point("setrlimit", ObjId::NONE, &SYSCALL);
-        if limit > own.rlimit_nproc.1 && !self.capable(&task.cred(), CAP_SYS_RESOURCE) {
+        let hard = match resource {
+            RlimitType::Sigpending => task.rlimit_sigpending().1,
+            _ => own.rlimit_nproc.1,
+        };
+        if limit > hard && !self.capable(&task.cred(), CAP_SYS_RESOURCE) {
             return Err(Errno::EPERM);
         }
-        own.rlimit_nproc = (limit, limit);
+        match resource {
+            RlimitType::Sigpending => task.set_rlimit_sigpending((limit, limit)),
+            _ => own.rlimit_nproc = (limit, limit),
+        }
         Ok(())
     }
 
@@ -1080,6 +1127,7 @@ pub fn models_processes(setup: &Setup) -> bool {
                 | Op::Execve {}
                 | Op::Setrlimit { .. }
         ) || matches!(op, Op::SysctlWrite { .. })
+            || crate::signal::queues_or_takes(op)
     };
     setup.processes != ProcessSetup::default() || setup.every_op().any(process_op)
 }

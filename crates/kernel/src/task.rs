@@ -100,6 +100,13 @@ pub struct Task {
     /// `task->nsproxy` is NULL: the exiting process let go of its
     /// namespaces, and a `/proc/PID/ns` open finds none (ENOENT).
     namespaces_gone: AtomicBool,
+    /// `sighand->siglock` with the signals pending for the task (which
+    /// blocks them: they stay until `sigtimedwait` takes them or the task
+    /// is reaped).
+    pub sighand: sync::SpinLock<crate::signal::Sighand>,
+    /// RLIMIT_SIGPENDING (soft, hard), read by the senders'
+    /// `__sigqueue_alloc`.
+    rlimit_sigpending: Mutex<(u64, u64)>,
     /// Set for a child that acts (`fork_child`): it runs ops of its own
     /// and exits by itself, and its parent waits for that before it reaps
     /// it.
@@ -153,6 +160,14 @@ impl Task {
             namespaces_gone: AtomicBool::new(false),
             acting: None,
             alloc_lock: sync::SpinLock::new("task_lock", ()),
+            sighand: sync::SpinLock::new("siglock", crate::signal::Sighand::default()),
+            rlimit_sigpending: Mutex::new(
+                "task->signal->rlim",
+                (
+                    crate::signal::DEFAULT_RLIMIT_SIGPENDING,
+                    crate::signal::DEFAULT_RLIMIT_SIGPENDING,
+                ),
+            ),
             own: Mutex::new(
                 "task's own state",
                 Own {
@@ -177,6 +192,15 @@ impl Task {
         let r = f(&mut own);
         *self.own.lock() = own;
         r
+    }
+
+    /// RLIMIT_SIGPENDING (soft, hard).
+    pub fn rlimit_sigpending(&self) -> (u64, u64) {
+        *self.rlimit_sigpending.lock()
+    }
+
+    pub fn set_rlimit_sigpending(&self, limits: (u64, u64)) {
+        *self.rlimit_sigpending.lock() = limits;
     }
 
     /// Has `release_task` run: is the task gone from the pid table?

@@ -40,6 +40,9 @@ mod procfs;
 #[path = "open.rs"]
 mod open;
 
+#[path = "signal.rs"]
+pub mod signal;
+
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -170,6 +173,9 @@ struct World {
     sysctl_store_first: bool,
     /// The set-up's regular files, for `open`.
     files: Vec<crate::setup::FileSpec>,
+    /// Some task queues or takes signals: only then does a release take
+    /// the siglock (runs without signals take no step for it).
+    uses_signals: bool,
 }
 
 /// What to run: a set-up under a kernel profile, with invariants and an
@@ -404,6 +410,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
             setup_charges,
             files: spec.setup.files.clone(),
+            uses_signals: spec.setup.every_op().any(signal::queues_or_takes),
         });
         spawn_tasks(spec.setup, &world);
         world
@@ -696,9 +703,13 @@ impl World {
                 procs.setgroups(task, &gids)
             }
             Op::Execve {} => task.with_own(|own| procs.execve(task, own)),
-            Op::Setrlimit { limit, .. } => {
-                task.with_own(|own| procs.setrlimit_nproc(task, own, *limit))
+            Op::Setrlimit { resource, limit } => {
+                let resource = crate::ops::rlimit_named(resource)
+                    .expect("the scenario checker admits only these");
+                task.with_own(|own| procs.setrlimit(task, own, resource, *limit))
             }
+            Op::Sigqueue { target } => self.sigqueue(task, target),
+            Op::Sigtimedwait {} => self.sigtimedwait(task),
             Op::Open { file, access } => self.open_file(task, file, *access),
             Op::Getresuid {} => self.getresid(task, MapKind::Uid),
             Op::Getresgid {} => self.getresid(task, MapKind::Gid),

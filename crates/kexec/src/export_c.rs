@@ -474,10 +474,16 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
         ),
         Op::Getresuid {} => "{ .kind = OP_GETRESUID }".into(),
         Op::Getresgid {} => "{ .kind = OP_GETRESGID }".into(),
-        Op::Setrlimit { limit, .. } => format!(
-            "{{ .kind = OP_SETRLIMIT_NPROC, .value = (long long){} }}",
+        Op::Setrlimit { resource, limit } => format!(
+            "{{ .kind = OP_SETRLIMIT, .flags = RLIMIT_{}, .value = (long long){} }}",
+            resource.strip_prefix("RLIMIT_").unwrap_or(resource),
             c_u64(*limit)
         ),
+        Op::Sigqueue { target } => format!(
+            "{{ .kind = OP_SIGQUEUE, .target = {} }}",
+            target_of(instances, target)
+        ),
+        Op::Sigtimedwait {} => "{ .kind = OP_SIGTIMEDWAIT }".into(),
         // Refused by `unsupported_in` before any table is written.
         Op::UeventDeviceEvent { .. }
         | Op::MqPathWalk { .. }

@@ -72,6 +72,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Capget {}
         | Op::NsId { .. }
         | Op::Execve {}
+        | Op::Sigqueue { .. }
+        | Op::Sigtimedwait {}
         | Op::Setrlimit { .. } => None,
     }
 }
@@ -373,7 +375,13 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             Ok(sets) => (Ok(()), sets.to_vec()),
             Err(e) => done(Err(e)),
         },
-        Op::Setrlimit { resource: _, limit } => done(sys::set_nproc_limit(*limit)),
+        Op::Setrlimit { resource, limit } => {
+            let resource = kernel::ops::rlimit_named(resource)
+                .expect("the scenario checker admits only these");
+            done(sys::set_rlimit(resource, *limit))
+        }
+        Op::Sigqueue { target } => done(sys::sigqueue(&proc_of(ctx, target))),
+        Op::Sigtimedwait {} => done(sys::sigtimedwait_now()),
         Op::Execve {} => unreachable!("the task loop runs execve itself"),
         Op::UeventDeviceEvent { action, devpath } => done(sys::write_file_once(
             &format!("/sys{devpath}/uevent"),

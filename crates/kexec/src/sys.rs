@@ -148,6 +148,89 @@ pub fn clear_groups() -> SysResult<()> {
     check_int(unsafe { libc::setgroups(0, std::ptr::null()) }).map(drop)
 }
 
+/// `setrlimit(resource, limit)`, soft and hard.
+pub fn set_rlimit(resource: kernel::ops::RlimitType, limit: u64) -> SysResult<()> {
+    let value = if limit == u64::MAX {
+        libc::RLIM_INFINITY
+    } else {
+        limit as libc::rlim_t
+    };
+    let rl = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    let which = match resource {
+        kernel::ops::RlimitType::Nproc => libc::RLIMIT_NPROC,
+        kernel::ops::RlimitType::Msgqueue => libc::RLIMIT_MSGQUEUE,
+        kernel::ops::RlimitType::Sigpending => libc::RLIMIT_SIGPENDING,
+        kernel::ops::RlimitType::Memlock => libc::RLIMIT_MEMLOCK,
+    };
+    check_int(unsafe { libc::setrlimit(which, &rl) }).map(drop)
+}
+
+/// The signal the `sigqueue` and `sigtimedwait` ops use: SIGRTMIN as the
+/// C library numbers it.
+fn queued_signal() -> libc::c_int {
+    libc::SIGRTMIN()
+}
+
+/// Block the queued signal, so that what is sent stays pending (a task's
+/// process does this before its first op).
+pub fn block_queued_signal() {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, queued_signal());
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// `sigqueue(3)` of SIGRTMIN to the process whose `/proc` directory is
+/// `proc_dir`: an `SI_QUEUE` signal sent through the directory as a pidfd
+/// (`pidfd_send_signal`), since the tasks run in a pid namespace of their
+/// own, where the `/proc` pids mean nothing. The kernel checks and queues
+/// it as it does `rt_sigqueueinfo`'s; a process already reaped is ESRCH,
+/// as `sigqueue` by pid says.
+pub fn sigqueue(proc_dir: &str) -> SysResult<()> {
+    let fd = match open(proc_dir, libc::O_RDONLY | libc::O_DIRECTORY) {
+        Err(libc::ENOENT) => return Err(libc::ESRCH),
+        other => other?,
+    };
+    // SAFETY: a zeroed siginfo is valid; the first three ints are
+    // si_signo, si_errno and si_code on every Linux ABI.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let words = (&raw mut info).cast::<libc::c_int>();
+    unsafe {
+        *words = queued_signal();
+        *words.add(2) = libc::SI_QUEUE;
+    }
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd,
+            queued_signal(),
+            &raw const info,
+            0,
+        )
+    };
+    close(fd);
+    check_int(r as libc::c_int).map(drop)
+}
+
+/// `sigtimedwait` for the queued signal with a zero timeout.
+pub fn sigtimedwait_now() -> SysResult<()> {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, queued_signal());
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        check_int(libc::sigtimedwait(&set, std::ptr::null_mut(), &zero)).map(drop)
+    }
+}
+
 pub fn set_nproc_limit(limit: u64) -> SysResult<()> {
     let value = if limit == u64::MAX {
         libc::RLIM_INFINITY

@@ -63,6 +63,7 @@ pub fn start(
         sys::close(*fd);
     }
     world::set_dumpable();
+    sys::block_queued_signal();
     if let Some((barrier_r, _, ready_w)) = gate {
         let _ = sys::write(ready_w, b"r");
         sys::close(ready_w);

@@ -30,7 +30,8 @@ use std::fmt::Write as _;
 /// campaigns of docs/on-kernel.md were measured (an op more in the pool
 /// changes every seed's scenario): the id, capability and namespace getters, the
 /// gid calls and `seteuid`, the kept namespace files, the waiting uevent
-/// receive (which waits for ever where no uevent comes), and `open`, whose
+/// receive (which waits for ever where no uevent comes), the signal ops,
+/// and `open`, whose
 /// files a generated scenario does not make.
 const NOT_GENERATED: &[&str] = &[
     "lock",
@@ -54,6 +55,8 @@ const NOT_GENERATED: &[&str] = &[
     "uevent_recv_wait",
     "fork_child",
     "clone_child",
+    "sigqueue",
+    "sigtimedwait",
 ];
 
 /// The users a generated scenario is made of: root and two others.

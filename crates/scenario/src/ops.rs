@@ -450,11 +450,18 @@ fn check_arg(
                     .help(did_you_mean(bare, modes()))),
             }
         }
-        ArgKind::Rlimit => match bare.strip_prefix("RLIMIT_").unwrap_or(bare) {
-            "NPROC" => Ok(ArgValue::Text("NPROC".to_string())),
-            _ => Err(
-                OpError::new(range, format!("unknown or unmodelled resource `{bare}`"))
-                    .expected("NPROC (RLIMIT_NPROC)"),
+        ArgKind::Rlimit => match kernel::ops::rlimit_named(bare) {
+            Some(_) => Ok(ArgValue::Text(
+                bare.strip_prefix("RLIMIT_").unwrap_or(bare).to_string(),
+            )),
+            None => Err(
+                OpError::new(range, format!("unknown or unmodelled resource `{bare}`")).expected(
+                    kernel::ops::RLIMITS
+                        .iter()
+                        .map(|(n, _)| format!("{n} (RLIMIT_{n})"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
             ),
         },
         ArgKind::IdList => Err(OpError::new(range, "expected a double-quoted list of ids")

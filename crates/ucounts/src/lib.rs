@@ -38,7 +38,7 @@ pub mod sysctl;
 pub use ledger::Ledger;
 pub use rlimit::{
     dec_rlimit_put_ucounts, dec_rlimit_ucounts, inc_rlimit_get_ucounts, inc_rlimit_ucounts,
-    is_rlimit_overlimit, RlimitCheck, RlimitType, LONG_MAX, RLIM_INFINITY,
+    is_rlimit_overlimit, OverUnwind, RlimitCheck, RlimitType, LONG_MAX, RLIM_INFINITY,
 };
 pub use sysctl::SysctlError;
 

@@ -146,17 +146,32 @@ pub fn dec_rlimit_ucounts(
     leaf_zero
 }
 
+/// How [`inc_rlimit_get_ucounts`] takes back the level found over its
+/// maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OverUnwind {
+    /// v6.12 ("ucounts: fix counter leak in inc_rlimit_get_ucounts()"):
+    /// the level over its maximum is taken back with the levels below it.
+    #[default]
+    TakesBack,
+    /// v5.15 to v6.11: the level over its maximum keeps the one it was
+    /// given; only the levels below it are taken back, so each refusal
+    /// leaks one count there, and later charges are refused early.
+    Leaks,
+}
+
 /// `inc_rlimit_get_ucounts`: add 1 at every level; a level that goes from
 /// 0 to 1 takes a reference on its entry, so what is counted (pending
 /// signals) pins the entries. Any level over its maximum (unless
-/// `override_rlimit`) unwinds everything and returns 0; else the leaf's
-/// new value.
+/// `override_rlimit`) unwinds (as `unwind` says) and returns 0; else the
+/// leaf's new value.
 pub fn inc_rlimit_get_ucounts(
     table: &UcountsTable,
     leaf: &Arc<Ucounts>,
     t: RlimitType,
     override_rlimit: bool,
     check: RlimitCheck,
+    unwind: OverUnwind,
 ) -> i64 {
     let _flight = table.ledger.in_flight();
     let levels = levels(leaf);
@@ -171,9 +186,13 @@ pub fn inc_rlimit_get_ucounts(
         let over = new < 0 || (!override_rlimit && new > max);
         let pinned = !over && (new != 1 || table.get_ucounts(u).is_some());
         if !pinned {
-            // This level is taken back here, the levels below it with
+            // This level is taken back here (unless the leak leaves it
+            // charged: its counter then holds one that nothing charged,
+            // which `ucounts.balanced` sees), the levels below it with
             // their references.
-            u.rlimit_counter(t).fetch_sub(1, Ordering::AcqRel);
+            if !(over && unwind == OverUnwind::Leaks) {
+                u.rlimit_counter(t).fetch_sub(1, Ordering::AcqRel);
+            }
             table.ledger.charge_rlimit(&levels[..i], t, 1);
             do_dec_rlimit_put_ucounts(table, &levels[..i], t);
             return 0;

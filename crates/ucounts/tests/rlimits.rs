@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use ucounts::{
     dec_rlimit_put_ucounts, dec_rlimit_ucounts, inc_rlimit_get_ucounts, inc_rlimit_ucounts,
-    is_rlimit_overlimit, RlimitCheck, RlimitType, SysctlError, UcountType, Ucounts, UcountsNs,
-    UcountsTable, LONG_MAX, RLIM_INFINITY,
+    is_rlimit_overlimit, OverUnwind, RlimitCheck, RlimitType, SysctlError, UcountType, Ucounts,
+    UcountsNs, UcountsTable, LONG_MAX, RLIM_INFINITY,
 };
 
 const NPROC: RlimitType = RlimitType::Nproc;
@@ -144,21 +144,42 @@ fn inc_rlimit_get_ucounts_pins_each_level_from_zero_and_unwinds_all_on_failure()
     let tight = UcountsNs::child_with_rlimits(2, "tight", &init, Some(Arc::clone(&parent)), rl);
     let t = table.alloc_ucounts(&tight, 7).unwrap();
     assert_eq!(
-        inc_rlimit_get_ucounts(&table, &t, sig, false, RlimitCheck::NamespaceBelow),
+        inc_rlimit_get_ucounts(
+            &table,
+            &t,
+            sig,
+            false,
+            RlimitCheck::NamespaceBelow,
+            OverUnwind::TakesBack
+        ),
         1
     );
     assert_eq!(t.peek_refs(), 2, "0 -> 1 at the leaf takes a reference");
     assert_eq!(parent.peek_refs(), refs_parent + 1, "and at the parent");
     // A second signal: the parent level reaches 2, above the recorded 1.
     assert_eq!(
-        inc_rlimit_get_ucounts(&table, &t, sig, false, RlimitCheck::NamespaceBelow),
+        inc_rlimit_get_ucounts(
+            &table,
+            &t,
+            sig,
+            false,
+            RlimitCheck::NamespaceBelow,
+            OverUnwind::TakesBack
+        ),
         0
     );
     assert_eq!(t.peek_rlimit(sig), 1, "fully unwound");
     assert_eq!(parent.peek_rlimit(sig), 1);
     // v6.12's override_rlimit skips the maxima.
     assert_eq!(
-        inc_rlimit_get_ucounts(&table, &t, sig, true, RlimitCheck::NamespaceBelow),
+        inc_rlimit_get_ucounts(
+            &table,
+            &t,
+            sig,
+            true,
+            RlimitCheck::NamespaceBelow,
+            OverUnwind::TakesBack
+        ),
         2
     );
     dec_rlimit_put_ucounts(&table, &t, sig);
@@ -167,6 +188,38 @@ fn inc_rlimit_get_ucounts_pins_each_level_from_zero_and_unwinds_all_on_failure()
     assert_eq!(parent.peek_refs(), refs_parent);
     assert_eq!(u.peek_refs(), refs_leaf);
     assert_eq!(table.ledger.check(&table.peek_entries()), None);
+}
+
+/// Before v6.12 the level found over its maximum kept the one it was
+/// given: each refused charge leaks a count there, the ledger's check
+/// names it, and a later charge is refused although nothing is counted.
+#[test]
+fn inc_rlimit_get_ucounts_before_v6_12_leaks_the_level_over_its_maximum() {
+    let table = UcountsTable::new();
+    let (init, _) = container(&table, 1);
+    let parent = table.alloc_ucounts(&init, 1000).unwrap();
+    let sig = RlimitType::Sigpending;
+    let mut rl = [RLIM_INFINITY; RlimitType::COUNT];
+    rl[sig as usize] = 1;
+    let tight = UcountsNs::child_with_rlimits(2, "tight", &init, Some(Arc::clone(&parent)), rl);
+    let t = table.alloc_ucounts(&tight, 7).unwrap();
+    let charge = |unwind| {
+        inc_rlimit_get_ucounts(&table, &t, sig, false, RlimitCheck::NamespaceBelow, unwind)
+    };
+    assert_eq!(charge(OverUnwind::Leaks), 1);
+    assert_eq!(charge(OverUnwind::Leaks), 0, "the parent level is over 1");
+    assert_eq!(
+        parent.peek_rlimit(sig),
+        2,
+        "the refused charge stays at the parent"
+    );
+    dec_rlimit_put_ucounts(&table, &t, sig);
+    assert_eq!((t.peek_rlimit(sig), parent.peek_rlimit(sig)), (0, 1));
+    assert!(
+        table.ledger.check(&table.peek_entries()).is_some(),
+        "the leak is seen"
+    );
+    assert_eq!(charge(OverUnwind::Leaks), 0, "refused with nothing counted");
 }
 
 #[test]

@@ -149,6 +149,7 @@ impl Error {
 pub mod caps {
     pub const CAP_DAC_OVERRIDE: u32 = 1;
     pub const CAP_DAC_READ_SEARCH: u32 = 2;
+    pub const CAP_KILL: u32 = 5;
     pub const CAP_SETGID: u32 = 6;
     pub const CAP_SETUID: u32 = 7;
     pub const CAP_NET_ADMIN: u32 = 12;
@@ -326,6 +327,8 @@ impl UserNamespace {
 pub struct UserStruct {
     pub uid: u32,
     pub processes: sync::AtomicI64,
+    /// Signals pending for the user (before v5.14).
+    pub sigpending: sync::AtomicI64,
 }
 
 impl UserStruct {
@@ -333,6 +336,7 @@ impl UserStruct {
         UserStruct {
             uid,
             processes: sync::AtomicI64::new("user_struct.processes", 0),
+            sigpending: sync::AtomicI64::new("user_struct.sigpending", 0),
         }
     }
 

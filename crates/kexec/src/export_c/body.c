@@ -92,11 +92,39 @@ static int write_file_once(const char *path, const char *text)
     return e;
 }
 
-static int set_nproc_limit(unsigned long long limit)
+static int set_rlimit(int resource, unsigned long long limit)
 {
     struct rlimit rl;
     rl.rlim_cur = rl.rlim_max = limit == ULLONG_MAX ? RLIM_INFINITY : (rlim_t)limit;
-    return err_of(setrlimit(RLIMIT_NPROC, &rl));
+    return err_of(setrlimit(resource, &rl));
+}
+
+static int set_nproc_limit(unsigned long long limit)
+{
+    return set_rlimit(RLIMIT_NPROC, limit);
+}
+
+/* The signal sigqueue and sigtimedwait use, blocked by every task so that
+ * what is sent stays pending. */
+static sigset_t queued_signal(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN);
+    return set;
+}
+
+static void block_queued_signal(void)
+{
+    sigset_t set = queued_signal();
+    (void)sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+static int sigtimedwait_now(void)
+{
+    sigset_t set = queued_signal();
+    struct timespec zero = { 0, 0 };
+    return sigtimedwait(&set, NULL, &zero) < 0 ? errno : 0;
 }
 
 /* RLIMIT_NPROC as high as this process may set it: unlimited, or else
@@ -750,8 +778,14 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
     case OP_GETRESUID:
     case OP_GETRESGID:
         return report_ids(op->kind, values, n);
-    case OP_SETRLIMIT_NPROC:
-        return set_nproc_limit((unsigned long long)op->value);
+    case OP_SETRLIMIT:
+        return set_rlimit((int)op->flags, (unsigned long long)op->value);
+    case OP_SIGQUEUE: {
+        union sigval value = { 0 };
+        return err_of(sigqueue((pid_t)pid_of(op->target), SIGRTMIN, value));
+    }
+    case OP_SIGTIMEDWAIT:
+        return sigtimedwait_now();
     case OP_EXECVE:
         break;   /* run_ops makes it */
     }
@@ -903,6 +937,7 @@ static __attribute__((noreturn)) void start_instance(int i, const int *userns_fd
     for (int u = 0; u < N_USERNS; u++)
         close(userns_fds[u]);
     set_dumpable();
+    block_queued_signal();
     if (gate) {
         char byte = 'r';
         (void)write_all(gate[2], &byte, 1);

@@ -61,7 +61,9 @@ enum op_kind {
     OP_CAPGET,          /* reports the effective, permitted and inheritable sets */
     OP_OPEN,            /* open(2) of a set-up file (value: O_RDONLY...), closed again */
     OP_EXECVE,
-    OP_SETRLIMIT_NPROC
+    OP_SETRLIMIT,       /* flags: the resource (RLIMIT_*), value: the limit */
+    OP_SIGQUEUE,        /* sigqueue(3) of SIGRTMIN to target */
+    OP_SIGTIMEDWAIT     /* take a pending SIGRTMIN without waiting */
 };
 
 struct op {

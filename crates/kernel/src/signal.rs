@@ -1,0 +1,224 @@
+//! Queued signals and RLIMIT_SIGPENDING: a real-time signal sent with
+//! `rt_sigqueueinfo` to a task that blocks it stays pending, and each
+//! pending signal is charged to the receiver's user until it is taken
+//! (`sigtimedwait`) or the receiver is reaped.
+//!
+//! Models kernel/signal.c (`kill_ok_by_cred`, `check_kill_permission`,
+//! `__sigqueue_alloc`, `__sigqueue_free`, `flush_sigqueue`) and the
+//! rlimit paths of kernel/ucount.c it calls. Eras, each a patch of
+//! [`crate::catalog::PATCHES`]:
+//! * before v5.14 the count is `user_struct->sigpending`, one per kuid for
+//!   the whole machine, compared with the receiver's RLIMIT_SIGPENDING;
+//! * `sigpending-ucounts` (v5.14): the count lives in ucounts per (user
+//!   namespace, kuid) of the receiver's credentials, charged at every
+//!   level up the namespace tree (`inc_rlimit_ucounts`), and the signal
+//!   pins only the leaf's entry (`get_ucounts` when the leaf's count
+//!   goes from 0 to 1, `put_ucounts` when it returns to 0);
+//! * `ucounts-signal-refcount` (v5.15): `inc_rlimit_get_ucounts` pins
+//!   every level that goes from 0 to 1 and refuses when a level is over
+//!   its maximum, `dec_rlimit_put_ucounts` unpins them;
+//! * `ucounts-rlimit-get-no-leak` (v6.12): a refusal takes back the count
+//!   of the level found over its maximum too (before, it stayed there:
+//!   see [`ucounts::OverUnwind`]).
+
+use super::World;
+use crate::catalog::Patch;
+use crate::costs::SYSCALL;
+use crate::errno::Errno;
+use crate::profile::ActivePatches;
+use crate::setup::Op;
+use crate::task::Task;
+use sim::ObjId;
+use std::sync::Arc;
+use sync::Ordering;
+use ucounts::{
+    dec_rlimit_put_ucounts, dec_rlimit_ucounts, inc_rlimit_get_ucounts, inc_rlimit_ucounts,
+    OverUnwind, RlimitType, Ucounts, LONG_MAX,
+};
+use userns::caps::CAP_KILL;
+use userns::{ns_capable, Cred, UserStruct};
+
+/// RLIMIT_SIGPENDING a scenario's process starts with (soft and hard):
+/// what `fork_init` gives the first process, half of `threads-max`, on a
+/// machine of 24 GiB like the one the conformance cases ran on.
+pub const DEFAULT_RLIMIT_SIGPENDING: u64 = 96_368;
+
+/// The signal-queue behaviours of a profile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SignalPatches {
+    pub ucounts: bool,
+    pub refcount_fix: bool,
+    pub no_leak: bool,
+}
+
+impl SignalPatches {
+    pub fn from_active(p: &ActivePatches) -> Self {
+        SignalPatches {
+            ucounts: p.has(Patch::SigpendingUcounts),
+            refcount_fix: p.has(Patch::UcountsSignalRefcount),
+            no_leak: p.has(Patch::UcountsRlimitGetNoLeak),
+        }
+    }
+}
+
+/// One pending signal (`struct sigqueue`) and what it is charged to.
+pub enum Sigqueue {
+    /// Before v5.14: the receiver's user.
+    User(Arc<UserStruct>),
+    /// v5.14: the receiver's ucounts, charged at every level and pinned
+    /// at the leaf only; `None` when the charge took the leaf from 0 to 1
+    /// and its `get_ucounts` failed (the charge is then never taken
+    /// back).
+    Leaf(Option<Arc<Ucounts>>),
+    /// From v5.15: every level pinned that the charge took from 0 to 1.
+    Levels(Arc<Ucounts>),
+}
+
+/// `task->sighand` as a sender sees it, under its `siglock`: the signals
+/// pending for the task, and whether the task is gone (`__exit_signal`
+/// flushed them and cleared `sighand`, so `lock_task_sighand` fails).
+#[derive(Default)]
+pub struct Sighand {
+    pub pending: Vec<Sigqueue>,
+    pub gone: bool,
+}
+
+/// Whether `op` queues or takes a signal.
+pub fn queues_or_takes(op: &Op) -> bool {
+    matches!(op, Op::Sigqueue { .. } | Op::Sigtimedwait {})
+}
+
+/// `kill_ok_by_cred`: the sender's real or effective uid is the
+/// receiver's real or saved uid, or the sender has CAP_KILL in the
+/// receiver's user namespace.
+fn kill_ok_by_cred(cred: &Cred, tcred: &Cred) -> bool {
+    let same_user = [cred.euid, cred.uid]
+        .iter()
+        .any(|u| *u == tcred.suid || *u == tcred.uid);
+    same_user || ns_capable(cred, &tcred.user_ns, CAP_KILL)
+}
+
+impl World {
+    /// `rt_sigqueueinfo(pid, SIGRTMIN, SI_QUEUE)` to task `target`, which
+    /// blocks the signal: ESRCH once it is reaped, EPERM without the right
+    /// to signal it, EAGAIN when the signal cannot be queued (its user
+    /// over RLIMIT_SIGPENDING); else it is pending.
+    pub(super) fn sigqueue(&self, task: &Task, target: &str) -> Result<(), Errno> {
+        sim::point("rt_sigqueueinfo", ObjId::NONE, &SYSCALL);
+        let t = self.task_named(target).ok_or(Errno::ESRCH)?;
+        if t.is_released() {
+            return Err(Errno::ESRCH);
+        }
+        let same = std::ptr::eq(Arc::as_ptr(&t), task);
+        if !same && !kill_ok_by_cred(&task.cred(), &t.cred()) {
+            return Err(Errno::EPERM);
+        }
+        // `lock_task_sighand`: the receiver's credentials, which the
+        // charge goes to, stay alive while its siglock is held (its
+        // release frees them only after it has flushed under the lock).
+        let mut sighand = t.sighand.lock();
+        if sighand.gone {
+            return Err(Errno::ESRCH);
+        }
+        let q = self.sigqueue_alloc(&t).ok_or(Errno::EAGAIN)?;
+        sighand.pending.push(q);
+        Ok(())
+    }
+
+    /// `sigtimedwait` with a zero timeout for the blocked signal: the
+    /// oldest pending one is taken and freed, EAGAIN when none is.
+    pub(super) fn sigtimedwait(&self, task: &Task) -> Result<(), Errno> {
+        sim::point("rt_sigtimedwait", ObjId::NONE, &SYSCALL);
+        let mut sighand = task.sighand.lock();
+        if sighand.pending.is_empty() {
+            return Err(Errno::EAGAIN);
+        }
+        let q = sighand.pending.remove(0);
+        self.sigqueue_free(q);
+        Ok(())
+    }
+
+    /// `__exit_signal` at `release_task`, under the siglock: every signal
+    /// still pending is freed (`flush_sigqueue`) and the task is gone for
+    /// senders, before its credentials are put.
+    pub(super) fn exit_signal(&self, task: &Task) {
+        if !self.uses_signals {
+            return;
+        }
+        let mut sighand = task.sighand.lock();
+        for q in std::mem::take(&mut sighand.pending) {
+            self.sigqueue_free(q);
+        }
+        sighand.gone = true;
+    }
+
+    /// `__sigqueue_alloc` for receiver `t` (under its siglock): the
+    /// charge, compared with `t`'s RLIMIT_SIGPENDING; `None` (and the
+    /// charge taken back) when over it.
+    fn sigqueue_alloc(&self, t: &Task) -> Option<Sigqueue> {
+        let cred = t.cred();
+        let limit = i64::try_from(t.rlimit_sigpending().0).unwrap_or(LONG_MAX);
+        let procs = &self.procs;
+        let table = procs.ucounts();
+        let patches = procs.signal_patches();
+        if !patches.ucounts {
+            let user = Arc::clone(cred.user.as_ref()?);
+            let n = user.sigpending.fetch_add(1, Ordering::AcqRel) + 1;
+            if n > limit {
+                user.sigpending.fetch_sub(1, Ordering::AcqRel);
+                return None;
+            }
+            return Some(Sigqueue::User(user));
+        }
+        let leaf = Arc::clone(cred.ucounts.as_ref()?);
+        let check = procs.rlimit_check();
+        if !patches.refcount_fix {
+            let n = inc_rlimit_ucounts(table, &leaf, RlimitType::Sigpending, 1, check);
+            let kept = if n == 1 {
+                table.get_ucounts(&leaf)
+            } else {
+                Some(leaf)
+            };
+            if n < LONG_MAX && n <= limit {
+                return Some(Sigqueue::Leaf(kept));
+            }
+            if let Some(leaf) = kept {
+                if dec_rlimit_ucounts(table, &leaf, RlimitType::Sigpending, 1) {
+                    table.put_ucounts(&leaf);
+                }
+            }
+            return None;
+        }
+        let unwind = if patches.no_leak {
+            OverUnwind::TakesBack
+        } else {
+            OverUnwind::Leaks
+        };
+        let n = inc_rlimit_get_ucounts(table, &leaf, RlimitType::Sigpending, false, check, unwind);
+        if n == 0 {
+            return None;
+        }
+        if n > limit {
+            dec_rlimit_put_ucounts(table, &leaf, RlimitType::Sigpending);
+            return None;
+        }
+        Some(Sigqueue::Levels(leaf))
+    }
+
+    /// `__sigqueue_free`: the charge taken back.
+    fn sigqueue_free(&self, q: Sigqueue) {
+        let table = self.procs.ucounts();
+        match q {
+            Sigqueue::User(user) => {
+                user.sigpending.fetch_sub(1, Ordering::AcqRel);
+            }
+            Sigqueue::Leaf(None) => {}
+            Sigqueue::Leaf(Some(leaf)) => {
+                if dec_rlimit_ucounts(table, &leaf, RlimitType::Sigpending, 1) {
+                    table.put_ucounts(&leaf);
+                }
+            }
+            Sigqueue::Levels(leaf) => dec_rlimit_put_ucounts(table, &leaf, RlimitType::Sigpending),
+        }
+    }
+}
