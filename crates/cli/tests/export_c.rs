@@ -206,6 +206,29 @@ fn the_credential_and_namespace_calls_print_what_the_model_reports() {
     }
 }
 
+/// The signal ops: a queue over RLIMIT_SIGPENDING, another user's
+/// refusal, and the leak scenario's calls, which Linux 6.18 answers as the
+/// fixed profile does.
+#[test]
+fn queued_signals_print_what_the_model_reports() {
+    for (test, scenario) in [
+        (
+            "sigpending_in_a_container",
+            "sim-scenarios/conformance/signal/sigpending_limit_in_userns.toml",
+        ),
+        (
+            "a_signal_to_another_user",
+            "sim-scenarios/conformance/signal/queue_to_another_user.toml",
+        ),
+        (
+            "a_refused_signal_leaks_nothing",
+            "sim-scenarios/ucounts-sigpending-leak.toml",
+        ),
+    ] {
+        check_on_kernel(test, scenario, 2);
+    }
+}
+
 #[test]
 fn an_ipc_loop_prints_outcomes_the_model_reaches() {
     check_on_kernel("an_ipc_loop", "sim-scenarios/ipc-v6.3-window.toml", 3);

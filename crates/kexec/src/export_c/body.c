@@ -575,6 +575,26 @@ static void proc_path(char *buf, size_t len, int target, const char *file)
     snprintf(buf, len, "/proc/%u/%s", pid, file);
 }
 
+/* sigqueue(3) of SIGRTMIN to instance target: an SI_QUEUE signal sent
+ * through its /proc directory as a pidfd, since the tasks run in a pid
+ * namespace of their own; a process already reaped is ESRCH, as sigqueue
+ * by pid says. */
+static int sigqueue_to(int target)
+{
+    char path[64];
+    proc_path(path, sizeof path, target, "");
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? ESRCH : errno;
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    info.si_signo = SIGRTMIN;
+    info.si_code = SI_QUEUE;
+    int e = syscall(SYS_pidfd_send_signal, fd, SIGRTMIN, &info, 0) < 0 ? errno : 0;
+    close(fd);
+    return e;
+}
+
 static int setns_into(int target, const char *ns, int nstype)
 {
     char path[64], file[32];
@@ -780,10 +800,8 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return report_ids(op->kind, values, n);
     case OP_SETRLIMIT:
         return set_rlimit((int)op->flags, (unsigned long long)op->value);
-    case OP_SIGQUEUE: {
-        union sigval value = { 0 };
-        return err_of(sigqueue((pid_t)pid_of(op->target), SIGRTMIN, value));
-    }
+    case OP_SIGQUEUE:
+        return sigqueue_to(op->target);
     case OP_SIGTIMEDWAIT:
         return sigtimedwait_now();
     case OP_EXECVE:
