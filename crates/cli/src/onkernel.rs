@@ -169,6 +169,7 @@ pub fn model_outcomes(
     budget = budget.saturating_sub(steps);
     let affordable = |budget: u64, want: u64| want.min(budget / steps);
     let mut exhausted = false;
+    let mut first_exhausted = None;
     let n = affordable(budget, width.dfs_executions);
     if n == width.dfs_executions {
         let dfs = StrategySpec::Dfs {
@@ -177,6 +178,7 @@ pub fn model_outcomes(
         let (ran, done, _, ended) = search(dfs, seed, n, &mut all);
         budget = budget.saturating_sub(ran * steps);
         exhausted = done;
+        first_exhausted = done.then_some(ran);
         searches.push(format!(
             "dfs (preemption bound {DFS_PREEMPTION_BOUND}): {ran} executions{}{ended}",
             if done {
@@ -196,6 +198,12 @@ pub fn model_outcomes(
         DFS_PREEMPTION_BOUND + u32::from(exhausted),
         width.dfs_executions,
     );
+    // An exhaustive search that a preemption more did not widen has
+    // nothing left to find by going deeper: the rounds it would take go to
+    // samples instead (it was repeated a hundred times over on a small
+    // scenario, each time exhausted with the same executions).
+    let mut last_exhausted = first_exhausted;
+    let mut deeper_is_useless = false;
     let samplers = [
         StrategySpec::Random,
         StrategySpec::Pct { depth: 2 },
@@ -222,7 +230,7 @@ pub fn model_outcomes(
         if round % 4 == 3 {
             let (bound, last) = deeper;
             let n = affordable(budget, last.saturating_mul(10));
-            if n <= last {
+            if n <= last || deeper_is_useless {
                 round += 1;
                 continue;
             }
@@ -239,6 +247,8 @@ pub fn model_outcomes(
                     ", not exhausted"
                 }
             ));
+            deeper_is_useless = done && last_exhausted == Some(ran);
+            last_exhausted = done.then_some(ran);
             deeper = match done {
                 true => (bound + 1, width.dfs_executions),
                 false => (bound, n),
