@@ -229,6 +229,25 @@ fn queued_signals_print_what_the_model_reports() {
     }
 }
 
+/// Pid namespaces: unshare, a fork into the new one, its init's exit,
+/// and the create-and-reap loop refused while the last pid's grace period
+/// runs.
+#[test]
+fn pid_namespaces_print_what_the_model_reports() {
+    for (test, scenario) in [
+        (
+            "unshare_fork_and_init_exit",
+            "sim-scenarios/conformance/pidns/unshare_fork_and_init_exit.toml",
+        ),
+        (
+            "pidns_create_reap_limit_one",
+            "sim-scenarios/pidns-create-reap-limit-one.toml",
+        ),
+    ] {
+        check_on_kernel(test, scenario, 2);
+    }
+}
+
 #[test]
 fn an_ipc_loop_prints_outcomes_the_model_reaches() {
     check_on_kernel("an_ipc_loop", "sim-scenarios/ipc-v6.3-window.toml", 3);
@@ -458,6 +477,54 @@ fn an_output_that_no_program_printed_is_bad_input() {
 /// the first looper's third, so that the first looper fails from its fourth
 /// on. One round of random and PCT samples does not reach it; the directed
 /// search does, and the verdict is that the model reaches what the kernel
+/// A kernel outcome the model cannot reach, on a scenario whose
+/// exhaustive search is small: once a preemption more no longer widens
+/// it, the search for the outcome stops going deeper (it repeated the
+/// same exhausted search a hundred times over before).
+#[test]
+fn an_exhausted_search_is_not_repeated_deeper_for_a_missing_outcome() {
+    let dir = workdir("unreachable");
+    let printed = dir.join("out.txt");
+    let mut text = String::from("K\t6.18.0\nN\t0\nB\t100\nR\t0\t0\tok\t-\n");
+    for op in 1..=3 {
+        text.push_str(&format!("R\t0\t{op}\tESRCH\t-\n"));
+    }
+    for op in 4..=6 {
+        text.push_str(&format!("R\t0\t{op}\tEAGAIN\t-\n"));
+    }
+    std::fs::write(&printed, text).unwrap();
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../sim-scenarios/conformance/signal/sigpending_limit_in_userns.toml"
+    );
+    let o = nssim(&[
+        "run",
+        "--on-kernel",
+        "--kernel-output",
+        printed.to_str().unwrap(),
+        scenario,
+        "--format",
+        "json",
+    ]);
+    let text = stdout(&o);
+    let record: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    let on_kernel = &record["on_kernel"];
+    assert_eq!(on_kernel["verdict"], "model-misses", "{on_kernel}");
+    let searches: Vec<String> = on_kernel["model_search"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let deeper = searches
+        .iter()
+        .filter(|s| s.starts_with("dfs (preemption bound"))
+        .count();
+    assert!(deeper <= 3, "{searches:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// showed.
 #[test]
 fn a_rare_kernel_outcome_is_reached_by_the_directed_search() {

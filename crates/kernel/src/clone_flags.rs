@@ -5,6 +5,7 @@ pub const CLONE_FS: u64 = 0x0000_0200;
 pub const CLONE_FILES: u64 = 0x0000_0400;
 pub const CLONE_NEWIPC: u64 = 0x0800_0000;
 pub const CLONE_NEWUSER: u64 = 0x1000_0000;
+pub const CLONE_NEWPID: u64 = 0x2000_0000;
 pub const CLONE_NEWNET: u64 = 0x4000_0000;
 
 /// Flags that `unshare` takes and `clone` must not: unsharing gives the
@@ -28,6 +29,12 @@ pub const CLONE_FLAGS: &[(&str, u64, bool, &str)] = &[
         CLONE_NEWUSER,
         true,
         "create_user_ns (kernel/user_namespace.c)",
+    ),
+    (
+        "CLONE_NEWPID",
+        CLONE_NEWPID,
+        true,
+        "create_pid_namespace (kernel/pid_namespace.c)",
     ),
     (
         "CLONE_NEWNET",

@@ -10,7 +10,7 @@ use crate::costs::SYSCALL;
 use crate::errno::Errno;
 use crate::process::{CreatorRlimits, ForkError};
 use crate::setup::child_name;
-use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
+use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER};
 use crate::task::{Acting, Own, Task};
 use sim::ObjId;
 use std::sync::Arc;
@@ -104,14 +104,19 @@ impl World {
         );
         child.own.lock().rlimit_nproc = own.rlimit_nproc;
         child.set_rlimit_sigpending(parent.rlimit_sigpending());
-        if flags & (CLONE_NEWIPC | CLONE_NEWNET) != 0 {
-            if let Err(e) = self.copy_namespaces(&child, flags, &cred) {
-                if let Some(mm) = child.replace_mm(None) {
-                    self.userns.put_user_ns(&mm.user_ns);
-                }
-                procs.fork_undone(cred, pid);
-                return Err(ForkError::Other(e));
+        let made = if flags & (CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET) != 0 {
+            self.copy_namespaces(&child, flags, &cred)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = made.and_then(|()| self.alloc_pid(&child)) {
+            if let Some(mm) = child.replace_mm(None) {
+                self.userns.put_user_ns(&mm.user_ns);
             }
+            let shared = child.replace_nsproxy(parent.nsproxy());
+            self.put_nsproxy(shared);
+            procs.fork_undone(cred, pid);
+            return Err(ForkError::Other(e));
         }
         if acting.is_some() {
             child.acting = Some(Acting::new());

@@ -18,7 +18,7 @@ use super::World;
 use crate::costs::{SWITCH_NS, SYSCALL};
 use crate::errno::Errno;
 use crate::process::{CreatorRlimits, ForkError};
-use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
+use crate::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER};
 use crate::task::{Nsproxy, Task};
 use ipcns::{IpcError, IpcNamespace};
 use sim::ObjId;
@@ -26,7 +26,7 @@ use std::sync::Arc;
 use userns::{caps, ns_capable, Cred};
 
 /// The flags that make a namespace other than a user namespace.
-const CLONE_NEW_NSPROXY: u64 = CLONE_NEWIPC | CLONE_NEWNET;
+const CLONE_NEW_NSPROXY: u64 = CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET;
 
 impl World {
     /// `ksys_unshare`: a new user namespace (new credentials), then new
@@ -110,11 +110,24 @@ impl World {
             old.ipc_ns.get();
             Arc::clone(&old.ipc_ns)
         };
+        let pid_ns_for_children = if flags & CLONE_NEWPID != 0 {
+            match self.copy_pid_ns(task, &old.pid_ns_for_children, cred) {
+                Ok(ns) => ns,
+                Err(e) => {
+                    self.ipc.put_ipc_ns(ipc_ns);
+                    return Err(e);
+                }
+            }
+        } else {
+            self.get_pid_ns(&old.pid_ns_for_children);
+            Arc::clone(&old.pid_ns_for_children)
+        };
         let net_ns = if flags & CLONE_NEWNET != 0 {
             match self.net.copy_net_ns(cred) {
                 Ok(net) => net,
                 Err(e) => {
                     self.ipc.put_ipc_ns(ipc_ns);
+                    self.put_pid_ns(&pid_ns_for_children);
                     return Err(e);
                 }
             }
@@ -122,7 +135,11 @@ impl World {
             old.net_ns.get();
             Arc::clone(&old.net_ns)
         };
-        Ok(Arc::new(Nsproxy { ipc_ns, net_ns }))
+        Ok(Arc::new(Nsproxy {
+            ipc_ns,
+            net_ns,
+            pid_ns_for_children,
+        }))
     }
 
     /// `copy_ipc_ns` with CLONE_NEWIPC: `create_ipc_ns` charged to the
@@ -163,6 +180,7 @@ impl World {
     pub(super) fn put_nsproxy(&self, ns: Arc<Nsproxy>) {
         if let Some(ns) = Arc::into_inner(ns) {
             self.ipc.put_ipc_ns(ns.ipc_ns);
+            self.put_pid_ns(&ns.pid_ns_for_children);
             self.net.uevent.put_net(ns.net_ns);
         }
     }
@@ -189,6 +207,7 @@ impl World {
             self.userns.put_user_ns(&mm.user_ns);
         }
         self.close_all_kept(task);
+        self.exit_pid_ns_init(task);
         self.exit_task_namespaces(task);
     }
 
@@ -196,6 +215,7 @@ impl World {
     /// and its pid no longer finds it.
     pub(super) fn release_task(&self, task: &Task) {
         self.exit_signal(task);
+        self.free_pid(task);
         self.procs.release(task);
         task.set_released();
     }

@@ -287,7 +287,7 @@ fn label_of(name: &str, shown: &[String]) -> String {
 declare_ops! {
     /// `unshare(flags)`.
     Unshare = "unshare" { flags: u64 = CloneFlags [label] }
-        "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWNET are modelled, and CLONE_FS and CLONE_FILES (a copy of the fs information or file table of its own, which always succeeds)"
+        "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID (the task's children are born in the new pid namespace; EINVAL for a second one before its first child) and CLONE_NEWNET are modelled, and CLONE_FS and CLONE_FILES (a copy of the fs information or file table of its own, which always succeeds)"
         kernel: ["ksys_unshare (kernel/fork.c)"];
     /// Write a sysctl of the task's own user namespace.
     SysctlWrite = "sysctl_write" { name: String = Sysctl [label], value: i64 = Int }
@@ -422,12 +422,12 @@ declare_ops! {
         kernel: ["ksys_unshare (kernel/fork.c)", "do_exit (kernel/exit.c)"];
     /// `fork()`: a child that stays alive until the task's `exit()`.
     Fork = "fork" {}
-        "fork(2): a child that stays alive until the task's exit(); EAGAIN at RLIMIT_NPROC"
+        "fork(2): a child that stays alive until the task's exit(); EAGAIN at RLIMIT_NPROC, ENOMEM when the pid namespace it would be born in has lost its init"
         kernel: ["copy_process (kernel/fork.c)"];
     /// `clone(flags)`: a fork; with CLONE_NEW* flags the child is in new
     /// namespaces.
     Clone = "clone" { flags: u64 = CloneFlags [label] }
-        "clone(2) of a child process; CLONE_NEW* flags put it in new namespaces"
+        "clone(2) of a child process; CLONE_NEW* flags put it in new namespaces (with CLONE_NEWPID it is the init of the new pid namespace); ENOMEM when the pid namespace it would be born in has lost its init"
         kernel: ["copy_process (kernel/fork.c)"];
     /// `fork()` of a child that runs the ops of a `[[task.child]]` block.
     ForkChild = "fork_child" { child: String = Child [label] }

@@ -217,6 +217,7 @@ impl World {
         if target.namespaces_gone() {
             return Err(Errno::ENOENT);
         }
+        let pid_ns_for_children = Arc::clone(&opener.nsproxy().pid_ns_for_children);
         let (ipc_ns, net_ns) = {
             let (theirs, mine) = (target.nsproxy(), opener.nsproxy());
             if kind == CLONE_NEWNET {
@@ -235,7 +236,12 @@ impl World {
             drop(task_lock);
             net_ns.get();
         }
-        Ok(Arc::new(Nsproxy { ipc_ns, net_ns }))
+        self.get_pid_ns(&pid_ns_for_children);
+        Ok(Arc::new(Nsproxy {
+            ipc_ns,
+            net_ns,
+            pid_ns_for_children,
+        }))
     }
 
     /// The walk to `/proc/PID`: the pid's lookup, then the directory's

@@ -23,6 +23,8 @@ pub type TaskIdx = usize;
 pub struct Nsproxy {
     pub ipc_ns: Arc<IpcNamespace>,
     pub net_ns: Arc<Net>,
+    /// The pid namespace the task's children are born in.
+    pub pid_ns_for_children: Arc<crate::pidns::PidNamespace>,
 }
 
 /// What only the task's own syscalls touch: a syscall that takes
@@ -100,6 +102,8 @@ pub struct Task {
     /// `task->nsproxy` is NULL: the exiting process let go of its
     /// namespaces, and a `/proc/PID/ns` open finds none (ENOENT).
     namespaces_gone: AtomicBool,
+    /// `task_active_pid_ns`: the pid namespace the task was born in.
+    pid_ns: Mutex<Arc<crate::pidns::PidNamespace>>,
     /// `sighand->siglock` with the signals pending for the task (which
     /// blocks them: they stay until `sigtimedwait` takes them or the task
     /// is reaped).
@@ -150,6 +154,7 @@ impl Task {
         mm: Mm,
         rlimit: u64,
     ) -> Task {
+        let pid_ns = Arc::clone(&nsproxy.pid_ns_for_children);
         Task {
             pid,
             name,
@@ -159,6 +164,7 @@ impl Task {
             released: AtomicBool::new(false),
             namespaces_gone: AtomicBool::new(false),
             acting: None,
+            pid_ns: Mutex::new("task's pid namespace", pid_ns),
             alloc_lock: sync::SpinLock::new("task_lock", ()),
             sighand: sync::SpinLock::new("siglock", crate::signal::Sighand::default()),
             rlimit_sigpending: Mutex::new(
@@ -192,6 +198,15 @@ impl Task {
         let r = f(&mut own);
         *self.own.lock() = own;
         r
+    }
+
+    /// `task_active_pid_ns`.
+    pub fn pid_ns(&self) -> Arc<crate::pidns::PidNamespace> {
+        Arc::clone(&self.pid_ns.lock())
+    }
+
+    pub(crate) fn set_pid_ns(&self, ns: Arc<crate::pidns::PidNamespace>) {
+        *self.pid_ns.lock() = ns;
     }
 
     /// RLIMIT_SIGPENDING (soft, hard).

@@ -43,6 +43,9 @@ mod open;
 #[path = "signal.rs"]
 pub mod signal;
 
+#[path = "pidns.rs"]
+pub mod pidns;
+
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -173,6 +176,8 @@ struct World {
     sysctl_store_first: bool,
     /// The set-up's regular files, for `open`.
     files: Vec<crate::setup::FileSpec>,
+    /// Where deferred frees and RCU callbacks run (the kworker).
+    wq: Arc<Workqueue>,
     /// Some task queues or takes signals: only then does a release take
     /// the siglock (runs without signals take no step for it).
     uses_signals: bool,
@@ -381,11 +386,20 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             &userns,
             crate::process::models_processes(spec.setup),
         );
+        let init_pid_ns = pidns::PidNamespace::initial();
         let init_nsproxy = Arc::new(Nsproxy {
             ipc_ns: Arc::clone(&ipc.init_ipc_ns),
             net_ns: Arc::clone(&net.uevent.init_net),
+            pid_ns_for_children: Arc::clone(&init_pid_ns),
         });
-        let (tasks, task_index) = make_tasks(spec.setup, &user_namespaces, &ipc, &net, &procs);
+        let (tasks, task_index) = make_tasks(
+            spec.setup,
+            &user_namespaces,
+            &ipc,
+            &net,
+            &procs,
+            &init_pid_ns,
+        );
         let world = Arc::new_cyclic(|me| World {
             me: me.clone(),
             setup_children: spec.setup.children.clone(),
@@ -411,6 +425,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             setup_charges,
             files: spec.setup.files.clone(),
             uses_signals: spec.setup.every_op().any(signal::queues_or_takes),
+            wq: Arc::clone(&wq),
         });
         spawn_tasks(spec.setup, &world);
         world
@@ -489,6 +504,7 @@ fn make_tasks(
     ipc: &Arc<Ipc>,
     net: &crate::net::NetWorld,
     procs: &crate::process::Procs,
+    init_pid_ns: &Arc<pidns::PidNamespace>,
 ) -> (Vec<Arc<Task>>, BTreeMap<String, TaskIdx>) {
     let mut tasks = Vec::new();
     let mut index = BTreeMap::new();
@@ -504,6 +520,7 @@ fn make_tasks(
             let nsproxy = Arc::new(Nsproxy {
                 ipc_ns: Arc::clone(&ipc.init_ipc_ns),
                 net_ns: Arc::clone(&net.uevent.init_net),
+                pid_ns_for_children: Arc::clone(init_pid_ns),
             });
             let pid = procs.next_pid();
             let dropped = |m: &BTreeMap<String, Vec<u32>>| {

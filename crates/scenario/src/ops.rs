@@ -349,7 +349,15 @@ fn check_arg(
                     range,
                     format!("{} takes no CLONE_FS or CLONE_FILES", op.name),
                 )
-                .expected("namespace flags: CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET")
+                .expected(format!(
+                    "namespace flags: {}",
+                    catalog::CLONE_FLAGS
+                        .iter()
+                        .filter(|f| f.2 && f.1 & kernel::clone_flags::UNSHARE_ONLY == 0)
+                        .map(|f| f.0)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
                 .help(Some(
                     "they share the fs information and file table with the child, which the model does not tell apart; unshare takes them".to_string(),
                 )));

@@ -495,11 +495,11 @@ fn ops() {
         &["unknown operation `unshar`", "did you mean `unshare`?"],
     );
     check(
-        &op("unshare(CLONE_NEWPID)"),
+        &op("unshare(CLONE_NEWUTS)"),
         Some((5, 17)),
         &[
-            "unknown clone flag `CLONE_NEWPID`",
-            "one of: CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET",
+            "unknown clone flag `CLONE_NEWUTS`",
+            "one of: CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET",
         ],
     );
     check(

@@ -1,0 +1,186 @@
+//! Pid namespaces: made by `unshare(CLONE_NEWPID)` (for the children the
+//! task forks afterwards) or `clone(CLONE_NEWPID)` (the child is the first
+//! process, the init, of the new one), charged to `max_pid_namespaces` of
+//! the owner's user namespace, and freed when the last reference goes:
+//! the nsproxies whose children would be born in it, and the pid of every
+//! process in it, which is put an RCU grace period after the process is
+//! reaped. Until then the namespace stays charged, and a new one can be
+//! refused (ENOSPC) although nothing alive uses the old: the running
+//! kernel does it on a create-and-reap loop under a limit of 1.
+//!
+//! Models kernel/pid_namespace.c (`copy_pid_ns`, `create_pid_namespace`,
+//! `put_pid_ns`, `destroy_pid_namespace`, `zap_pid_ns_processes`'s
+//! `disable_pid_allocation`) and kernel/pid.c (`alloc_pid`, `free_pid`,
+//! `delayed_put_pid`). The initial pid namespace is never counted, as the
+//! kernel's `get_pid_ns`/`put_pid_ns` skip it.
+
+use super::World;
+use crate::errno::Errno;
+use crate::task::Task;
+use sim::{HostMutex, ObjId};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use sync::{schedule_work, synchronize_rcu, Refcount, Work};
+use ucounts::{UcountType, Ucounts};
+use userns::Cred;
+
+/// MAX_PID_NS_LEVEL: the deepest pid namespace below the initial one.
+pub const MAX_PID_NS_LEVEL: u32 = 32;
+
+/// A pid namespace (`struct pid_namespace`).
+pub struct PidNamespace {
+    pub obj: ObjId,
+    pub level: u32,
+    /// `ns.count`; `None` for the initial namespace, which is not counted.
+    count: Option<Refcount>,
+    parent: Option<Arc<PidNamespace>>,
+    /// The `max_pid_namespaces` charge (`inc_pid_namespaces`), returned
+    /// when the namespace is destroyed.
+    ucounts: Option<Arc<Ucounts>>,
+    /// PIDNS_ADDING: cleared when its init exits, after which no process
+    /// is born in it (`alloc_pid` fails with ENOMEM).
+    adding: AtomicBool,
+    /// The pid of its init, the first process born in it.
+    init: HostMutex<Option<u64>>,
+}
+
+impl PidNamespace {
+    /// The initial pid namespace.
+    pub fn initial() -> Arc<PidNamespace> {
+        Arc::new(PidNamespace {
+            obj: ObjId::NONE,
+            level: 0,
+            count: None,
+            parent: None,
+            ucounts: None,
+            adding: AtomicBool::new(true),
+            init: HostMutex::new("init_pid_ns's init", Some(1)),
+        })
+    }
+
+    fn is_initial(&self) -> bool {
+        self.count.is_none()
+    }
+
+    /// `get_pid_ns`.
+    fn get(&self) {
+        if let Some(count) = &self.count {
+            count.inc();
+        }
+    }
+}
+
+impl World {
+    /// `copy_pid_ns` with CLONE_NEWPID: EINVAL when the task already made
+    /// one for its children (`pid_ns_for_children` is not its own), else
+    /// `create_pid_namespace` below it, owned by `cred`'s user namespace.
+    pub(super) fn copy_pid_ns(
+        &self,
+        task: &Task,
+        old: &Arc<PidNamespace>,
+        cred: &Cred,
+    ) -> Result<Arc<PidNamespace>, Errno> {
+        if !Arc::ptr_eq(&task.pid_ns(), old) {
+            return Err(Errno::EINVAL);
+        }
+        self.create_pid_namespace(old, cred)
+    }
+
+    /// `create_pid_namespace`: ENOSPC beyond [`MAX_PID_NS_LEVEL`] or at the
+    /// owner's `max_pid_namespaces` (charged to its euid up the tree).
+    fn create_pid_namespace(
+        &self,
+        parent: &Arc<PidNamespace>,
+        cred: &Cred,
+    ) -> Result<Arc<PidNamespace>, Errno> {
+        let level = parent.level + 1;
+        if level > MAX_PID_NS_LEVEL {
+            return Err(Errno::ENOSPC);
+        }
+        let ucounts = self
+            .ucounts
+            .inc_ucount(
+                &cred.user_ns.ucounts_ns,
+                cred.euid,
+                UcountType::PidNamespaces,
+            )
+            .ok_or(Errno::ENOSPC)?;
+        parent.get();
+        let ns = Arc::new(PidNamespace {
+            obj: sim::new_object("pid_namespace"),
+            level,
+            count: Some(Refcount::new("pid_ns.count", 1)),
+            parent: Some(Arc::clone(parent)),
+            ucounts: Some(ucounts),
+            adding: AtomicBool::new(true),
+            init: HostMutex::new("the pid namespace's init", None),
+        });
+        sim::note("create_pid_namespace", ns.obj, 0);
+        Ok(ns)
+    }
+
+    /// `get_pid_ns`.
+    pub(super) fn get_pid_ns(&self, ns: &PidNamespace) {
+        ns.get();
+    }
+
+    /// `put_pid_ns`: the last reference destroys the namespace (its charge
+    /// returned at once, `destroy_pid_namespace`) and puts its parent.
+    pub(super) fn put_pid_ns(&self, ns: &Arc<PidNamespace>) {
+        let mut cur = Some(Arc::clone(ns));
+        while let Some(ns) = cur.take() {
+            let Some(count) = &ns.count else {
+                return;
+            };
+            if !count.dec_and_test() {
+                return;
+            }
+            if let Some(u) = &ns.ucounts {
+                self.ucounts.dec_ucount(u, UcountType::PidNamespaces);
+            }
+            sim::note("destroy_pid_namespace", ns.obj, 0);
+            cur = ns.parent.clone();
+        }
+    }
+
+    /// `alloc_pid` in the namespace `child`'s nsproxy makes children in:
+    /// ENOMEM once that namespace's init has exited; the first process
+    /// born in a namespace is its init.
+    pub(super) fn alloc_pid(&self, child: &Task) -> Result<(), Errno> {
+        let ns = Arc::clone(&child.nsproxy().pid_ns_for_children);
+        if ns.is_initial() {
+            return Ok(());
+        }
+        if !ns.adding.load(Ordering::Relaxed) {
+            return Err(Errno::ENOMEM);
+        }
+        ns.get();
+        ns.init.lock().get_or_insert(child.pid);
+        child.set_pid_ns(ns);
+        Ok(())
+    }
+
+    /// At `do_exit` of a namespace's init (`zap_pid_ns_processes`): no
+    /// process is born in it any more.
+    pub(super) fn exit_pid_ns_init(&self, task: &Task) {
+        let ns = task.pid_ns();
+        if !ns.is_initial() && *ns.init.lock() == Some(task.pid) {
+            ns.adding.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// `free_pid` at `release_task`: the pid's reference on its namespace
+    /// is put an RCU grace period later (`delayed_put_pid`).
+    pub(super) fn free_pid(&self, task: &Task) {
+        let ns = task.pid_ns();
+        if ns.is_initial() {
+            return;
+        }
+        let world = self.me.upgrade().expect("the world outlives its tasks");
+        let work = Work::new("delayed_put_pid", &self.wq, move || {
+            synchronize_rcu();
+            world.put_pid_ns(&ns);
+        });
+        schedule_work(&work);
+    }
+}
