@@ -154,3 +154,62 @@ fn the_history_lists_each_bug_under_the_fix_that_alone_separates_its_entries() {
         );
     }
 }
+
+/// Every error that an op declaring its errors (`errors:` of
+/// `declare_ops!`, the format's table of errors) returns in the library's
+/// scenarios and the conformance cases is one it declares.
+#[test]
+fn the_errors_the_scenarios_show_are_the_ones_their_ops_declare() {
+    let mut args = vec!["run".to_string(), "--format".into(), "json".into()];
+    args.push("sim-scenarios/".into());
+    args.push("sim-scenarios/regressions/".into());
+    let conformance = root().join("sim-scenarios/conformance");
+    let mut subsystems: Vec<String> = std::fs::read_dir(&conformance)
+        .expect("the conformance cases")
+        .filter_map(|e| {
+            Some(format!(
+                "sim-scenarios/conformance/{}/",
+                e.ok()?.file_name().to_str()?
+            ))
+        })
+        .collect();
+    subsystems.sort();
+    args.extend(subsystems);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = nssim(&args);
+    assert!(matches!(o.status.code(), Some(0)), "{}", stderr(&o));
+    let declared = |op: &str| {
+        kernel::ops::OPS
+            .iter()
+            .find(|o| o.name == op)
+            .filter(|o| !o.errors.is_empty())
+            .map(|o| o.errors.iter().map(|(e, _)| e.name()).collect::<Vec<_>>())
+    };
+    let mut checked = 0;
+    for line in stdout(&o).lines() {
+        let record: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let Some(tasks) = record["results"].as_object() else {
+            continue;
+        };
+        for ops in tasks.values() {
+            for (label, calls) in ops.as_object().expect("a task's ops") {
+                let op = label.split('(').next().unwrap_or(label);
+                let Some(errors) = declared(op) else {
+                    continue;
+                };
+                for result in calls["results"].as_object().expect("the results").keys() {
+                    checked += 1;
+                    assert!(
+                        result == "ok" || errors.contains(&result.as_str()),
+                        "{}: {label} returned {result}, which `{op}` does not declare ({errors:?})",
+                        record["file"]
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} results of ops that declare errors"
+    );
+}

@@ -120,6 +120,10 @@ pub struct OpInfo {
     /// models, each `function (file)`; none for an op that is no syscall
     /// (`sleep`, the scenario's own mutexes).
     pub kernel: &'static [&'static str],
+    /// The errors the op returns and when, for the ops that declare them
+    /// (the format's table of errors; a test holds the results of the
+    /// scenarios that use them to it).
+    pub errors: &'static [(crate::errno::Errno, &'static str)],
 }
 
 /// A field of an [`Op`] variant: made from a checked argument, and shown
@@ -200,14 +204,17 @@ pub fn flag_names(flags: u64) -> String {
 /// `Variant = "name" { field: Type = Kind [label], ... } "summary" kernel: ["function (file)", ...];`
 /// where `[label]` marks the fields its result label shows
 /// (`unshare(CLONE_NEWIPC)`; an op without one is labelled by its name)
-/// and `kernel` lists the kernel functions its syscall runs through.
+/// and `kernel` lists the kernel functions its syscall runs through; then,
+/// optionally, `errors: [(ERRNO, "when"), ...]` before the `;`, every
+/// error it returns.
 macro_rules! declare_ops {
     ($(
         $(#[$doc:meta])*
         $variant:ident = $name:literal {
             $($field:ident : $ty:ty = $kind:ident $([$shown:ident])?),*
         } $summary:literal
-        kernel: [$($kernel:literal),*];
+        kernel: [$($kernel:literal),*]
+        $(errors: [$(($errno:ident, $when:literal)),* $(,)?])?;
     )*) => {
         /// One operation of a task, declared in `declare_ops!`.
         #[derive(Debug, Clone, PartialEq)]
@@ -222,6 +229,7 @@ macro_rules! declare_ops {
                 args: &[$(ArgKind::$kind),*],
                 summary: $summary,
                 kernel: &[$($kernel),*],
+                errors: &[$($((crate::errno::Errno::$errno, $when)),*)?],
             }),*
         ];
 
@@ -288,7 +296,13 @@ declare_ops! {
     /// `unshare(flags)`.
     Unshare = "unshare" { flags: u64 = CloneFlags [label] }
         "unshare(2); CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID (the task's children are born in the new pid namespace; EINVAL for a second one before its first child) and CLONE_NEWNET are modelled, and CLONE_FS and CLONE_FILES (a copy of the fs information or file table of its own, which always succeeds)"
-        kernel: ["ksys_unshare (kernel/fork.c)"];
+        kernel: ["ksys_unshare (kernel/fork.c)"]
+        errors: [
+            (EPERM, "a namespace other than a user namespace without CAP_SYS_ADMIN in the user namespace that will own it; a user namespace whose creator's ids its parent does not map"),
+            (EINVAL, "CLONE_NEWPID when the task already made a pid namespace for its children"),
+            (ENOSPC, "a max_*_namespaces limit reached at some level of the owner's tree, or user namespaces nested 33 deep (pid namespaces 33 deep)"),
+            (EUSERS, "user namespaces nested 33 deep before v4.9"),
+        ];
     /// Write a sysctl of the task's own user namespace.
     SysctlWrite = "sysctl_write" { name: String = Sysctl [label], value: i64 = Int }
         "write /proc/sys/<name> of the task's user namespace"
@@ -423,12 +437,24 @@ declare_ops! {
     /// `fork()`: a child that stays alive until the task's `exit()`.
     Fork = "fork" {}
         "fork(2): a child that stays alive until the task's exit(); EAGAIN at RLIMIT_NPROC, ENOMEM when the pid namespace it would be born in has lost its init"
-        kernel: ["copy_process (kernel/fork.c)"];
+        kernel: ["copy_process (kernel/fork.c)"]
+        errors: [
+            (EAGAIN, "the task's user is at RLIMIT_NPROC"),
+            (ENOMEM, "the pid namespace the child would be born in has lost its init"),
+        ];
     /// `clone(flags)`: a fork; with CLONE_NEW* flags the child is in new
     /// namespaces.
     Clone = "clone" { flags: u64 = CloneFlags [label] }
         "clone(2) of a child process; CLONE_NEW* flags put it in new namespaces (with CLONE_NEWPID it is the init of the new pid namespace); ENOMEM when the pid namespace it would be born in has lost its init"
-        kernel: ["copy_process (kernel/fork.c)"];
+        kernel: ["copy_process (kernel/fork.c)"]
+        errors: [
+            (EAGAIN, "the task's user is at RLIMIT_NPROC"),
+            (EPERM, "a namespace other than a user namespace without CAP_SYS_ADMIN in the child's user namespace; a user namespace whose creator's ids its parent does not map"),
+            (EINVAL, "CLONE_NEWPID when the task already made a pid namespace for its children"),
+            (ENOSPC, "a max_*_namespaces limit reached at some level of the owner's tree, or namespaces nested 33 deep"),
+            (EUSERS, "user namespaces nested 33 deep before v4.9"),
+            (ENOMEM, "the pid namespace the child would be born in has lost its init"),
+        ];
     /// `fork()` of a child that runs the ops of a `[[task.child]]` block.
     ForkChild = "fork_child" { child: String = Child [label] }
         "fork(2) of a child that runs the ops of the task's [[task.child]] block of that name, as a task of its own named `task/child`, with the task's credentials, namespaces, kept ns files and opened uid_map; EAGAIN at RLIMIT_NPROC (and the child never runs)"
@@ -477,7 +503,8 @@ declare_ops! {
     /// `setrlimit(resource, limit)`: soft and hard limit.
     Setrlimit = "setrlimit" { resource: String = Rlimit [label], limit: u64 = Int [label] }
         "setrlimit(2) of soft and hard limit; NPROC and SIGPENDING are modelled: raising the hard limit needs CAP_SYS_RESOURCE in the initial user namespace (EPERM)"
-        kernel: ["do_prlimit (kernel/sys.c)"];
+        kernel: ["do_prlimit (kernel/sys.c)"]
+        errors: [(EPERM, "the limit is above the hard limit and the task has no CAP_SYS_RESOURCE in the initial user namespace")];
     /// `open(file, access)` of a set-up file, closed again at once.
     Open = "open" { file: String = File [label], access: u64 = OpenAccess [label] }
         "open(2) of a file of the set-up ([[file]]) for reading (O_RDONLY), writing (O_WRONLY) or both (O_RDWR), closed again at once: EACCES unless its mode bits allow it, or CAP_DAC_OVERRIDE (CAP_DAC_READ_SEARCH to read) in a namespace that maps the file's owner and group"
@@ -497,11 +524,17 @@ declare_ops! {
     /// `rt_sigqueueinfo(pid, SIGRTMIN)` to task `target`, which blocks it.
     Sigqueue = "sigqueue" { target: String = Task [label] }
         "sigqueue(3) of SIGRTMIN to the named task (itself too), which blocks it: the signal stays pending, charged to the receiver's user against the receiver's RLIMIT_SIGPENDING (EAGAIN when over it), until sigtimedwait takes it or the receiver is reaped; EPERM without the right to signal it (a real or effective uid of the sender's that is not the receiver's real or saved uid, and no CAP_KILL in its user namespace), ESRCH once it is reaped"
-        kernel: ["do_rt_sigqueueinfo (kernel/signal.c)", "__sigqueue_alloc (kernel/signal.c)", "inc_rlimit_get_ucounts (kernel/ucount.c)"];
+        kernel: ["do_rt_sigqueueinfo (kernel/signal.c)", "__sigqueue_alloc (kernel/signal.c)", "inc_rlimit_get_ucounts (kernel/ucount.c)"]
+        errors: [
+            (ESRCH, "the receiver has been reaped"),
+            (EPERM, "no real or effective uid of the sender's is the receiver's real or saved uid, and the sender has no CAP_KILL in the receiver's user namespace"),
+            (EAGAIN, "the receiver's user is over its RLIMIT_SIGPENDING at the leaf, or a level above it over the RLIMIT_SIGPENDING its namespace's creator carried in (before v6.12 also when an earlier refusal leaked a count there)"),
+        ];
     /// `sigtimedwait()` of SIGRTMIN with a zero timeout.
     Sigtimedwait = "sigtimedwait" {}
         "sigtimedwait(2) of SIGRTMIN with a zero timeout: takes the oldest pending one and frees its charge; EAGAIN when none is pending"
-        kernel: ["do_sigtimedwait (kernel/signal.c)", "__sigqueue_free (kernel/signal.c)", "dec_rlimit_put_ucounts (kernel/ucount.c)"];
+        kernel: ["do_sigtimedwait (kernel/signal.c)", "__sigqueue_free (kernel/signal.c)", "dec_rlimit_put_ucounts (kernel/ucount.c)"]
+        errors: [(EAGAIN, "no signal is pending")];
     /// `getresgid()`: the task's real, effective and saved gids.
     Getresgid = "getresgid" {}
         "getresgid(2): reports the real, effective and saved gids as the task's user namespace sees them, 65534 (overflowgid) for one it does not map"

@@ -16,6 +16,7 @@ pub fn reference_tables() -> Vec<(&'static str, String)> {
         ("sysctls", sysctls()),
         ("costs", costs()),
         ("ops", ops()),
+        ("errors", errors()),
         ("profiles", profiles()),
         ("patches", patches()),
     ]
@@ -61,6 +62,18 @@ fn costs() -> String {
         catalog::costs()
             .into_iter()
             .map(|c| vec![code(c.name), format_duration(c.default_ns), cell(c.summary)]),
+    )
+}
+
+/// The errors of the ops that declare them, op by op.
+fn errors() -> String {
+    table(
+        &["op", "error", "when"],
+        OPS.iter().flat_map(|o| {
+            o.errors
+                .iter()
+                .map(move |(errno, when)| vec![code(o.name), code(errno.name()), cell(when)])
+        }),
     )
 }
 
