@@ -120,6 +120,12 @@ fn left_running(program: &Path) -> usize {
 
 /// The `on_kernel` object of `nssim run --on-kernel --kernel-output`.
 fn judged(scenario: &str, printed: &Path) -> serde_json::Value {
+    judged_with_status(scenario, printed, 0)
+}
+
+/// [`judged`], the run exiting with `status` (1 when the model misses a
+/// kernel outcome).
+fn judged_with_status(scenario: &str, printed: &Path, status: i32) -> serde_json::Value {
     let o = nssim(&[
         "run",
         "--on-kernel",
@@ -132,7 +138,7 @@ fn judged(scenario: &str, printed: &Path) -> serde_json::Value {
     let text = stdout(&o);
     let record: serde_json::Value =
         serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}\n{}", stderr(&o)));
-    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert_eq!(o.status.code(), Some(status), "{text}");
     record["on_kernel"].clone()
 }
 
@@ -497,19 +503,7 @@ fn an_exhausted_search_is_not_repeated_deeper_for_a_missing_outcome() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../sim-scenarios/conformance/signal/sigpending_limit_in_userns.toml"
     );
-    let o = nssim(&[
-        "run",
-        "--on-kernel",
-        "--kernel-output",
-        printed.to_str().unwrap(),
-        scenario,
-        "--format",
-        "json",
-    ]);
-    let text = stdout(&o);
-    let record: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
-    assert_eq!(o.status.code(), Some(1), "{text}");
-    let on_kernel = &record["on_kernel"];
+    let on_kernel = judged_with_status(scenario, &printed, 1);
     assert_eq!(on_kernel["verdict"], "model-misses", "{on_kernel}");
     let searches: Vec<String> = on_kernel["model_search"]
         .as_array()

@@ -174,15 +174,22 @@ fn queued_signal() -> libc::c_int {
     libc::SIGRTMIN()
 }
 
-/// Block the queued signal, so that what is sent stays pending (a task's
-/// process does this before its first op).
-pub fn block_queued_signal() {
+/// The set of the queued signal alone.
+fn queued_signal_set() -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is valid storage for sigemptyset.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, queued_signal());
-        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
     }
+}
+
+/// Block the queued signal, so that what is sent stays pending (a task's
+/// process does this before its first op).
+pub fn block_queued_signal() {
+    let set = queued_signal_set();
+    unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
 
 /// `sigqueue(3)` of SIGRTMIN to the process whose `/proc` directory is
@@ -219,29 +226,16 @@ pub fn sigqueue(proc_dir: &str) -> SysResult<()> {
 
 /// `sigtimedwait` for the queued signal with a zero timeout.
 pub fn sigtimedwait_now() -> SysResult<()> {
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, queued_signal());
-        let zero = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        check_int(libc::sigtimedwait(&set, std::ptr::null_mut(), &zero)).map(drop)
-    }
+    let set = queued_signal_set();
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    check_int(unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) }).map(drop)
 }
 
 pub fn set_nproc_limit(limit: u64) -> SysResult<()> {
-    let value = if limit == u64::MAX {
-        libc::RLIM_INFINITY
-    } else {
-        limit as libc::rlim_t
-    };
-    let rl = libc::rlimit {
-        rlim_cur: value,
-        rlim_max: value,
-    };
-    check_int(unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rl) }).map(drop)
+    set_rlimit(kernel::ops::RlimitType::Nproc, limit)
 }
 
 /// RLIMIT_NPROC as high as this process may set it: unlimited, or else

@@ -143,31 +143,21 @@ fn inc_rlimit_get_ucounts_pins_each_level_from_zero_and_unwinds_all_on_failure()
     rl[sig as usize] = 1;
     let tight = UcountsNs::child_with_rlimits(2, "tight", &init, Some(Arc::clone(&parent)), rl);
     let t = table.alloc_ucounts(&tight, 7).unwrap();
-    assert_eq!(
+    let charge = || {
         inc_rlimit_get_ucounts(
             &table,
             &t,
             sig,
             false,
             RlimitCheck::NamespaceBelow,
-            OverUnwind::TakesBack
-        ),
-        1
-    );
+            OverUnwind::TakesBack,
+        )
+    };
+    assert_eq!(charge(), 1);
     assert_eq!(t.peek_refs(), 2, "0 -> 1 at the leaf takes a reference");
     assert_eq!(parent.peek_refs(), refs_parent + 1, "and at the parent");
     // A second signal: the parent level reaches 2, above the recorded 1.
-    assert_eq!(
-        inc_rlimit_get_ucounts(
-            &table,
-            &t,
-            sig,
-            false,
-            RlimitCheck::NamespaceBelow,
-            OverUnwind::TakesBack
-        ),
-        0
-    );
+    assert_eq!(charge(), 0);
     assert_eq!(t.peek_rlimit(sig), 1, "fully unwound");
     assert_eq!(parent.peek_rlimit(sig), 1);
     // v6.12's override_rlimit skips the maxima.
