@@ -18,6 +18,8 @@ use serde_json::json;
 pub struct Row {
     pub patch: &'static PatchInfo,
     pub scenario: String,
+    /// The scenario's summary: what the failing execution shows.
+    pub summary: String,
     /// The entries that show the bug, and what each expects.
     pub fails: Vec<(String, String)>,
     /// The entries that pass with the fix.
@@ -87,6 +89,7 @@ fn row_of(sc: &Scenario, patch: &'static PatchInfo) -> Option<Row> {
     Some(Row {
         patch,
         scenario: sc.name.clone(),
+        summary: sc.summary.clone(),
         fails,
         passes: passing.iter().map(|(r, _)| r.label.clone()).collect(),
     })
@@ -123,6 +126,27 @@ fn symptoms(fails: &[(String, String)]) -> String {
         .map(|(what, labels)| format!("{what} on {}", labels.join(", ")))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// The book's table of the bugs (docs/bug-history.md): a row per bug and
+/// scenario, from the same rows `nssim history` prints.
+pub fn markdown_table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| Fixing commit | Fixed in | Patch | Scenario | Without the fix | What the failing execution shows |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | `{}` | `{}` | {} | {} |\n",
+            r.patch.fixes.unwrap_or_default(),
+            r.patch.merged_in.unwrap_or("never merged"),
+            r.patch.name,
+            r.scenario,
+            symptoms(&r.fails),
+            r.summary.replace('|', "\\|"),
+        ));
+    }
+    out
 }
 
 /// `nssim history`.
@@ -166,4 +190,38 @@ pub fn print(format: Format) -> Result<bool, CliError> {
         );
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/bug-history.md's table is the rendering of the library's rows;
+    /// `NSSIM_BLESS=1 cargo test -p nssim-cli history::` rewrites it.
+    #[test]
+    fn the_books_table_is_what_the_library_shows() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/bug-history.md");
+        let mut doc = std::fs::read_to_string(path).unwrap();
+        let start_marker = "<!-- table: history -->\n";
+        let start = doc
+            .find(start_marker)
+            .expect("docs/bug-history.md has no table marker")
+            + start_marker.len();
+        let end = start
+            + doc[start..]
+                .find("<!-- end table -->")
+                .expect("no end marker");
+        let table = markdown_table(&rows().unwrap());
+        if std::env::var_os("NSSIM_BLESS").is_some() {
+            doc.replace_range(start..end, &table);
+            std::fs::write(path, doc).unwrap();
+            return;
+        }
+        assert_eq!(
+            doc[start..end],
+            table,
+            "docs/bug-history.md's table differs from the library; \
+             NSSIM_BLESS=1 cargo test -p nssim-cli history:: rewrites it"
+        );
+    }
 }
