@@ -399,8 +399,8 @@ enum Command {
     /// limits are lowered only there; cases this host cannot run are listed as
     /// skipped with the reason. Exit status 1 when any case disagrees.
     Conformance {
-        /// Only cases of this subsystem (repeatable): idmap, ipc, netns, nproc, pidns,
-        /// signal, uevent or userns.
+        /// Only cases of this subsystem (repeatable): idmap, ipc, mqueue, netns, nproc,
+        /// pidns, signal, uevent or userns.
         #[arg(long, value_name = "NAME")]
         subsystem: Vec<String>,
         /// Only cases whose name contains this text (repeatable).

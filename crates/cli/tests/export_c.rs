@@ -235,6 +235,26 @@ fn queued_signals_print_what_the_model_reports() {
     }
 }
 
+/// POSIX message queues: RLIMIT_MSGQUEUE's EMFILE in a container, an
+/// unlink that gives nothing back while a descriptor is open, the sizes an
+/// unprivileged creator may not ask for; and the regression scenario's
+/// calls (which this machine answers as the model does for its root).
+#[test]
+fn message_queues_print_what_the_model_reports() {
+    for (test, scenario) in [
+        (
+            "msgqueue_limit_in_a_container",
+            "sim-scenarios/conformance/mqueue/msgqueue_limit_in_userns.toml",
+        ),
+        (
+            "a_queue_over_the_boot_rlimit",
+            "sim-scenarios/ucounts-init-rlimit-regression.toml",
+        ),
+    ] {
+        check_on_kernel(test, scenario, 2);
+    }
+}
+
 /// Pid namespaces: unshare, a fork into the new one, its init's exit,
 /// and the create-and-reap loop refused while the last pid's grace period
 /// runs.

@@ -41,6 +41,7 @@
 //!
 //! The oracle for `ipc.no_false_enospc` lives in [`oracle`].
 
+pub mod mqueue;
 pub mod oracle;
 
 use oracle::Oracle;
@@ -128,6 +129,8 @@ pub struct IpcNamespace {
     pub mq_mnt: MqMount,
     /// `mq_clear_sbinfo` ran: the mqueue superblock no longer points here.
     sb_cleared: sim::HostMutex<bool>,
+    /// The queues of its mqueue filesystem.
+    mq_sb: std::sync::OnceLock<mqueue::MqSb>,
 }
 
 impl IpcNamespace {
@@ -196,6 +199,7 @@ impl Ipc {
                         mnt_ns: AtomicBool::new("mnt_ns", true),
                     },
                     sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
+                    mq_sb: std::sync::OnceLock::new(),
                 }),
                 oracle,
                 userns: userns.cloned(),
@@ -230,6 +234,7 @@ impl Ipc {
             ucounts: Some(ucounts),
             mq_mnt,
             sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
+            mq_sb: std::sync::OnceLock::new(),
         }))
     }
 
@@ -373,6 +378,7 @@ impl Ipc {
     /// uncharge the ucount, free.
     fn free_ipc_ns(&self, ns: Arc<IpcNamespace>) {
         sim::point("mntput", ns.mq_mnt.obj, &costs::MNT);
+        self.mq_drop_names(&ns);
         sim::free_object(ns.mq_mnt.obj);
         sim::point("free_ipc_ns", ns.obj, &costs::FREE_IPC_NS);
         if let Some(u) = &ns.ucounts {

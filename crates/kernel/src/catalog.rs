@@ -167,6 +167,9 @@ declare_patches! {
         "the 2016 RFC: processes counted per (user namespace, uid) up the tree, and a fork checked against the caller's own (namespace, uid) count only";
     SigpendingUcounts = "sigpending-ucounts", merged_in: Some("v5.14-rc1"), area: Signal,
         "RLIMIT_SIGPENDING counted in ucounts per (user namespace, kuid) of the receiver and charged up the namespace tree (inc_rlimit_ucounts), a pending signal pinning the leaf's entry only; before, one user_struct count per kuid for the whole machine";
+    UcountsInitRlimitsUnlimited = "ucounts-init-rlimits-unlimited", merged_in: Some("v5.15"), area: Rlimit,
+        fixes: "ucounts: Fix regression preventing increasing of rlimits in init_user_ns",
+        "the initial user namespace records no maximum for the rlimit counters (RLIMIT_NPROC, MSGQUEUE, SIGPENDING, MEMLOCK); from v5.14-rc1 it recorded the rlimits the machine booted with, which the v5.14-v5.15 rule held its level to, so raising an rlimit with setrlimit did not let a user past the boot value (a large mq_open failed with EMFILE)";
     UcountsSignalRefcount = "ucounts-signal-refcount", merged_in: Some("v5.15"), area: Signal,
         fixes: "ucounts: Fix signal ucount refcounting",
         "__sigqueue_alloc charges through inc_rlimit_get_ucounts, which pins every level whose count goes from 0 to 1 and refuses when a level is over its maximum, and __sigqueue_free unpins them (dec_rlimit_put_ucounts); before, only the leaf's entry was pinned";

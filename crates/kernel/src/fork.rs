@@ -103,7 +103,7 @@ impl World {
             own.rlimit_nproc.0,
         );
         child.own.lock().rlimit_nproc = own.rlimit_nproc;
-        child.set_rlimit_sigpending(parent.rlimit_sigpending());
+        child.copy_rlimits_of(parent);
         let made = if flags & (CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET) != 0 {
             self.copy_namespaces(&child, flags, &cred)
         } else {
@@ -123,8 +123,12 @@ impl World {
             for ns in own.ns_files.values() {
                 self.userns.get_user_ns(ns);
             }
+            for q in &own.mq_fds {
+                q.hold();
+            }
             let mut inherited = child.own.lock();
             inherited.ns_files = own.ns_files.clone();
+            inherited.mq_fds = own.mq_fds.clone();
             inherited.opened_map = own.opened_map.clone();
         }
         procs.fork_committed(&parent_cred, own, &cred, pid);

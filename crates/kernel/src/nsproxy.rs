@@ -207,6 +207,7 @@ impl World {
             self.userns.put_user_ns(&mm.user_ns);
         }
         self.close_all_kept(task);
+        self.mq_close_all(task);
         self.exit_pid_ns_init(task);
         self.exit_task_namespaces(task);
     }

@@ -50,6 +50,7 @@ pub use ucounts::RlimitType;
 pub const RLIMITS: &[(&str, RlimitType)] = &[
     ("NPROC", RlimitType::Nproc),
     ("SIGPENDING", RlimitType::Sigpending),
+    ("MSGQUEUE", RlimitType::Msgqueue),
 ];
 
 /// The counter of resource `name` (as [`RLIMITS`] names it).
@@ -502,7 +503,7 @@ declare_ops! {
         kernel: ["do_execveat_common (fs/exec.c)"];
     /// `setrlimit(resource, limit)`: soft and hard limit.
     Setrlimit = "setrlimit" { resource: String = Rlimit [label], limit: u64 = Int [label] }
-        "setrlimit(2) of soft and hard limit; NPROC and SIGPENDING are modelled: raising the hard limit needs CAP_SYS_RESOURCE in the initial user namespace (EPERM)"
+        "setrlimit(2) of soft and hard limit; NPROC, SIGPENDING and MSGQUEUE are modelled: raising the hard limit needs CAP_SYS_RESOURCE in the initial user namespace (EPERM)"
         kernel: ["do_prlimit (kernel/sys.c)"]
         errors: [(EPERM, "the limit is above the hard limit and the task has no CAP_SYS_RESOURCE in the initial user namespace")];
     /// `open(file, access)` of a set-up file, closed again at once.
@@ -535,6 +536,24 @@ declare_ops! {
         "sigtimedwait(2) of SIGRTMIN with a zero timeout: takes the oldest pending one and frees its charge; EAGAIN when none is pending"
         kernel: ["do_sigtimedwait (kernel/signal.c)", "__sigqueue_free (kernel/signal.c)", "dec_rlimit_put_ucounts (kernel/ucount.c)"]
         errors: [(EAGAIN, "no signal is pending")];
+    /// `mq_open("/NAME", O_CREAT | O_EXCL | O_RDWR, 0600, attr)`.
+    MqOpen = "mq_open" { name: String = Name [label], maxmsg: u64 = Int [label], msgsize: u64 = Int [label] }
+        "mq_open(3) of a new POSIX message queue /NAME (O_CREAT | O_EXCL) of MAXMSG messages of MSGSIZE bytes in the task's ipc namespace; the descriptor stays open until the task exits. The queue is charged MAXMSG * (48 + 48 + MSGSIZE) bytes (one tree node per priority, at most 32768) to its creator against RLIMIT_MSGQUEUE until it is unlinked and closed"
+        kernel: ["do_mq_open (ipc/mqueue.c)", "mqueue_get_inode (ipc/mqueue.c)", "inc_rlimit_ucounts (kernel/ucount.c)"]
+        errors: [
+            (EEXIST, "a queue of that name exists in the task's ipc namespace"),
+            (EINVAL, "MAXMSG or MSGSIZE is 0, or above fs.mqueue.msg_max (10) or msgsize_max (8192) for a task without CAP_SYS_RESOURCE in the initial user namespace (65536 and 16 MiB with it)"),
+            (ENOSPC, "the ipc namespace has fs.mqueue.queues_max (256) queues and the task has no CAP_SYS_RESOURCE in the initial user namespace"),
+            (EMFILE, "the queue's bytes would take the creator's user over its RLIMIT_MSGQUEUE at the leaf, or a level above it over its maximum (before v5.15 the initial namespace's level over the RLIMIT_MSGQUEUE the machine booted with)"),
+        ];
+    /// `mq_unlink("/NAME")`.
+    MqUnlink = "mq_unlink" { name: String = Name [label] }
+        "mq_unlink(3) of the POSIX message queue /NAME in the task's ipc namespace; the queue and its charge go once no descriptor holds it"
+        kernel: ["do_mq_unlink (ipc/mqueue.c)", "mqueue_evict_inode (ipc/mqueue.c)", "dec_rlimit_ucounts (kernel/ucount.c)"]
+        errors: [
+            (ENOENT, "no queue of that name exists in the task's ipc namespace"),
+            (EPERM, "the task's fsuid owns neither the queue nor the namespace's queue directory (sticky), and it has no CAP_FOWNER over the queue"),
+        ];
     /// `getresgid()`: the task's real, effective and saved gids.
     Getresgid = "getresgid" {}
         "getresgid(2): reports the real, effective and saved gids as the task's user namespace sees them, 65534 (overflowgid) for one it does not map"
@@ -566,6 +585,12 @@ pub enum Area {
     /// kernel/signal.c's queued signals and RLIMIT_SIGPENDING, charged
     /// to ucounts from v5.14.
     Signal,
+    /// ipc/mqueue.c's POSIX message queues and RLIMIT_MSGQUEUE, charged
+    /// to ucounts from v5.14.
+    Mqueue,
+    /// The rlimit counters of kernel/ucount.c (RLIMIT_NPROC, MSGQUEUE,
+    /// SIGPENDING and MEMLOCK from v5.14) and the maxima they are held to.
+    Rlimit,
 }
 
 impl Area {
@@ -578,17 +603,21 @@ impl Area {
         match file {
             "ipc/namespace.c" if name == "create_ipc_ns" => &[Area::Ipc, Area::Ucounts],
             "ipc/namespace.c" => &[Area::Ipc],
+            "ipc/mqueue.c" => &[Area::Mqueue, Area::Ucounts, Area::Rlimit],
             "kernel/user_namespace.c" if name == "create_user_ns" => {
                 &[Area::Userns, Area::Idmap, Area::Ucounts]
             }
             "kernel/user_namespace.c" => &[Area::Userns, Area::Idmap],
+            "kernel/ucount.c" if name.contains("rlimit") => &[Area::Rlimit, Area::Ucounts],
             "kernel/ucount.c" | "fs/proc/proc_sysctl.c" => &[Area::Sysctl, Area::Userns],
             // A gid call goes through the maps, not the process count.
             "kernel/sys.c" if name.contains("gid") => &[Area::Idmap],
             "kernel/groups.c" => &[Area::Idmap, Area::Userns],
-            "kernel/sys.c" | "fs/exec.c" => &[Area::Nproc, Area::Ucounts],
-            "kernel/fork.c" if name == "copy_process" => &[Area::Nproc, Area::Ucounts],
-            "kernel/signal.c" => &[Area::Signal, Area::Ucounts],
+            "kernel/sys.c" | "fs/exec.c" => &[Area::Nproc, Area::Ucounts, Area::Rlimit],
+            "kernel/fork.c" if name == "copy_process" => {
+                &[Area::Nproc, Area::Ucounts, Area::Rlimit]
+            }
+            "kernel/signal.c" => &[Area::Signal, Area::Ucounts, Area::Rlimit],
             "net/core/net_namespace.c" if name == "copy_net_ns" => &[Area::Netns, Area::Ucounts],
             "lib/kobject_uevent.c"
             | "net/netlink/af_netlink.c"

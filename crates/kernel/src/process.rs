@@ -82,6 +82,7 @@ struct Live {
 pub struct CreatorRlimits {
     pub nproc: u64,
     pub sigpending: u64,
+    pub msgqueue: u64,
 }
 
 impl CreatorRlimits {
@@ -89,7 +90,8 @@ impl CreatorRlimits {
     pub fn of(task: &Task, own: &Own) -> CreatorRlimits {
         CreatorRlimits {
             nproc: own.rlimit_nproc.0,
-            sigpending: task.rlimit_sigpending().0,
+            sigpending: task.rlimit(RlimitType::Sigpending).0,
+            msgqueue: task.rlimit(RlimitType::Msgqueue).0,
         }
     }
 }
@@ -409,12 +411,19 @@ impl Procs {
         let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
         rlimits[RlimitType::Nproc as usize] = nproc;
         rlimits[RlimitType::Sigpending as usize] = creator.sigpending;
+        rlimits[RlimitType::Msgqueue as usize] = creator.msgqueue;
         rlimits
     }
 
     /// The ucounts table the machine charges.
     pub(crate) fn ucounts(&self) -> &UcountsTable {
         &self.ucounts
+    }
+
+    /// The profile's RLIMIT_NPROC behaviours (which also say whether the
+    /// rlimits live in ucounts).
+    pub(crate) fn nproc_patches(&self) -> NprocPatches {
+        self.patches
     }
 
     /// How the profile compares an rlimit counter's levels.
@@ -792,15 +801,15 @@ impl Procs {
     ) -> Result<(), Errno> {
         sim::point("setrlimit", ObjId::NONE, &SYSCALL);
         let hard = match resource {
-            RlimitType::Sigpending => task.rlimit_sigpending().1,
-            _ => own.rlimit_nproc.1,
+            RlimitType::Nproc => own.rlimit_nproc.1,
+            t => task.rlimit(t).1,
         };
         if limit > hard && !self.capable(&task.cred(), CAP_SYS_RESOURCE) {
             return Err(Errno::EPERM);
         }
         match resource {
-            RlimitType::Sigpending => task.set_rlimit_sigpending((limit, limit)),
-            _ => own.rlimit_nproc = (limit, limit),
+            RlimitType::Nproc => own.rlimit_nproc = (limit, limit),
+            t => task.set_rlimit(t, (limit, limit)),
         }
         Ok(())
     }
@@ -1050,9 +1059,13 @@ impl Procs {
 
     /// `ucounts.no_leak` at the end: every hashed entry is referenced by
     /// exactly the holders the model knows once every process has exited
-    /// (the live namespaces' parent charges); an entry nobody holds is freed.
-    pub fn check_no_leak(&self) -> Option<String> {
+    /// (the live namespaces' parent charges, the message queues still
+    /// there, `queues`); an entry nobody holds is freed.
+    pub fn check_no_leak(&self, queues: &[Arc<Ucounts>]) -> Option<String> {
         let mut holders: BTreeMap<(u32, u32), i64> = BTreeMap::new();
+        for u in queues {
+            *holders.entry(key(u)).or_default() += 1;
+        }
         for ns in self.userns.namespaces() {
             if let Some(u) = ns.charge() {
                 *holders.entry(key(u)).or_default() += 1;
@@ -1128,6 +1141,7 @@ pub fn models_processes(setup: &Setup) -> bool {
                 | Op::Setrlimit { .. }
         ) || matches!(op, Op::SysctlWrite { .. })
             || crate::signal::queues_or_takes(op)
+            || crate::mqueue::uses_mqueue(op)
     };
     setup.processes != ProcessSetup::default() || setup.every_op().any(process_op)
 }
@@ -1173,7 +1187,8 @@ pub fn setup_rlimits(
     } else {
         creator
     };
-    let mut rlimits = [RLIM_INFINITY; RlimitType::COUNT];
+    // The set-up's creator has the rlimits every process starts with.
+    let mut rlimits = RlimitType::ALL.map(crate::task::initial_rlimit);
     rlimits[RlimitType::Nproc as usize] = recorded;
     rlimits
 }

@@ -157,7 +157,7 @@ impl World {
     /// charge taken back) when over it.
     fn sigqueue_alloc(&self, t: &Task) -> Option<Sigqueue> {
         let cred = t.cred();
-        let limit = i64::try_from(t.rlimit_sigpending().0).unwrap_or(LONG_MAX);
+        let limit = i64::try_from(t.rlimit(RlimitType::Sigpending).0).unwrap_or(LONG_MAX);
         let procs = &self.procs;
         let table = procs.ucounts();
         let patches = procs.signal_patches();

@@ -10,8 +10,19 @@ use sim::HostMutex as Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use ucounts::RlimitType;
 use uevent::{Listener, Net};
 use userns::Cred;
+
+/// What a scenario's process starts with as soft and hard limit of `t`
+/// (RLIMIT_NPROC: the scenario's, or none).
+pub fn initial_rlimit(t: RlimitType) -> u64 {
+    match t {
+        RlimitType::Sigpending => crate::signal::DEFAULT_RLIMIT_SIGPENDING,
+        RlimitType::Msgqueue => ipcns::mqueue::MQ_BYTES_MAX,
+        RlimitType::Nproc | RlimitType::Memlock => ucounts::RLIM_INFINITY,
+    }
+}
 
 /// A scenario task instance's index in the world's task table.
 pub type TaskIdx = usize;
@@ -45,6 +56,9 @@ pub struct Own {
     /// The `/proc/PID/ns/user` files `open_ns_user` keeps, by the names
     /// the scenario gives them: each holds a reference on its namespace.
     pub ns_files: BTreeMap<String, Arc<userns::UserNamespace>>,
+    /// The POSIX message queues it opened (`mq_open` descriptors, kept
+    /// until it exits).
+    pub mq_fds: Vec<Arc<ipcns::mqueue::MqInode>>,
     /// The values the op under way reports in the results, if any.
     pub reported: Vec<u64>,
     /// The words it reports (the ACTION of a received uevent).
@@ -108,9 +122,10 @@ pub struct Task {
     /// blocks them: they stay until `sigtimedwait` takes them or the task
     /// is reaped).
     pub sighand: sync::SpinLock<crate::signal::Sighand>,
-    /// RLIMIT_SIGPENDING (soft, hard), read by the senders'
-    /// `__sigqueue_alloc`.
-    rlimit_sigpending: Mutex<(u64, u64)>,
+    /// `task->signal->rlim`: (soft, hard) of each rlimit but RLIMIT_NPROC
+    /// (which is the task's [`Own`]), read by other tasks too (a sender's
+    /// `__sigqueue_alloc` reads the receiver's RLIMIT_SIGPENDING).
+    rlim: Mutex<[(u64, u64); RlimitType::COUNT]>,
     /// Set for a child that acts (`fork_child`): it runs ops of its own
     /// and exits by itself, and its parent waits for that before it reaps
     /// it.
@@ -167,12 +182,12 @@ impl Task {
             pid_ns: Mutex::new("task's pid namespace", pid_ns),
             alloc_lock: sync::SpinLock::new("task_lock", ()),
             sighand: sync::SpinLock::new("siglock", crate::signal::Sighand::default()),
-            rlimit_sigpending: Mutex::new(
+            rlim: Mutex::new(
                 "task->signal->rlim",
-                (
-                    crate::signal::DEFAULT_RLIMIT_SIGPENDING,
-                    crate::signal::DEFAULT_RLIMIT_SIGPENDING,
-                ),
+                RlimitType::ALL.map(|t| {
+                    let v = initial_rlimit(t);
+                    (v, v)
+                }),
             ),
             own: Mutex::new(
                 "task's own state",
@@ -183,6 +198,7 @@ impl Task {
                     uevent_sock: None,
                     opened_map: None,
                     ns_files: BTreeMap::new(),
+                    mq_fds: Vec::new(),
                     reported_texts: Vec::new(),
                     reported: Vec::new(),
                 },
@@ -209,13 +225,20 @@ impl Task {
         *self.pid_ns.lock() = ns;
     }
 
-    /// RLIMIT_SIGPENDING (soft, hard).
-    pub fn rlimit_sigpending(&self) -> (u64, u64) {
-        *self.rlimit_sigpending.lock()
+    /// Rlimit `t` (soft, hard); RLIMIT_NPROC is [`Own::rlimit_nproc`].
+    pub fn rlimit(&self, t: RlimitType) -> (u64, u64) {
+        debug_assert_ne!(t, RlimitType::Nproc);
+        self.rlim.lock()[t as usize]
     }
 
-    pub fn set_rlimit_sigpending(&self, limits: (u64, u64)) {
-        *self.rlimit_sigpending.lock() = limits;
+    pub fn set_rlimit(&self, t: RlimitType, limits: (u64, u64)) {
+        debug_assert_ne!(t, RlimitType::Nproc);
+        self.rlim.lock()[t as usize] = limits;
+    }
+
+    /// `copy_signal`: a child starts with its parent's rlimits.
+    pub(crate) fn copy_rlimits_of(&self, parent: &Task) {
+        *self.rlim.lock() = *parent.rlim.lock();
     }
 
     /// Has `release_task` run: is the task gone from the pid table?

@@ -46,6 +46,9 @@ pub mod signal;
 #[path = "pidns.rs"]
 pub mod pidns;
 
+#[path = "mqueue.rs"]
+pub mod mqueue;
+
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -448,10 +451,14 @@ fn make_user_namespaces(
 ) -> (Arc<Userns>, BTreeMap<String, Arc<UserNamespace>>) {
     let setup = spec.setup;
     let first_child_id = setup.user_namespaces.len() as u32 + 1;
+    let init = match crate::mqueue::init_rlimit_maxima(spec.patches) {
+        Some(boot) => UcountsNs::init_with_rlimits(0, boot),
+        None => UcountsNs::init(0),
+    };
     let sys = Userns::with_workqueue(
         spec.patches.userns(),
         Arc::clone(table),
-        &UcountsNs::init(0),
+        &init,
         first_child_id,
         wq,
     );
@@ -732,6 +739,12 @@ impl World {
             Op::Getresgid {} => self.getresid(task, MapKind::Gid),
             Op::Capget {} => self.capget(task),
             Op::NsId { ns } => self.ns_id(task, ns),
+            Op::MqOpen {
+                name,
+                maxmsg,
+                msgsize,
+            } => self.mq_open(task, name, clamp_int(*maxmsg), clamp_int(*msgsize)),
+            Op::MqUnlink { name } => self.mq_unlink(task, name),
         }
     }
 
@@ -883,6 +896,11 @@ impl World {
         sim::wake_all(l.obj, 0);
         Ok(())
     }
+}
+
+/// A scenario's non-negative integer as the kernel's `long`.
+fn clamp_int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -484,6 +484,17 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             target_of(instances, target)
         ),
         Op::Sigtimedwait {} => "{ .kind = OP_SIGTIMEDWAIT }".into(),
+        Op::MqOpen {
+            name,
+            maxmsg,
+            msgsize,
+        } => format!(
+            "{{ .kind = OP_MQ_OPEN, .path = {}, .value = (long long){}, .flags = {}UL }}",
+            c_string(name),
+            c_u64(*maxmsg),
+            msgsize
+        ),
+        Op::MqUnlink { name } => format!("{{ .kind = OP_MQ_UNLINK, .path = {} }}", c_string(name)),
         // Refused by `unsupported_in` before any table is written.
         Op::UeventDeviceEvent { .. }
         | Op::MqPathWalk { .. }

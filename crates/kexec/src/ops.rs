@@ -74,6 +74,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Execve {}
         | Op::Sigqueue { .. }
         | Op::Sigtimedwait {}
+        | Op::MqOpen { .. }
+        | Op::MqUnlink { .. }
         | Op::Setrlimit { .. } => None,
     }
 }
@@ -382,6 +384,12 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         }
         Op::Sigqueue { target } => done(sys::sigqueue(&proc_of(ctx, target))),
         Op::Sigtimedwait {} => done(sys::sigtimedwait_now()),
+        Op::MqOpen {
+            name,
+            maxmsg,
+            msgsize,
+        } => done(sys::mq_open_kept(name, *maxmsg, *msgsize)),
+        Op::MqUnlink { name } => done(sys::mq_unlink(name)),
         Op::Execve {} => unreachable!("the task loop runs execve itself"),
         Op::UeventDeviceEvent { action, devpath } => done(sys::write_file_once(
             &format!("/sys{devpath}/uevent"),

@@ -224,6 +224,34 @@ pub fn sigqueue(proc_dir: &str) -> SysResult<()> {
     check_int(r as libc::c_int).map(drop)
 }
 
+/// `mq_open("/NAME", O_CREAT | O_EXCL | O_RDWR, 0600, attr)`; the
+/// descriptor stays open until the process exits.
+pub fn mq_open_kept(name: &str, maxmsg: u64, msgsize: u64) -> SysResult<()> {
+    let name = std::ffi::CString::new(name).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a zeroed mq_attr is valid; the kernel reads its sizes.
+    let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
+    attr.mq_maxmsg = maxmsg as libc::c_long;
+    attr.mq_msgsize = msgsize as libc::c_long;
+    // The raw syscall takes the name without the C library's leading `/`.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_mq_open,
+            name.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+            0o600 as libc::mode_t,
+            &raw const attr,
+        )
+    };
+    check_int(fd as libc::c_int).map(drop)
+}
+
+/// `mq_unlink("/NAME")`.
+pub fn mq_unlink(name: &str) -> SysResult<()> {
+    let name = std::ffi::CString::new(name).map_err(|_| libc::EINVAL)?;
+    let r = unsafe { libc::syscall(libc::SYS_mq_unlink, name.as_ptr()) };
+    check_int(r as libc::c_int).map(drop)
+}
+
 /// `sigtimedwait` for the queued signal with a zero timeout.
 pub fn sigtimedwait_now() -> SysResult<()> {
     let set = queued_signal_set();

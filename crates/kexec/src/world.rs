@@ -588,7 +588,20 @@ fn start_tasks(
             }
         }
     }
+    remove_queues(setup);
     Ok(())
+}
+
+/// Every task has exited: the queues the scenario made are unlinked, so
+/// that their charge (on users of namespaces that outlive the run) is
+/// back before the next run; the run's ipc namespace would free them
+/// only later, from a work item.
+fn remove_queues(setup: &Setup) {
+    for op in setup.every_op() {
+        if let Op::MqOpen { name, .. } = op {
+            let _ = sys::mq_unlink(name);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ const CHILD_KEYS: &[&str] = &["name", "ops", "child"];
 /// How deep `[[task.child.child...]]` blocks may nest.
 const CHILD_DEPTH_MAX: usize = 8;
 const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
-const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results", "exhausted"];
+const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results", "exhausted", "bug"];
 
 struct Ctx<'s> {
     file: &'s str,
@@ -981,6 +981,7 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
                 invariant: None,
                 results: Vec::new(),
                 exhausted: false,
+                bug: None,
             })
         }
         DeValue::Table(t) => {
@@ -1032,11 +1033,26 @@ fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -
                 Some(xv) => boolean(ctx, "exhausted", xv)?,
                 None => false,
             };
+            let bug = match t.get("bug") {
+                Some(bv) if outcome != ExpectedOutcome::Pass => {
+                    return Err(ctx
+                        .err(bv.span(), format!("`bug` is only allowed with outcome `pass`, not `{outcome}`: a failing outcome shows the bug itself"))
+                        .with_help("remove `bug`, or expect outcome \"pass\" with the results that show it"));
+                }
+                Some(bv) if results.is_empty() => {
+                    return Err(ctx
+                        .err(bv.span(), "`bug` needs `results`: the results that show the bug")
+                        .with_help("add `results = { task = { op = \"...\" } }`"));
+                }
+                Some(bv) => Some(string(ctx, "bug", bv)?.to_string()),
+                None => None,
+            };
             Ok(Expect {
                 outcome,
                 invariant,
                 results,
                 exhausted,
+                bug,
             })
         }
         _ => Err(ctx.wrong_type(

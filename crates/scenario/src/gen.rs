@@ -57,6 +57,8 @@ const NOT_GENERATED: &[&str] = &[
     "clone_child",
     "sigqueue",
     "sigtimedwait",
+    "mq_open",
+    "mq_unlink",
 ];
 
 /// The users a generated scenario is made of: root and two others.

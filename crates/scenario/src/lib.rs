@@ -168,6 +168,18 @@ pub struct Expect {
     /// schedule within its bounds, so that `pass` proves the absence of a
     /// failure there rather than reporting none found so far.
     pub exhausted: bool,
+    /// `bug = "..."`: the expected results show a kernel bug (a wrong
+    /// errno or count where the outcome passes): what it is. Such an
+    /// entry counts as failing where the bug history looks.
+    pub bug: Option<String>,
+}
+
+impl Expect {
+    /// Does the entry show a bug: a failing outcome, or results marked as
+    /// a bug's?
+    pub fn shows_bug(&self) -> bool {
+        self.outcome != ExpectedOutcome::Pass || self.bug.is_some()
+    }
 }
 
 /// The calls of operation `op` by (every instance of) task `task`, at

@@ -85,6 +85,7 @@ fn example_parses_into_every_field() {
                 invariant: Some("ipc.no_false_enospc".into()),
                 results: vec![],
                 exhausted: false,
+                bug: None,
             },
             explore: Explore {
                 strategy: StrategyName::Fair,
@@ -137,6 +138,7 @@ fn defaults_are_filled_in() {
             invariant: None,
             results: vec![],
             exhausted: false,
+            bug: None,
         }
     );
     let d = Explore::default();

@@ -162,13 +162,20 @@ impl UcountsNs {
     /// The initial user namespace. Its recorded rlimit maxima are LONG_MAX:
     /// nothing above it is ever compared with them.
     pub fn init(id: u32) -> Arc<Self> {
+        Self::init_with_rlimits(id, [RLIM_INFINITY; RlimitType::COUNT])
+    }
+
+    /// The initial user namespace recording `rlimits` as its maxima (the
+    /// boot task's, as v5.14 did until "ucounts: Fix regression preventing
+    /// increasing of rlimits in init_user_ns").
+    pub fn init_with_rlimits(id: u32, rlimits: [u64; RlimitType::COUNT]) -> Arc<Self> {
         Arc::new(UcountsNs {
             id,
             name: "init".into(),
             parent: None,
             level: 0,
             ucount_max: limits(),
-            rlimit_max: [LONG_MAX; RlimitType::COUNT],
+            rlimit_max: rlimits.map(rlimit::clamp_to_long),
             ucounts: None,
         })
     }

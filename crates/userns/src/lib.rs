@@ -149,6 +149,7 @@ impl Error {
 pub mod caps {
     pub const CAP_DAC_OVERRIDE: u32 = 1;
     pub const CAP_DAC_READ_SEARCH: u32 = 2;
+    pub const CAP_FOWNER: u32 = 3;
     pub const CAP_KILL: u32 = 5;
     pub const CAP_SETGID: u32 = 6;
     pub const CAP_SETUID: u32 = 7;
@@ -329,6 +330,8 @@ pub struct UserStruct {
     pub processes: sync::AtomicI64,
     /// Signals pending for the user (before v5.14).
     pub sigpending: sync::AtomicI64,
+    /// Bytes of the user's POSIX message queues (before v5.14).
+    pub mq_bytes: sync::AtomicI64,
 }
 
 impl UserStruct {
@@ -337,6 +340,7 @@ impl UserStruct {
             uid,
             processes: sync::AtomicI64::new("user_struct.processes", 0),
             sigpending: sync::AtomicI64::new("user_struct.sigpending", 0),
+            mq_bytes: sync::AtomicI64::new("user_struct.mq_bytes", 0),
         }
     }
 

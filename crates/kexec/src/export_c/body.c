@@ -804,6 +804,15 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return sigqueue_to(op->target);
     case OP_SIGTIMEDWAIT:
         return sigtimedwait_now();
+    case OP_MQ_OPEN: {
+        struct mq_attr attr = { .mq_maxmsg = (long)op->value, .mq_msgsize = (long)op->flags };
+        /* The raw call takes the name without a leading '/'; the
+         * descriptor stays open until the task exits. */
+        long fd = syscall(SYS_mq_open, op->path, O_CREAT | O_EXCL | O_RDWR, 0600, &attr);
+        return fd < 0 ? errno : 0;
+    }
+    case OP_MQ_UNLINK:
+        return syscall(SYS_mq_unlink, op->path) < 0 ? errno : 0;
     case OP_EXECVE:
         break;   /* run_ops makes it */
     }
@@ -1195,6 +1204,13 @@ static __attribute__((noreturn)) void world_root(int ask, int ack)
         close(p[1]);
     }
     start_tasks(userns_fds);
+    /* Every task has exited: the queues the scenario made are unlinked,
+     * so that their charge is back before the next run (the run's ipc
+     * namespace would free them only later, from a work item). */
+    for (int t = 0; t < N_TASKS; t++)
+        for (int i = 0; i < TASKS[t].n_ops; i++)
+            if (TASKS[t].ops[i].kind == OP_MQ_OPEN)
+                (void)syscall(SYS_mq_unlink, TASKS[t].ops[i].path);
     _exit(0);
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <mqueue.h>
 #include <linux/netlink.h>
 #include <net/if.h>
 #include <poll.h>
@@ -63,7 +64,9 @@ enum op_kind {
     OP_EXECVE,
     OP_SETRLIMIT,       /* flags: the resource (RLIMIT_*), value: the limit */
     OP_SIGQUEUE,        /* sigqueue(3) of SIGRTMIN to target */
-    OP_SIGTIMEDWAIT     /* take a pending SIGRTMIN without waiting */
+    OP_SIGTIMEDWAIT,    /* take a pending SIGRTMIN without waiting */
+    OP_MQ_OPEN,         /* a new queue path (no /): value messages of flags bytes, kept open */
+    OP_MQ_UNLINK
 };
 
 struct op {
