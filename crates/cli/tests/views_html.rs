@@ -208,7 +208,7 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
         .expect("the patches row");
     assert_eq!(
         patches,
-        "ipc-async-free, ucounts-atomic-count, ucounts-put-dec-and-lock"
+        "ipc-async-free, ucounts-atomic-count, ucounts-hold-userns, ucounts-put-dec-and-lock"
     );
     let legend = layout
         .split("<span class=\"legend\">")

@@ -170,6 +170,9 @@ declare_patches! {
     UcountsInitRlimitsUnlimited = "ucounts-init-rlimits-unlimited", merged_in: Some("v5.15"), area: Rlimit,
         fixes: "ucounts: Fix regression preventing increasing of rlimits in init_user_ns",
         "the initial user namespace records no maximum for the rlimit counters (RLIMIT_NPROC, MSGQUEUE, SIGPENDING, MEMLOCK); from v5.14-rc1 it recorded the rlimits the machine booted with, which the v5.14-v5.15 rule held its level to, so raising an rlimit with setrlimit did not let a user past the boot value (a large mq_open failed with EMFILE)";
+    UcountsHoldUserns = "ucounts-hold-userns", merged_in: Some("v5.17"), area: Ucounts,
+        fixes: "ucount: Make get_ucount a safe get_user replacement",
+        "CVE-2022-24122: a ucounts entry holds a reference on its user namespace from alloc_ucounts to its last put_ucounts; before (v5.14 to v5.16), what an rlimit charge pins (a pending signal, a message queue) could outlive the namespace, and its uncharge read the freed namespace on the walk up the tree";
     UcountsSignalRefcount = "ucounts-signal-refcount", merged_in: Some("v5.15"), area: Signal,
         fixes: "ucounts: Fix signal ucount refcounting",
         "__sigqueue_alloc charges through inc_rlimit_get_ucounts, which pins every level whose count goes from 0 to 1 and refuses when a level is over its maximum, and __sigqueue_free unpins them (dec_rlimit_put_ucounts); before, only the leaf's entry was pinned";

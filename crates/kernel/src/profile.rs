@@ -198,6 +198,7 @@ mod tests {
                 "ipc-batch-free",
                 "ipc-wait-pending-free",
                 "ucounts-atomic-count",
+                "ucounts-hold-userns",
                 "ucounts-put-dec-and-lock"
             ]
         );

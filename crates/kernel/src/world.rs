@@ -462,6 +462,9 @@ fn make_user_namespaces(
         first_child_id,
         wq,
     );
+    if spec.patches.has(Patch::UcountsHoldUserns) {
+        table.hold_namespaces(userns::EntryPins::new(&sys));
+    }
     let mut all = BTreeMap::new();
     all.insert(INIT_USER_NS.to_string(), Arc::clone(&sys.init));
     for (i, s) in setup.user_namespaces.iter().enumerate() {

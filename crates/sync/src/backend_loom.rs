@@ -328,6 +328,14 @@ impl Refcount {
         self.v.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `refcount_inc` by a holder of another reference: it commutes with
+    /// every other operation on the count but the last put, which cannot
+    /// come while the caller holds its own, so it takes no scheduling
+    /// point.
+    pub fn inc_held(&self) {
+        self.v.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Decrement; true when it reached zero.
     pub fn dec_and_test(&self) -> bool {
         self.v.fetch_sub(1, Ordering::AcqRel) == 1

@@ -28,7 +28,13 @@
 //! * the comparison rule of `is_rlimit_overlimit` ([`RlimitCheck`]): before
 //!   v5.16 ("ucounts: Fix rlimit max values check") each level was compared
 //!   with its own namespace's recorded maximum; since, each ancestor is
-//!   compared with the value recorded in the namespace below it.
+//!   compared with the value recorded in the namespace below it;
+//! * an entry's reference on its user namespace
+//!   ([`UcountsTable::hold_namespaces`]): from v5.17 ("ucount: Make
+//!   get_ucount a safe get_user replacement", CVE-2022-24122) a new entry
+//!   takes one and its last put drops it; before, a charge that pins an
+//!   entry (a message queue, a pending signal) could outlive the namespace,
+//!   whose walk up the tree ([`UcountsNs::touch`]) then read freed memory.
 
 pub mod enospc;
 mod ledger;
@@ -156,6 +162,10 @@ pub struct UcountsNs {
     /// `ns->ucounts`: the (parent, owner) entry charged when this namespace
     /// was made; the walk up the tree goes through it.
     pub ucounts: Option<Arc<Ucounts>>,
+    /// The user namespace's object, where one is modelled: a walk up the
+    /// tree reads the namespace (`iter->ns->ucounts`), which is a use
+    /// after free once it has been freed.
+    obj: std::sync::OnceLock<sim::ObjId>,
 }
 
 impl UcountsNs {
@@ -177,6 +187,7 @@ impl UcountsNs {
             ucount_max: limits(),
             rlimit_max: rlimits.map(rlimit::clamp_to_long),
             ucounts: None,
+            obj: std::sync::OnceLock::new(),
         })
     }
 
@@ -215,7 +226,21 @@ impl UcountsNs {
             ucount_max: limits(),
             rlimit_max: creator_rlimits.map(rlimit::clamp_to_long),
             ucounts,
+            obj: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The user namespace this is the ucounts side of is object `obj`.
+    pub fn set_obj(&self, obj: sim::ObjId) {
+        let _ = self.obj.set(obj);
+    }
+
+    /// Read the namespace itself (`what` says where): a use after free
+    /// once it has been freed.
+    pub fn touch(&self, what: &'static str) {
+        if let Some(obj) = self.obj.get() {
+            sim::touch(*obj, what);
+        }
     }
 
     /// Read `max_*` (a READ_ONCE in the kernel: a scheduling point).
@@ -341,6 +366,17 @@ impl Ucounts {
     }
 }
 
+/// What an entry's reference on its user namespace does (from v5.17,
+/// "ucount: Make get_ucount a safe get_user replacement"): the user
+/// namespace subsystem, which sits above this crate, implements it.
+pub trait UsernsPins: Send + Sync {
+    /// `get_user_ns` as a new entry is hashed (its creator holds the
+    /// namespace meanwhile).
+    fn get_user_ns(&self, ns: &UcountsNs);
+    /// `put_user_ns` as an entry is freed.
+    fn put_user_ns(&self, ns: &UcountsNs);
+}
+
 /// The ucounts hash table with its lock (`ucounts_hashtable`,
 /// `ucounts_lock`). A BTreeMap keeps iteration order deterministic.
 pub struct UcountsTable {
@@ -349,6 +385,9 @@ pub struct UcountsTable {
     pub ledger: Ledger,
     /// The unfixed lookup-versus-last-put race (see the crate docs).
     put_race: bool,
+    /// Each entry holds its user namespace (v5.17); unset before, when an
+    /// entry may outlive it.
+    ns_pins: std::sync::OnceLock<Box<dyn UsernsPins>>,
 }
 
 impl Default for UcountsTable {
@@ -363,6 +402,20 @@ impl UcountsTable {
             table: SpinLock::new("ucounts_lock", BTreeMap::new()),
             ledger: Ledger::default(),
             put_race: false,
+            ns_pins: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// From now on each entry holds its user namespace, through `pins`
+    /// (v5.17's `alloc_ucounts` and `put_ucounts`).
+    pub fn hold_namespaces(&self, pins: Box<dyn UsernsPins>) {
+        let _ = self.ns_pins.set(pins);
+    }
+
+    /// The entry is gone: its reference on its namespace too.
+    fn put_entry_ns(&self, u: &Ucounts) {
+        if let Some(pins) = self.ns_pins.get() {
+            pins.put_user_ns(&u.ns);
         }
     }
 
@@ -398,6 +451,9 @@ impl UcountsTable {
         }
         table.insert(key, Arc::clone(&new));
         self.ledger.register(&new);
+        if let Some(pins) = self.ns_pins.get() {
+            pins.get_user_ns(ns);
+        }
         Some(new)
     }
 
@@ -430,6 +486,7 @@ impl UcountsTable {
             unhash(&mut table, u);
             self.ledger.unhashed(u);
             drop(table);
+            self.put_entry_ns(u);
             free_ucounts(u);
         }
     }
@@ -441,6 +498,7 @@ impl UcountsTable {
             unhash(&mut table, u);
             self.ledger.unhashed(u);
             drop(table);
+            self.put_entry_ns(u);
             free_ucounts(u);
         }
     }

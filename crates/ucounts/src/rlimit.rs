@@ -112,6 +112,7 @@ pub fn inc_rlimit_ucounts(
             max = own_max(u, t);
         }
         let new = u.rlimit_counter(t).fetch_add(v, Ordering::AcqRel) + v;
+        u.ns.touch("inc_rlimit_ucounts: iter->ns");
         if new < 0 || new > max {
             ret = LONG_MAX;
         } else if i == 0 {
@@ -137,6 +138,7 @@ pub fn dec_rlimit_ucounts(
     for (i, u) in levels.iter().enumerate() {
         u.touch("dec_rlimit_ucounts");
         let dec = u.rlimit_counter(t).fetch_sub(v, Ordering::AcqRel) - v;
+        u.ns.touch("dec_rlimit_ucounts: iter->ns");
         debug_assert!(dec >= 0, "rlimit counter underflow");
         if i == 0 {
             leaf_zero = dec == 0;
@@ -183,6 +185,7 @@ pub fn inc_rlimit_get_ucounts(
             max = own_max(u, t);
         }
         let new = u.rlimit_counter(t).fetch_add(1, Ordering::AcqRel) + 1;
+        u.ns.touch("inc_rlimit_get_ucounts: iter->ns");
         let over = new < 0 || (!override_rlimit && new > max);
         let pinned = !over && (new != 1 || table.get_ucounts(u).is_some());
         if !pinned {
@@ -219,6 +222,7 @@ fn do_dec_rlimit_put_ucounts(table: &UcountsTable, levels: &[Arc<Ucounts>], t: R
         u.touch("dec_rlimit_put_ucounts");
         let dec = u.rlimit_counter(t).fetch_sub(1, Ordering::AcqRel) - 1;
         debug_assert!(dec >= 0, "rlimit counter underflow");
+        u.ns.touch("dec_rlimit_put_ucounts: iter->ns");
         if dec == 0 {
             table.put_ucounts(u);
         }
@@ -255,6 +259,7 @@ pub fn is_rlimit_overlimit(
             }
         }
         first = false;
+        u.ns.touch("is_rlimit_overlimit: iter->ns");
         iter = u.up().cloned();
     }
     false

@@ -662,8 +662,10 @@ impl Userns {
         ucounts_ns: Arc<UcountsNs>,
     ) -> Arc<UserNamespace> {
         let publication = self.patches.publication();
+        let obj = sim::new_object("user_namespace");
+        ucounts_ns.set_obj(obj);
         Arc::new(UserNamespace {
-            obj: sim::new_object("user_namespace"),
+            obj,
             count: Refcount::new("user_ns.count", 1),
             name: ucounts_ns.name.clone(),
             parent: Some(Arc::clone(parent)),
@@ -825,6 +827,26 @@ impl Userns {
         self.holders_change(ns, 1);
     }
 
+    /// `get_user_ns` by a holder of another reference on `ns` (a new
+    /// ucounts entry of it, made by a caller that holds it): no
+    /// scheduling point (see `Refcount::inc_held`).
+    fn get_user_ns_held(&self, ns: &Arc<UserNamespace>) {
+        if ns.pinned {
+            return;
+        }
+        ns.count.inc_held();
+        self.holders_change(ns, 1);
+    }
+
+    /// The live namespace whose ucounts side is `side`.
+    fn namespace_of(&self, side: &UcountsNs) -> Option<Arc<UserNamespace>> {
+        self.registry
+            .lock()
+            .iter()
+            .find(|n| n.ucounts_ns.id == side.id)
+            .cloned()
+    }
+
     /// A holder of a reference on `ns` is gone, though the reference is put
     /// later ([`Userns::put_user_ns_deferred`]): a credential waiting for
     /// its grace period, a network namespace waiting for `cleanup_net`.
@@ -948,6 +970,36 @@ impl Userns {
     /// `kuid_has_mapping` for both the euid and egid of `cred` in `ns`.
     pub fn ids_mapped_in(cred: &Cred, ns: &UserNamespace) -> bool {
         ns.uid_map.map_id_up(cred.euid) != UNMAPPED && ns.gid_map.map_id_up(cred.egid) != UNMAPPED
+    }
+}
+
+/// Each ucounts entry's reference on its user namespace (v5.17, "ucount:
+/// Make get_ucount a safe get_user replacement"): a new entry takes one, a
+/// freed entry puts it, so that what a charge pins (a pending signal, a
+/// message queue) keeps the namespace its walk up the tree reads.
+pub struct EntryPins(std::sync::Weak<Userns>);
+
+impl EntryPins {
+    pub fn new(sys: &Arc<Userns>) -> Box<EntryPins> {
+        Box::new(EntryPins(Arc::downgrade(sys)))
+    }
+}
+
+impl ucounts::UsernsPins for EntryPins {
+    fn get_user_ns(&self, side: &UcountsNs) {
+        if let Some(sys) = self.0.upgrade() {
+            if let Some(ns) = sys.namespace_of(side) {
+                sys.get_user_ns_held(&ns);
+            }
+        }
+    }
+
+    fn put_user_ns(&self, side: &UcountsNs) {
+        if let Some(sys) = self.0.upgrade() {
+            if let Some(ns) = sys.namespace_of(side) {
+                sys.put_user_ns(&ns);
+            }
+        }
     }
 }
 
