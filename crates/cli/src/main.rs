@@ -400,7 +400,7 @@ enum Command {
     /// skipped with the reason. Exit status 1 when any case disagrees.
     Conformance {
         /// Only cases of this subsystem (repeatable): idmap, ipc, mqueue, netns, nproc,
-        /// pidns, signal, uevent or userns.
+        /// pidns, shm, signal, uevent or userns.
         #[arg(long, value_name = "NAME")]
         subsystem: Vec<String>,
         /// Only cases whose name contains this text (repeatable).

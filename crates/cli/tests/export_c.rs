@@ -250,6 +250,28 @@ fn message_queues_print_what_the_model_reports() {
             "a_queue_over_the_boot_rlimit",
             "sim-scenarios/ucounts-init-rlimit-regression.toml",
         ),
+        (
+            "a_queue_outlives_its_creators_namespace",
+            "sim-scenarios/ucounts-mqueue-outlives-userns.toml",
+        ),
+    ] {
+        check_on_kernel(test, scenario, 2);
+    }
+}
+
+/// SysV shared memory: who may set kernel.shm_rmid_forced, and a segment
+/// left behind by a setns (which Linux 6.18 answers as the fixed profile).
+#[test]
+fn shared_memory_prints_what_the_model_reports() {
+    for (test, scenario) in [
+        (
+            "rmid_forced_owner",
+            "sim-scenarios/conformance/shm/rmid_forced_owner.toml",
+        ),
+        (
+            "exit_after_setns",
+            "sim-scenarios/shm-exit-after-setns.toml",
+        ),
     ] {
         check_on_kernel(test, scenario, 2);
     }

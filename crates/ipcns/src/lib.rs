@@ -43,6 +43,7 @@
 
 pub mod mqueue;
 pub mod oracle;
+pub mod shm;
 
 use oracle::Oracle;
 use sim::{CostKey, ObjId};
@@ -90,6 +91,9 @@ pub struct IpcPatches {
     /// Candidate fix for window 2: count pending frees from the last put
     /// and wait for one when the charge fails while any is pending.
     pub pending_at_release: bool,
+    /// v5.16: `exit_shm` destroys each segment in the namespace it was
+    /// made in (see [`shm`]).
+    pub shm_own_namespace: bool,
 }
 
 impl IpcPatches {
@@ -131,6 +135,8 @@ pub struct IpcNamespace {
     sb_cleared: sim::HostMutex<bool>,
     /// The queues of its mqueue filesystem.
     mq_sb: std::sync::OnceLock<mqueue::MqSb>,
+    /// Its SysV shared memory segments.
+    shm: std::sync::OnceLock<shm::ShmIds>,
 }
 
 impl IpcNamespace {
@@ -141,6 +147,17 @@ impl IpcNamespace {
     /// `get_ipc_ns`: take a reference.
     pub fn get(&self) {
         self.count.inc();
+    }
+
+    /// The user namespace that owns it (`None` for the initial one).
+    pub fn owner(&self) -> Option<&Arc<UserNamespace>> {
+        self.owner.as_ref()
+    }
+
+    /// `get_ipc_ns_not_zero`: take a reference unless the last one is
+    /// gone (the namespace is on its way to be freed).
+    pub fn get_not_zero(&self) -> bool {
+        self.count.inc_not_zero()
     }
 }
 
@@ -200,6 +217,7 @@ impl Ipc {
                     },
                     sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
                     mq_sb: std::sync::OnceLock::new(),
+                    shm: std::sync::OnceLock::new(),
                 }),
                 oracle,
                 userns: userns.cloned(),
@@ -235,6 +253,7 @@ impl Ipc {
             mq_mnt,
             sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
             mq_sb: std::sync::OnceLock::new(),
+            shm: std::sync::OnceLock::new(),
         }))
     }
 
@@ -380,6 +399,7 @@ impl Ipc {
         sim::point("mntput", ns.mq_mnt.obj, &costs::MNT);
         self.mq_drop_names(&ns);
         sim::free_object(ns.mq_mnt.obj);
+        self.shm_exit_ns(&ns);
         sim::point("free_ipc_ns", ns.obj, &costs::FREE_IPC_NS);
         if let Some(u) = &ns.ucounts {
             self.ucounts.dec_ucount(u, UcountType::IpcNamespaces);

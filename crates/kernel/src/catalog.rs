@@ -123,6 +123,9 @@ declare_patches! {
         "candidate fix for v6.3's window 1: free_ipc_ns counts completed frees, and create_ipc_ns retries a failed charge when flush_work found nothing to wait for but a free completed since the charge was tried";
     IpcPendingAtRelease = "ipc-pending-at-release", merged_in: None, area: Ipc,
         "candidate fix for v6.3's window 2: put_ipc_ns counts the namespace as pending at the last put, before it is queued and its work scheduled, and create_ipc_ns waits for a free to complete when its charge fails while any is pending";
+    ShmDestroyOwnNamespace = "shm-destroy-own-namespace", merged_in: Some("v5.16"), area: Shm,
+        fixes: "shm: extend forced shm destroy to support objects from several IPC nses",
+        "exit_shm destroys each segment the task created in the ipc namespace the segment was made in (while that namespace is alive and has shm_rmid_forced set), and a segment's removal takes it off its creator's list under the creator's lock; before, exit_shm destroyed them through the namespace the task was in at exit, so after a setns the segment was freed while its own namespace still listed it";
     SysctlStoreBeforePermission = "sysctl-store-before-permission", merged_in: None, area: Sysctl,
         "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
     UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"), area: Userns,

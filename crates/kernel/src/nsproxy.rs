@@ -60,6 +60,10 @@ impl World {
         } else {
             None
         };
+        if flags & CLONE_NEWIPC != 0 {
+            // Orphan (or destroy) the segments made in the namespace left.
+            self.exit_shm(task);
+        }
         if let Some(ns) = new_nsproxy {
             self.switch_task_namespaces(task, ns);
         }
@@ -206,6 +210,7 @@ impl World {
         if let Some(mm) = task.replace_mm(None) {
             self.userns.put_user_ns(&mm.user_ns);
         }
+        self.exit_shm(task);
         self.close_all_kept(task);
         self.mq_close_all(task);
         self.exit_pid_ns_init(task);

@@ -554,6 +554,19 @@ declare_ops! {
             (ENOENT, "no queue of that name exists in the task's ipc namespace"),
             (EPERM, "the task's fsuid owns neither the queue nor the namespace's queue directory (sticky), and it has no CAP_FOWNER over the queue"),
         ];
+    /// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)`.
+    Shmget = "shmget" { size: u64 = Int [label] }
+        "shmget(2) of a new private SysV shared memory segment of SIZE bytes in the task's ipc namespace, which the task's exit destroys where kernel.shm_rmid_forced is set (an unshare(CLONE_NEWIPC) likewise for the namespace it leaves), and the namespace's free otherwise"
+        kernel: ["ksys_shmget (ipc/shm.c)", "newseg (ipc/shm.c)", "exit_shm (ipc/shm.c)"]
+        errors: [(EINVAL, "SIZE is 0")];
+    /// Write `/proc/sys/kernel/shm_rmid_forced` of the task's ipc namespace.
+    WriteShmRmidForced = "write_shm_rmid_forced" { value: u64 = Int [label] }
+        "write VALUE to /proc/sys/kernel/shm_rmid_forced of the task's ipc namespace; setting it destroys the segments whose creator is gone"
+        kernel: ["proc_ipc_dointvec_minmax_orphans (ipc/ipc_sysctl.c)", "shm_destroy_orphaned (ipc/shm.c)"]
+        errors: [
+            (EACCES, "the task's euid is not root of the user namespace that owns its ipc namespace"),
+            (EINVAL, "VALUE is not 0 or 1"),
+        ];
     /// `getresgid()`: the task's real, effective and saved gids.
     Getresgid = "getresgid" {}
         "getresgid(2): reports the real, effective and saved gids as the task's user namespace sees them, 65534 (overflowgid) for one it does not map"
@@ -588,6 +601,8 @@ pub enum Area {
     /// ipc/mqueue.c's POSIX message queues and RLIMIT_MSGQUEUE, charged
     /// to ucounts from v5.14.
     Mqueue,
+    /// ipc/shm.c's SysV shared memory segments and their lifetime.
+    Shm,
     /// The rlimit counters of kernel/ucount.c (RLIMIT_NPROC, MSGQUEUE,
     /// SIGPENDING and MEMLOCK from v5.14) and the maxima they are held to.
     Rlimit,
@@ -604,6 +619,7 @@ impl Area {
             "ipc/namespace.c" if name == "create_ipc_ns" => &[Area::Ipc, Area::Ucounts],
             "ipc/namespace.c" => &[Area::Ipc],
             "ipc/mqueue.c" => &[Area::Mqueue, Area::Ucounts, Area::Rlimit],
+            "ipc/shm.c" | "ipc/ipc_sysctl.c" => &[Area::Shm, Area::Ipc],
             "kernel/user_namespace.c" if name == "create_user_ns" => {
                 &[Area::Userns, Area::Idmap, Area::Ucounts]
             }

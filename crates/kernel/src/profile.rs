@@ -72,6 +72,7 @@ impl ActivePatches {
             free_no_grace_period: self.has(Patch::IpcFreeNoGracePeriod),
             retry_after_free: self.has(Patch::IpcRetryAfterFree),
             pending_at_release: self.has(Patch::IpcPendingAtRelease),
+            shm_own_namespace: self.has(Patch::ShmDestroyOwnNamespace),
         }
     }
 

@@ -126,6 +126,9 @@ pub struct Task {
     /// (which is the task's [`Own`]), read by other tasks too (a sender's
     /// `__sigqueue_alloc` reads the receiver's RLIMIT_SIGPENDING).
     rlim: Mutex<[(u64, u64); RlimitType::COUNT]>,
+    /// `task->sysvshm.shm_clist`: the SysV segments it created (a child
+    /// starts with none, `shm_init_task`).
+    pub shm_clist: Arc<ipcns::shm::ShmClist>,
     /// Set for a child that acts (`fork_child`): it runs ops of its own
     /// and exits by itself, and its parent waits for that before it reaps
     /// it.
@@ -179,6 +182,7 @@ impl Task {
             released: AtomicBool::new(false),
             namespaces_gone: AtomicBool::new(false),
             acting: None,
+            shm_clist: ipcns::shm::ShmClist::new(),
             pid_ns: Mutex::new("task's pid namespace", pid_ns),
             alloc_lock: sync::SpinLock::new("task_lock", ()),
             sighand: sync::SpinLock::new("siglock", crate::signal::Sighand::default()),

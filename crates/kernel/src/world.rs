@@ -49,6 +49,9 @@ pub mod pidns;
 #[path = "mqueue.rs"]
 pub mod mqueue;
 
+#[path = "shm.rs"]
+mod shm;
+
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -748,6 +751,8 @@ impl World {
                 msgsize,
             } => self.mq_open(task, name, clamp_int(*maxmsg), clamp_int(*msgsize)),
             Op::MqUnlink { name } => self.mq_unlink(task, name),
+            Op::Shmget { size } => self.shmget(task, *size),
+            Op::WriteShmRmidForced { value } => self.write_shm_rmid_forced(task, *value),
         }
     }
 

@@ -494,6 +494,15 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             c_u64(*maxmsg),
             msgsize
         ),
+        Op::Shmget { size } => format!(
+            "{{ .kind = OP_SHMGET, .value = (long long){} }}",
+            c_u64(*size)
+        ),
+        Op::WriteShmRmidForced { value } => format!(
+            "{{ .kind = OP_WRITE_FILE, .path = {}, .text = {} }}",
+            c_string(crate::ops::SHM_RMID_FORCED),
+            c_string(&format!("{value}\n"))
+        ),
         Op::MqUnlink { name } => format!("{{ .kind = OP_MQ_UNLINK, .path = {} }}", c_string(name)),
         // Refused by `unsupported_in` before any table is written.
         Op::UeventDeviceEvent { .. }

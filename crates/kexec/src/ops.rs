@@ -9,6 +9,10 @@ use crate::task::{Child, TaskCtx, TaskState};
 use crate::world::{instance_named, pid_of, set_pid, write_sysctl};
 use kernel::setup::Op;
 
+/// The sysctl `write_shm_rmid_forced` writes (of the writer's ipc
+/// namespace).
+pub const SHM_RMID_FORCED: &str = "/proc/sys/kernel/shm_rmid_forced";
+
 /// -1 as an id: the set*id calls leave that id as it is.
 const UNCHANGED: u32 = u32::MAX;
 
@@ -76,6 +80,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Sigtimedwait {}
         | Op::MqOpen { .. }
         | Op::MqUnlink { .. }
+        | Op::Shmget { .. }
+        | Op::WriteShmRmidForced { .. }
         | Op::Setrlimit { .. } => None,
     }
 }
@@ -390,6 +396,10 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             msgsize,
         } => done(sys::mq_open_kept(name, *maxmsg, *msgsize)),
         Op::MqUnlink { name } => done(sys::mq_unlink(name)),
+        Op::Shmget { size } => done(sys::shmget_private(*size)),
+        Op::WriteShmRmidForced { value } => {
+            done(sys::write_file_once(SHM_RMID_FORCED, &format!("{value}\n")))
+        }
         Op::Execve {} => unreachable!("the task loop runs execve itself"),
         Op::UeventDeviceEvent { action, devpath } => done(sys::write_file_once(
             &format!("/sys{devpath}/uevent"),

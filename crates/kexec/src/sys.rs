@@ -245,6 +245,19 @@ pub fn mq_open_kept(name: &str, maxmsg: u64, msgsize: u64) -> SysResult<()> {
     check_int(fd as libc::c_int).map(drop)
 }
 
+/// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)`; the segment is left to
+/// the exit or the namespace's free.
+pub fn shmget_private(size: u64) -> SysResult<()> {
+    let r = unsafe {
+        libc::shmget(
+            libc::IPC_PRIVATE,
+            size as libc::size_t,
+            libc::IPC_CREAT | 0o600,
+        )
+    };
+    check_int(r).map(drop)
+}
+
 /// `mq_unlink("/NAME")`.
 pub fn mq_unlink(name: &str) -> SysResult<()> {
     let name = std::ffi::CString::new(name).map_err(|_| libc::EINVAL)?;

@@ -59,6 +59,8 @@ const NOT_GENERATED: &[&str] = &[
     "sigtimedwait",
     "mq_open",
     "mq_unlink",
+    "shmget",
+    "write_shm_rmid_forced",
 ];
 
 /// The users a generated scenario is made of: root and two others.

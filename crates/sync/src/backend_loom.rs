@@ -336,6 +336,21 @@ impl Refcount {
         self.v.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `refcount_inc_not_zero`: take a reference unless the count is 0.
+    pub fn inc_not_zero(&self) -> bool {
+        let mut cur = self.v.load(Ordering::Relaxed);
+        while cur != 0 {
+            match self
+                .v
+                .compare_exchange(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+        false
+    }
+
     /// Decrement; true when it reached zero.
     pub fn dec_and_test(&self) -> bool {
         self.v.fetch_sub(1, Ordering::AcqRel) == 1

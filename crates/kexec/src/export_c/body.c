@@ -813,6 +813,8 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
     }
     case OP_MQ_UNLINK:
         return syscall(SYS_mq_unlink, op->path) < 0 ? errno : 0;
+    case OP_SHMGET:
+        return shmget(IPC_PRIVATE, (size_t)op->value, IPC_CREAT | 0600) < 0 ? errno : 0;
     case OP_EXECVE:
         break;   /* run_ops makes it */
     }

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -66,7 +67,8 @@ enum op_kind {
     OP_SIGQUEUE,        /* sigqueue(3) of SIGRTMIN to target */
     OP_SIGTIMEDWAIT,    /* take a pending SIGRTMIN without waiting */
     OP_MQ_OPEN,         /* a new queue path (no /): value messages of flags bytes, kept open */
-    OP_MQ_UNLINK
+    OP_MQ_UNLINK,
+    OP_SHMGET           /* a private segment of value bytes */
 };
 
 struct op {
