@@ -259,8 +259,9 @@ fn message_queues_print_what_the_model_reports() {
     }
 }
 
-/// SysV shared memory: who may set kernel.shm_rmid_forced, and a segment
-/// left behind by a setns (which Linux 6.18 answers as the fixed profile).
+/// SysV shared memory: who may set kernel.shm_rmid_forced, a segment left
+/// behind by a setns (which Linux 6.18 answers as the fixed profile), and
+/// RLIMIT_MEMLOCK's ENOMEM and EPERM for SHM_LOCK in a container.
 #[test]
 fn shared_memory_prints_what_the_model_reports() {
     for (test, scenario) in [
@@ -271,6 +272,10 @@ fn shared_memory_prints_what_the_model_reports() {
         (
             "exit_after_setns",
             "sim-scenarios/shm-exit-after-setns.toml",
+        ),
+        (
+            "memlock_limit_in_a_container",
+            "sim-scenarios/conformance/shm/memlock_limit_in_userns.toml",
         ),
     ] {
         check_on_kernel(test, scenario, 2);

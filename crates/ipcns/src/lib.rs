@@ -169,6 +169,9 @@ pub struct Ipc {
     free_ipc_list: LList<Arc<IpcNamespace>>,
     free_ipc_work: Arc<Work>,
     mq_lock: SpinLock<()>,
+    /// `shmlock_user_lock` (mm/mlock.c): serialises the locked-memory
+    /// charges of `SHM_LOCK` (made at first use).
+    shmlock_user_lock: std::sync::OnceLock<SpinLock<()>>,
     /// The candidate fixes' count of frees, one word read at once: frees
     /// completed so far in the high half, namespaces released and not yet
     /// freed (`ipc-pending-at-release` only) in the low half.
@@ -204,6 +207,7 @@ impl Ipc {
                 free_ipc_list: LList::new("free_ipc_list"),
                 free_ipc_work: work,
                 mq_lock: SpinLock::new("mq_lock", ()),
+                shmlock_user_lock: std::sync::OnceLock::new(),
                 free_ipc_state: AtomicU64::new("free_ipc_state", 0),
                 init_ipc_ns: Arc::new(IpcNamespace {
                     obj: sim::new_object("init_ipc_ns"),

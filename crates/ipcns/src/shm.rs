@@ -23,12 +23,30 @@ use sim::{HostMutex, ObjId};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use ucounts::{dec_rlimit_ucounts, RlimitType, Ucounts};
+use userns::UserStruct;
+
+/// `PAGE_SIZE` on x86-64: RLIMIT_MEMLOCK counts locked pages.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// What a locked segment's pages are charged to (`user_shm_lock`): the
+/// locker's `user_struct` before v5.14, its ucounts after
+/// (`shp->mlock_ucounts`, referenced).
+pub enum ShmLockCharge {
+    User(Arc<UserStruct>),
+    Ucounts(Arc<Ucounts>),
+}
 
 /// One segment (`struct shmid_kernel`).
 pub struct ShmSeg {
     pub obj: ObjId,
     /// Its index in its namespace's ids (`ipcid_to_idx`).
     pub idx: u32,
+    /// Its size in bytes, and its creator's euid (`shm_perm.cuid`).
+    pub size: u64,
+    pub cuid: u32,
+    /// Set by `SHM_LOCK`: the pages charged, and to what.
+    mlock: HostMutex<Option<(i64, ShmLockCharge)>>,
     /// `shp->ns` (v5.16; not refcounted): the namespace it was made in.
     ns: Weak<IpcNamespace>,
     /// `shp->shm_creator`'s list, while the creator is alive and the
@@ -57,6 +75,11 @@ impl ShmClist {
 
     fn first(&self) -> Option<Arc<ShmSeg>> {
         self.segs.lock().first().cloned()
+    }
+
+    /// The newest segment still on the list.
+    pub fn newest(&self) -> Option<Arc<ShmSeg>> {
+        self.segs.lock().last().cloned()
     }
 }
 
@@ -88,11 +111,37 @@ impl IpcNamespace {
     pub fn peek_segments(&self) -> usize {
         self.shm.get().map_or(0, |ids| ids.idr.lock().len())
     }
+
+    /// The ucounts entries its locked segments hold (for checkers).
+    pub fn peek_shm_lock_charges(&self) -> Vec<Arc<Ucounts>> {
+        let Some(ids) = self.shm.get() else {
+            return Vec::new();
+        };
+        let segs: Vec<Arc<ShmSeg>> = ids.idr.lock().values().cloned().collect();
+        segs.iter()
+            .filter_map(|s| match &*s.mlock.lock() {
+                Some((_, ShmLockCharge::Ucounts(u))) => Some(Arc::clone(u)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether `seg` is listed here (its id found by a lookup in this
+    /// namespace).
+    pub fn lists_segment(&self, seg: &Arc<ShmSeg>) -> bool {
+        self.shm.get().is_some_and(|ids| {
+            ids.idr
+                .lock()
+                .get(&seg.idx)
+                .is_some_and(|s| Arc::ptr_eq(s, seg))
+        })
+    }
 }
 
 impl Ipc {
-    /// `newseg`: a segment in `ns` (under its ids' rwsem), on `clist`.
-    pub fn newseg(&self, ns: &Arc<IpcNamespace>, clist: &Arc<ShmClist>) {
+    /// `newseg`: a segment of `size` bytes by `cuid` in `ns` (under its
+    /// ids' rwsem), on `clist`.
+    pub fn newseg(&self, ns: &Arc<IpcNamespace>, clist: &Arc<ShmClist>, size: u64, cuid: u32) {
         let ids = ns.shm_ids();
         let _rwsem = ids.rwsem.lock();
         // ipc_addid takes the lowest free index.
@@ -102,6 +151,9 @@ impl Ipc {
         let seg = Arc::new(ShmSeg {
             obj: sim::new_object("shmid_kernel"),
             idx,
+            size,
+            cuid,
+            mlock: HostMutex::new("shp->mlock_ucounts", None),
             ns: Arc::downgrade(ns),
             creator: HostMutex::new("shp->shm_creator", Some(Arc::clone(clist))),
         });
@@ -123,7 +175,59 @@ impl Ipc {
         }
         // ipc_rmid: whatever `ns` has at that index goes.
         ns.shm_ids().idr.lock().remove(&seg.idx);
+        self.user_shm_unlock(seg);
         sim::free_object(seg.obj);
+    }
+
+    fn shmlock_user_lock(&self) -> &sync::SpinLock<()> {
+        self.shmlock_user_lock
+            .get_or_init(|| sync::SpinLock::new("shmlock_user_lock", ()))
+    }
+
+    /// `user_shm_lock` of `seg` (`SHM_LOCK`), under `shmlock_user_lock`:
+    /// `charge` runs there and says whether the pages fit; true when the
+    /// segment is locked (already, or now).
+    pub fn user_shm_lock(
+        &self,
+        seg: &ShmSeg,
+        charge: impl FnOnce(i64) -> Option<ShmLockCharge>,
+    ) -> bool {
+        sim::touch(seg.obj, "shmctl(SHM_LOCK)");
+        if seg.mlock.lock().is_some() {
+            return true;
+        }
+        let pages = i64::try_from(seg.size.div_ceil(PAGE_SIZE)).unwrap_or(i64::MAX);
+        let charged = {
+            let _lock = self.shmlock_user_lock().lock();
+            charge(pages)
+        };
+        let Some(charged) = charged else {
+            return false;
+        };
+        *seg.mlock.lock() = Some((pages, charged));
+        true
+    }
+
+    /// `user_shm_unlock` as a locked segment goes: its pages uncharged and
+    /// the reference its charge held put.
+    fn user_shm_unlock(&self, seg: &ShmSeg) {
+        let Some((pages, charge)) = seg.mlock.lock().take() else {
+            return;
+        };
+        {
+            let _lock = self.shmlock_user_lock().lock();
+            match &charge {
+                ShmLockCharge::User(user) => {
+                    user.locked_shm.fetch_sub(pages, sync::Ordering::AcqRel);
+                }
+                ShmLockCharge::Ucounts(u) => {
+                    dec_rlimit_ucounts(&self.ucounts, u, RlimitType::Memlock, pages);
+                }
+            }
+        }
+        if let ShmLockCharge::Ucounts(u) = &charge {
+            self.ucounts.put_ucounts(u);
+        }
     }
 
     /// `shm_exit_ns` at the namespace's free: every segment it lists is

@@ -90,7 +90,7 @@ pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invarian
         }
         NprocRealUid => each_step(e, world, invariant, |w| w.procs.check_real_uid()),
         UcountsNoLeak => at_end(e, world, invariant, |w| {
-            w.procs.check_no_leak(&w.mq_charges())
+            w.procs.check_no_leak(&w.pinned_charges())
         }),
         UeventSeqnumInOrder => uevent_watch(e, world, invariant, Watched::SeqnumInOrder),
         UeventNoLeakIntoUnprivileged => {

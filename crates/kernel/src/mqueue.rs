@@ -169,8 +169,9 @@ impl World {
         }
     }
 
-    /// The ucounts entries the queues alive hold (their charge's).
-    pub(super) fn mq_charges(&self) -> Vec<Arc<Ucounts>> {
+    /// The ucounts entries the queues and the locked SysV segments alive
+    /// hold (their charges').
+    pub(super) fn pinned_charges(&self) -> Vec<Arc<Ucounts>> {
         let mut namespaces = vec![Arc::clone(&self.ipc.init_ipc_ns)];
         for t in &self.tasks {
             let ns = &t.nsproxy().ipc_ns;
@@ -178,10 +179,11 @@ impl World {
                 namespaces.push(Arc::clone(ns));
             }
         }
-        namespaces
+        let queues = namespaces
             .iter()
             .flat_map(|ns| ns.peek_queues())
-            .filter_map(|q| q.charged_ucounts())
-            .collect()
+            .filter_map(|q| q.charged_ucounts());
+        let locked = namespaces.iter().flat_map(|ns| ns.peek_shm_lock_charges());
+        queues.chain(locked).collect()
     }
 }

@@ -51,6 +51,7 @@ pub const RLIMITS: &[(&str, RlimitType)] = &[
     ("NPROC", RlimitType::Nproc),
     ("SIGPENDING", RlimitType::Sigpending),
     ("MSGQUEUE", RlimitType::Msgqueue),
+    ("MEMLOCK", RlimitType::Memlock),
 ];
 
 /// The counter of resource `name` (as [`RLIMITS`] names it).
@@ -503,7 +504,7 @@ declare_ops! {
         kernel: ["do_execveat_common (fs/exec.c)"];
     /// `setrlimit(resource, limit)`: soft and hard limit.
     Setrlimit = "setrlimit" { resource: String = Rlimit [label], limit: u64 = Int [label] }
-        "setrlimit(2) of soft and hard limit; NPROC, SIGPENDING and MSGQUEUE are modelled: raising the hard limit needs CAP_SYS_RESOURCE in the initial user namespace (EPERM)"
+        "setrlimit(2) of soft and hard limit; NPROC, SIGPENDING, MSGQUEUE and MEMLOCK are modelled: raising the hard limit needs CAP_SYS_RESOURCE in the initial user namespace (EPERM)"
         kernel: ["do_prlimit (kernel/sys.c)"]
         errors: [(EPERM, "the limit is above the hard limit and the task has no CAP_SYS_RESOURCE in the initial user namespace")];
     /// `open(file, access)` of a set-up file, closed again at once.
@@ -559,6 +560,15 @@ declare_ops! {
         "shmget(2) of a new private SysV shared memory segment of SIZE bytes in the task's ipc namespace, which the task's exit destroys where kernel.shm_rmid_forced is set (an unshare(CLONE_NEWIPC) likewise for the namespace it leaves), and the namespace's free otherwise"
         kernel: ["ksys_shmget (ipc/shm.c)", "newseg (ipc/shm.c)", "exit_shm (ipc/shm.c)"]
         errors: [(EINVAL, "SIZE is 0")];
+    /// `shmctl(id, SHM_LOCK)` of the task's newest segment.
+    ShmLock = "shm_lock" {}
+        "shmctl(2) SHM_LOCK of the newest segment the task made (with shmget) that is still on its list, looked up in the task's ipc namespace: its pages are charged to the task's user against RLIMIT_MEMLOCK until the segment is destroyed"
+        kernel: ["shmctl_do_lock (ipc/shm.c)", "user_shm_lock (mm/mlock.c)", "inc_rlimit_ucounts (kernel/ucount.c)"]
+        errors: [
+            (EINVAL, "the task made no segment that is still on its list and in its ipc namespace"),
+            (EPERM, "no CAP_IPC_LOCK over the ipc namespace's owner, and the task's euid did not make the segment or its RLIMIT_MEMLOCK is 0"),
+            (ENOMEM, "the segment's pages would take the task's user over RLIMIT_MEMLOCK (counted in pages; CAP_IPC_LOCK in the initial user namespace lifts the limit)"),
+        ];
     /// Write `/proc/sys/kernel/shm_rmid_forced` of the task's ipc namespace.
     WriteShmRmidForced = "write_shm_rmid_forced" { value: u64 = Int [label] }
         "write VALUE to /proc/sys/kernel/shm_rmid_forced of the task's ipc namespace; setting it destroys the segments whose creator is gone"
@@ -620,6 +630,7 @@ impl Area {
             "ipc/namespace.c" => &[Area::Ipc],
             "ipc/mqueue.c" => &[Area::Mqueue, Area::Ucounts, Area::Rlimit],
             "ipc/shm.c" | "ipc/ipc_sysctl.c" => &[Area::Shm, Area::Ipc],
+            "mm/mlock.c" => &[Area::Shm, Area::Ucounts, Area::Rlimit],
             "kernel/user_namespace.c" if name == "create_user_ns" => {
                 &[Area::Userns, Area::Idmap, Area::Ucounts]
             }

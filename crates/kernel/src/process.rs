@@ -83,6 +83,7 @@ pub struct CreatorRlimits {
     pub nproc: u64,
     pub sigpending: u64,
     pub msgqueue: u64,
+    pub memlock: u64,
 }
 
 impl CreatorRlimits {
@@ -92,6 +93,7 @@ impl CreatorRlimits {
             nproc: own.rlimit_nproc.0,
             sigpending: task.rlimit(RlimitType::Sigpending).0,
             msgqueue: task.rlimit(RlimitType::Msgqueue).0,
+            memlock: task.rlimit(RlimitType::Memlock).0,
         }
     }
 }
@@ -412,6 +414,7 @@ impl Procs {
         rlimits[RlimitType::Nproc as usize] = nproc;
         rlimits[RlimitType::Sigpending as usize] = creator.sigpending;
         rlimits[RlimitType::Msgqueue as usize] = creator.msgqueue;
+        rlimits[RlimitType::Memlock as usize] = creator.memlock;
         rlimits
     }
 

@@ -16,9 +16,13 @@ use super::World;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
 use crate::task::Task;
+use ipcns::shm::{ShmLockCharge, PAGE_SIZE};
 use sim::ObjId;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use sync::Ordering;
+use ucounts::{dec_rlimit_ucounts, inc_rlimit_ucounts, RlimitType, LONG_MAX, RLIM_INFINITY};
+use userns::caps::CAP_IPC_LOCK;
+use userns::{ns_capable, Cred};
 
 impl World {
     /// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)` in the task's ipc
@@ -29,8 +33,81 @@ impl World {
             return Err(Errno::EINVAL);
         }
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        self.ipc.newseg(&ns, &task.shm_clist);
+        self.ipc
+            .newseg(&ns, &task.shm_clist, size, task.cred().euid);
         Ok(())
+    }
+
+    /// `shmctl(id, SHM_LOCK)` of the newest segment the task made that is
+    /// still on its list, looked up in the task's ipc namespace: EINVAL
+    /// when there is none there; EPERM without CAP_IPC_LOCK over the
+    /// namespace's owner when the task's euid did not make it or its
+    /// RLIMIT_MEMLOCK is 0; ENOMEM when its pages would take the locker's
+    /// user over RLIMIT_MEMLOCK (`user_shm_lock`; CAP_IPC_LOCK in the
+    /// initial namespace lifts that).
+    pub(super) fn shm_lock(&self, task: &Task) -> Result<(), Errno> {
+        sim::point("shmctl", ObjId::NONE, &SYSCALL);
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        let seg = task
+            .shm_clist
+            .newest()
+            .filter(|s| ns.lists_segment(s))
+            .ok_or(Errno::EINVAL)?;
+        let cred = task.cred();
+        let owner = ns.owner().unwrap_or(&self.userns.init);
+        let limit = task.rlimit(RlimitType::Memlock).0;
+        if !ns_capable(&cred, owner, CAP_IPC_LOCK) && (cred.euid != seg.cuid || limit == 0) {
+            return Err(Errno::EPERM);
+        }
+        let exempt = ns_capable(&cred, &self.userns.init, CAP_IPC_LOCK);
+        let locked = self.ipc.user_shm_lock(&seg, |pages| {
+            self.charge_locked(&cred, pages, limit, exempt)
+        });
+        if locked {
+            Ok(())
+        } else {
+            Err(Errno::ENOMEM)
+        }
+    }
+
+    /// `user_shm_lock`'s charge of `pages` against `limit` bytes of
+    /// RLIMIT_MEMLOCK (none at RLIM_INFINITY; `exempt` with CAP_IPC_LOCK):
+    /// on the locker's `user_struct` before v5.14, on its ucounts (every
+    /// level, referenced) after.
+    fn charge_locked(
+        &self,
+        cred: &Cred,
+        pages: i64,
+        limit: u64,
+        exempt: bool,
+    ) -> Option<ShmLockCharge> {
+        let limit_pages = if limit == RLIM_INFINITY {
+            LONG_MAX
+        } else {
+            i64::try_from(limit / PAGE_SIZE).unwrap_or(LONG_MAX)
+        };
+        if !self.procs.nproc_patches().in_ucounts() {
+            let user = Arc::clone(cred.user.as_ref()?);
+            let had = user.locked_shm.fetch_add(pages, Ordering::AcqRel);
+            if had.saturating_add(pages) > limit_pages && !exempt {
+                user.locked_shm.fetch_sub(pages, Ordering::AcqRel);
+                return None;
+            }
+            return Some(ShmLockCharge::User(user));
+        }
+        let table = self.procs.ucounts();
+        let leaf = cred.ucounts.as_ref()?;
+        let check = self.procs.rlimit_check();
+        let n = inc_rlimit_ucounts(table, leaf, RlimitType::Memlock, pages, check);
+        if (n == LONG_MAX || n > limit_pages) && !exempt {
+            dec_rlimit_ucounts(table, leaf, RlimitType::Memlock, pages);
+            return None;
+        }
+        let Some(held) = table.get_ucounts(leaf) else {
+            dec_rlimit_ucounts(table, leaf, RlimitType::Memlock, pages);
+            return None;
+        };
+        Some(ShmLockCharge::Ucounts(held))
     }
 
     /// A write of `value` to `/proc/sys/kernel/shm_rmid_forced` of the

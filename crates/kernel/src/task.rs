@@ -20,7 +20,9 @@ pub fn initial_rlimit(t: RlimitType) -> u64 {
     match t {
         RlimitType::Sigpending => crate::signal::DEFAULT_RLIMIT_SIGPENDING,
         RlimitType::Msgqueue => ipcns::mqueue::MQ_BYTES_MAX,
-        RlimitType::Nproc | RlimitType::Memlock => ucounts::RLIM_INFINITY,
+        // MLOCK_LIMIT (8 MiB from v5.16; 64 KiB before).
+        RlimitType::Memlock => 8 * 1024 * 1024,
+        RlimitType::Nproc => ucounts::RLIM_INFINITY,
     }
 }
 

@@ -753,6 +753,7 @@ impl World {
             Op::MqUnlink { name } => self.mq_unlink(task, name),
             Op::Shmget { size } => self.shmget(task, *size),
             Op::WriteShmRmidForced { value } => self.write_shm_rmid_forced(task, *value),
+            Op::ShmLock {} => self.shm_lock(task),
         }
     }
 

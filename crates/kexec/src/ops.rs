@@ -81,6 +81,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::MqOpen { .. }
         | Op::MqUnlink { .. }
         | Op::Shmget { .. }
+        | Op::ShmLock {}
         | Op::WriteShmRmidForced { .. }
         | Op::Setrlimit { .. } => None,
     }
@@ -242,7 +243,13 @@ pub fn end_child(child: Child) -> SysResult<()> {
 pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>, Vec<u64>) {
     let done = |r: SysResult<()>| (r, Vec::new());
     match op {
-        Op::Unshare { flags } => done(sys::unshare(*flags)),
+        Op::Unshare { flags } => {
+            let r = sys::unshare(*flags);
+            if r.is_ok() && *flags & kernel::clone_flags::CLONE_NEWIPC != 0 {
+                state.shm_ids.clear();
+            }
+            done(r)
+        }
         Op::Post { event } => done(sys::write(event_fd(ctx, event) + 1, b"e").map(drop)),
         Op::Wait { event } => {
             let mut byte = [0u8; 1];
@@ -396,7 +403,13 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             msgsize,
         } => done(sys::mq_open_kept(name, *maxmsg, *msgsize)),
         Op::MqUnlink { name } => done(sys::mq_unlink(name)),
-        Op::Shmget { size } => done(sys::shmget_private(*size)),
+        Op::Shmget { size } => done(sys::shmget_private(*size).map(|id| state.shm_ids.push(id))),
+        Op::ShmLock {} => done(
+            state
+                .shm_ids
+                .last()
+                .map_or(Err(libc::EINVAL), |id| sys::shm_lock(*id)),
+        ),
         Op::WriteShmRmidForced { value } => {
             done(sys::write_file_once(SHM_RMID_FORCED, &format!("{value}\n")))
         }

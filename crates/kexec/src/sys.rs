@@ -245,9 +245,9 @@ pub fn mq_open_kept(name: &str, maxmsg: u64, msgsize: u64) -> SysResult<()> {
     check_int(fd as libc::c_int).map(drop)
 }
 
-/// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)`; the segment is left to
-/// the exit or the namespace's free.
-pub fn shmget_private(size: u64) -> SysResult<()> {
+/// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)`: the segment's id; the
+/// segment is left to the exit or the namespace's free.
+pub fn shmget_private(size: u64) -> SysResult<i32> {
     let r = unsafe {
         libc::shmget(
             libc::IPC_PRIVATE,
@@ -255,7 +255,12 @@ pub fn shmget_private(size: u64) -> SysResult<()> {
             libc::IPC_CREAT | 0o600,
         )
     };
-    check_int(r).map(drop)
+    check_int(r)
+}
+
+/// `shmctl(id, SHM_LOCK)`.
+pub fn shm_lock(id: i32) -> SysResult<()> {
+    check_int(unsafe { libc::shmctl(id, libc::SHM_LOCK, std::ptr::null_mut()) }).map(drop)
 }
 
 /// `mq_unlink("/NAME")`.

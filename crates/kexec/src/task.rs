@@ -44,6 +44,11 @@ pub struct TaskState {
     /// The words the op under way reports (the ACTION of a received
     /// uevent); empty between ops.
     pub texts: Vec<String>,
+    /// The SysV segments `shmget` made, oldest first, as the kernel's list
+    /// of the task's segments has them: an `unshare(CLONE_NEWIPC)` empties
+    /// it, a child starts without (an execve loses it, which the model
+    /// does not).
+    pub shm_ids: Vec<i32>,
 }
 
 /// Set up the instance's credentials, wait at the barrier, run its ops.
@@ -287,6 +292,7 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
             opened: (opened >= 0).then_some(opened),
             ns_files: ns_files(fields.get("nsfiles")?)?,
             texts: Vec::new(),
+            shm_ids: Vec::new(),
         },
     })
 }
@@ -332,6 +338,7 @@ mod tests {
             opened: Some(11),
             ns_files: [("one".to_string(), 12), ("two".to_string(), 13)].into(),
             texts: Vec::new(),
+            shm_ids: Vec::new(),
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
         assert_eq!(

@@ -61,6 +61,7 @@ const NOT_GENERATED: &[&str] = &[
     "mq_unlink",
     "shmget",
     "write_shm_rmid_forced",
+    "shm_lock",
 ];
 
 /// The users a generated scenario is made of: root and two others.

@@ -154,6 +154,7 @@ pub mod caps {
     pub const CAP_SETGID: u32 = 6;
     pub const CAP_SETUID: u32 = 7;
     pub const CAP_NET_ADMIN: u32 = 12;
+    pub const CAP_IPC_LOCK: u32 = 14;
     pub const CAP_SYS_PTRACE: u32 = 19;
     pub const CAP_SYS_ADMIN: u32 = 21;
     pub const CAP_SYS_RESOURCE: u32 = 24;
@@ -332,6 +333,8 @@ pub struct UserStruct {
     pub sigpending: sync::AtomicI64,
     /// Bytes of the user's POSIX message queues (before v5.14).
     pub mq_bytes: sync::AtomicI64,
+    /// Pages of SysV shared memory the user has locked (before v5.14).
+    pub locked_shm: sync::AtomicI64,
 }
 
 impl UserStruct {
@@ -341,6 +344,7 @@ impl UserStruct {
             processes: sync::AtomicI64::new("user_struct.processes", 0),
             sigpending: sync::AtomicI64::new("user_struct.sigpending", 0),
             mq_bytes: sync::AtomicI64::new("user_struct.mq_bytes", 0),
+            locked_shm: sync::AtomicI64::new("user_struct.locked_shm", 0),
         }
     }
 

@@ -406,13 +406,14 @@ struct state {
     int sock;                 /* its uevent socket, -1 none */
     int opened;               /* the uid_map open_uid_map_of kept, -1 none */
     int ns_files[N_NS_FILES]; /* the ns/user files open_ns_user kept, by name index, -1 none */
+    int shm_newest;           /* the newest segment shmget made, -1 none (unshare(CLONE_NEWIPC) forgets it) */
 };
 
 /* A state holding nothing. */
 static void state_init(struct state *s)
 {
     memset(s, 0, sizeof *s);
-    s->sock = s->opened = -1;
+    s->sock = s->opened = s->shm_newest = -1;
     for (int f = 0; f < N_NS_FILES; f++)
         s->ns_files[f] = -1;
 }
@@ -684,8 +685,12 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
 {
     char path[128];
     switch (op->kind) {
-    case OP_UNSHARE:
-        return err_of(unshare((int)op->flags));
+    case OP_UNSHARE: {
+        int e = err_of(unshare((int)op->flags));
+        if (!e && (op->flags & CLONE_NEWIPC))
+            s->shm_newest = -1;
+        return e;
+    }
     case OP_SYSCTL_WRITE: {
         char text[32];
         snprintf(text, sizeof text, "%lld\n", op->value);
@@ -813,8 +818,17 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
     }
     case OP_MQ_UNLINK:
         return syscall(SYS_mq_unlink, op->path) < 0 ? errno : 0;
-    case OP_SHMGET:
-        return shmget(IPC_PRIVATE, (size_t)op->value, IPC_CREAT | 0600) < 0 ? errno : 0;
+    case OP_SHMGET: {
+        int id = shmget(IPC_PRIVATE, (size_t)op->value, IPC_CREAT | 0600);
+        if (id < 0)
+            return errno;
+        s->shm_newest = id;
+        return 0;
+    }
+    case OP_SHM_LOCK:
+        if (s->shm_newest < 0)
+            return EINVAL;
+        return shmctl(s->shm_newest, SHM_LOCK, NULL) < 0 ? errno : 0;
     case OP_EXECVE:
         break;   /* run_ops makes it */
     }
