@@ -41,6 +41,7 @@
 //!
 //! The oracle for `ipc.no_false_enospc` lives in [`oracle`].
 
+pub mod charge;
 pub mod mqueue;
 pub mod oracle;
 pub mod shm;

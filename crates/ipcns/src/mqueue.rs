@@ -15,13 +15,13 @@
 //! until it is unlinked and its last descriptor closed, or the namespace
 //! is freed and its filesystem with it.
 
+use crate::charge::RlimitCharge;
 use crate::{Ipc, IpcNamespace};
 use sim::ObjId;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sync::{Ordering, Refcount};
-use ucounts::{dec_rlimit_ucounts, RlimitType, Ucounts};
-use userns::UserStruct;
+use ucounts::{RlimitType, Ucounts};
 
 /// `DFLT_QUEUESMAX`: `fs.mqueue.queues_max` of a new namespace.
 pub const DFLT_QUEUESMAX: u32 = 256;
@@ -83,13 +83,6 @@ pub fn mq_bytes(maxmsg: i64, msgsize: i64) -> Option<i64> {
     tree.checked_add(maxmsg.checked_mul(msgsize)?)
 }
 
-/// What a queue's bytes are charged to (`info->user` before v5.14,
-/// `info->ucounts` after).
-pub enum MqCharge {
-    User(Arc<UserStruct>),
-    Ucounts(Arc<Ucounts>),
-}
-
 /// A queue's inode (`struct mqueue_inode_info`): its owner, its size in
 /// bytes and the charge for them; alive while its name is linked or a
 /// descriptor holds it (`i_count`).
@@ -101,7 +94,7 @@ pub struct MqInode {
     pub gid: u32,
     pub bytes: i64,
     count: Refcount,
-    charge: sim::HostMutex<Option<MqCharge>>,
+    charge: sim::HostMutex<Option<RlimitCharge>>,
     /// The namespace whose filesystem it is in.
     ns: std::sync::Weak<IpcNamespace>,
 }
@@ -114,10 +107,7 @@ impl MqInode {
 
     /// The ucounts entry its charge holds (from v5.14), for checkers.
     pub fn charged_ucounts(&self) -> Option<Arc<Ucounts>> {
-        match &*self.charge.lock() {
-            Some(MqCharge::Ucounts(u)) => Some(Arc::clone(u)),
-            _ => None,
-        }
+        self.charge.lock().as_ref()?.ucounts().cloned()
     }
 }
 
@@ -193,7 +183,7 @@ impl Ipc {
         uid: u32,
         gid: u32,
         bytes: i64,
-        charge: impl FnOnce() -> Option<MqCharge>,
+        charge: impl FnOnce() -> Option<RlimitCharge>,
     ) -> Option<Arc<MqInode>> {
         let charged = {
             let _mq_lock = self.mq_lock.lock();
@@ -226,21 +216,15 @@ impl Ipc {
         let ns = inode.ns.upgrade().filter(|ns| !*ns.sb_cleared.lock());
         {
             let _mq_lock = self.mq_lock.lock();
-            match &charge {
-                Some(MqCharge::User(user)) => {
-                    user.mq_bytes.fetch_sub(inode.bytes, Ordering::AcqRel);
-                }
-                Some(MqCharge::Ucounts(u)) => {
-                    dec_rlimit_ucounts(&self.ucounts, u, RlimitType::Msgqueue, inode.bytes);
-                }
-                None => {}
+            if let Some(charge) = &charge {
+                charge.uncharge(&self.ucounts, RlimitType::Msgqueue, inode.bytes);
             }
             if let Some(ns) = &ns {
                 ns.mq_sb().queues_count.fetch_sub(1, Ordering::Relaxed);
             }
         }
-        if let Some(MqCharge::Ucounts(u)) = &charge {
-            self.ucounts.put_ucounts(u);
+        if let Some(charge) = &charge {
+            charge.put(&self.ucounts);
         }
         sim::free_object(inode.obj);
     }

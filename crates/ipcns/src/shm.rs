@@ -18,24 +18,16 @@
 //! namespace is alive, under its `shm_rmid_forced`), and a segment's
 //! removal unlinks it from its creator's list under the creator's lock.
 
+use crate::charge::RlimitCharge;
 use crate::{Ipc, IpcNamespace};
 use sim::{HostMutex, ObjId};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use ucounts::{dec_rlimit_ucounts, RlimitType, Ucounts};
-use userns::UserStruct;
+use ucounts::{RlimitType, Ucounts};
 
 /// `PAGE_SIZE` on x86-64: RLIMIT_MEMLOCK counts locked pages.
 pub const PAGE_SIZE: u64 = 4096;
-
-/// What a locked segment's pages are charged to (`user_shm_lock`): the
-/// locker's `user_struct` before v5.14, its ucounts after
-/// (`shp->mlock_ucounts`, referenced).
-pub enum ShmLockCharge {
-    User(Arc<UserStruct>),
-    Ucounts(Arc<Ucounts>),
-}
 
 /// One segment (`struct shmid_kernel`).
 pub struct ShmSeg {
@@ -46,7 +38,7 @@ pub struct ShmSeg {
     pub size: u64,
     pub cuid: u32,
     /// Set by `SHM_LOCK`: the pages charged, and to what.
-    mlock: HostMutex<Option<(i64, ShmLockCharge)>>,
+    mlock: HostMutex<Option<(i64, RlimitCharge)>>,
     /// `shp->ns` (v5.16; not refcounted): the namespace it was made in.
     ns: Weak<IpcNamespace>,
     /// `shp->shm_creator`'s list, while the creator is alive and the
@@ -119,10 +111,7 @@ impl IpcNamespace {
         };
         let segs: Vec<Arc<ShmSeg>> = ids.idr.lock().values().cloned().collect();
         segs.iter()
-            .filter_map(|s| match &*s.mlock.lock() {
-                Some((_, ShmLockCharge::Ucounts(u))) => Some(Arc::clone(u)),
-                _ => None,
-            })
+            .filter_map(|s| s.mlock.lock().as_ref()?.1.ucounts().cloned())
             .collect()
     }
 
@@ -190,7 +179,7 @@ impl Ipc {
     pub fn user_shm_lock(
         &self,
         seg: &ShmSeg,
-        charge: impl FnOnce(i64) -> Option<ShmLockCharge>,
+        charge: impl FnOnce(i64) -> Option<RlimitCharge>,
     ) -> bool {
         sim::touch(seg.obj, "shmctl(SHM_LOCK)");
         if seg.mlock.lock().is_some() {
@@ -216,18 +205,9 @@ impl Ipc {
         };
         {
             let _lock = self.shmlock_user_lock().lock();
-            match &charge {
-                ShmLockCharge::User(user) => {
-                    user.locked_shm.fetch_sub(pages, sync::Ordering::AcqRel);
-                }
-                ShmLockCharge::Ucounts(u) => {
-                    dec_rlimit_ucounts(&self.ucounts, u, RlimitType::Memlock, pages);
-                }
-            }
+            charge.uncharge(&self.ucounts, RlimitType::Memlock, pages);
         }
-        if let ShmLockCharge::Ucounts(u) = &charge {
-            self.ucounts.put_ucounts(u);
-        }
+        charge.put(&self.ucounts);
     }
 
     /// `shm_exit_ns` at the namespace's free: every segment it lists is

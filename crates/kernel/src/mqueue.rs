@@ -22,10 +22,10 @@ use crate::errno::Errno;
 use crate::profile::ActivePatches;
 use crate::setup::Op;
 use crate::task::Task;
-use ipcns::mqueue::{mq_attr_ok, AttrError, MqCharge, MqInode};
+use ipcns::charge::RlimitCharge;
+use ipcns::mqueue::{mq_attr_ok, AttrError, MqInode};
 use sim::ObjId;
 use std::sync::Arc;
-use sync::Ordering;
 use ucounts::{dec_rlimit_ucounts, inc_rlimit_ucounts, RlimitType, Ucounts, LONG_MAX};
 use userns::caps::{CAP_FOWNER, CAP_SYS_RESOURCE};
 use userns::{capable_wrt_inode_uidgid, ns_capable, Cred};
@@ -113,12 +113,8 @@ impl World {
             return self
                 .ipc
                 .mq_new_inode(ns, cred.fsuid, cred.fsgid, bytes, || {
-                    let had = user.mq_bytes.fetch_add(bytes, Ordering::AcqRel);
-                    if had.checked_add(bytes).is_none_or(|n| n > limit) {
-                        user.mq_bytes.fetch_sub(bytes, Ordering::AcqRel);
-                        return None;
-                    }
-                    Some(MqCharge::User(user))
+                    user.charge_rlimit(RlimitType::Msgqueue, bytes, limit)?;
+                    Some(RlimitCharge::User(user))
                 });
         }
         let leaf: Arc<Ucounts> = table.get_ucounts(cred.ucounts.as_ref()?)?;
@@ -131,7 +127,7 @@ impl World {
                     dec_rlimit_ucounts(table, &leaf, RlimitType::Msgqueue, bytes);
                     return None;
                 }
-                Some(MqCharge::Ucounts(Arc::clone(&leaf)))
+                Some(RlimitCharge::Ucounts(Arc::clone(&leaf)))
             });
         if made.is_none() {
             table.put_ucounts(&leaf);

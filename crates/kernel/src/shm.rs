@@ -16,7 +16,8 @@ use super::World;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
 use crate::task::Task;
-use ipcns::shm::{ShmLockCharge, PAGE_SIZE};
+use ipcns::charge::RlimitCharge;
+use ipcns::shm::PAGE_SIZE;
 use sim::ObjId;
 use std::sync::Arc;
 use sync::Ordering;
@@ -80,7 +81,7 @@ impl World {
         pages: i64,
         limit: u64,
         exempt: bool,
-    ) -> Option<ShmLockCharge> {
+    ) -> Option<RlimitCharge> {
         let limit_pages = if limit == RLIM_INFINITY {
             LONG_MAX
         } else {
@@ -88,12 +89,9 @@ impl World {
         };
         if !self.procs.nproc_patches().in_ucounts() {
             let user = Arc::clone(cred.user.as_ref()?);
-            let had = user.locked_shm.fetch_add(pages, Ordering::AcqRel);
-            if had.saturating_add(pages) > limit_pages && !exempt {
-                user.locked_shm.fetch_sub(pages, Ordering::AcqRel);
-                return None;
-            }
-            return Some(ShmLockCharge::User(user));
+            let limit = if exempt { LONG_MAX } else { limit_pages };
+            user.charge_rlimit(RlimitType::Memlock, pages, limit)?;
+            return Some(RlimitCharge::User(user));
         }
         let table = self.procs.ucounts();
         let leaf = cred.ucounts.as_ref()?;
@@ -107,7 +105,7 @@ impl World {
             dec_rlimit_ucounts(table, leaf, RlimitType::Memlock, pages);
             return None;
         };
-        Some(ShmLockCharge::Ucounts(held))
+        Some(RlimitCharge::Ucounts(held))
     }
 
     /// A write of `value` to `/proc/sys/kernel/shm_rmid_forced` of the

@@ -163,11 +163,7 @@ impl World {
         let patches = procs.signal_patches();
         if !patches.ucounts {
             let user = Arc::clone(cred.user.as_ref()?);
-            let n = user.sigpending.fetch_add(1, Ordering::AcqRel) + 1;
-            if n > limit {
-                user.sigpending.fetch_sub(1, Ordering::AcqRel);
-                return None;
-            }
+            user.charge_rlimit(RlimitType::Sigpending, 1, limit)?;
             return Some(Sigqueue::User(user));
         }
         let leaf = Arc::clone(cred.ucounts.as_ref()?);

@@ -497,17 +497,13 @@ impl Refcount {
     /// `refcount_inc_not_zero`: take a reference unless the count is 0.
     pub fn inc_not_zero(&self) -> bool {
         op("refcount_inc_not_zero", self.obj, &costs::ATOMIC);
-        let mut cur = self.v.load(Ordering::Relaxed);
-        while cur != 0 {
-            match self
-                .v
-                .compare_exchange(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
-        }
-        false
+        crate::inc_unless_zero(
+            || self.v.load(Ordering::Relaxed),
+            |cur, new| {
+                self.v
+                    .compare_exchange(cur, new, Ordering::Acquire, Ordering::Relaxed)
+            },
+        )
     }
 
     /// Decrement; true when it reached zero.

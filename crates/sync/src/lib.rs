@@ -39,3 +39,16 @@ pub use backend_loom::*;
 
 pub use std::sync::atomic::Ordering;
 pub use std::sync::Arc;
+
+/// `refcount_inc_not_zero`'s loop, over either backend's atomic (`load`
+/// and `compare_exchange` of its count): one more unless it is 0.
+fn inc_unless_zero(load: impl Fn() -> i64, cas: impl Fn(i64, i64) -> Result<i64, i64>) -> bool {
+    let mut cur = load();
+    while cur != 0 {
+        match cas(cur, cur + 1) {
+            Ok(_) => return true,
+            Err(now) => cur = now,
+        }
+    }
+    false
+}

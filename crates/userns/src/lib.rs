@@ -351,6 +351,28 @@ impl UserStruct {
     pub fn peek_processes(&self) -> i64 {
         self.processes.peek()
     }
+
+    /// The count of rlimit `t` (before v5.14, when it lived here).
+    pub fn rlimit_counter(&self, t: ucounts::RlimitType) -> &sync::AtomicI64 {
+        match t {
+            ucounts::RlimitType::Nproc => &self.processes,
+            ucounts::RlimitType::Sigpending => &self.sigpending,
+            ucounts::RlimitType::Msgqueue => &self.mq_bytes,
+            ucounts::RlimitType::Memlock => &self.locked_shm,
+        }
+    }
+
+    /// Charge `amount` of rlimit `t` unless the count would pass `limit`
+    /// (`None`, nothing charged).
+    pub fn charge_rlimit(&self, t: ucounts::RlimitType, amount: i64, limit: i64) -> Option<()> {
+        let counter = self.rlimit_counter(t);
+        let had = counter.fetch_add(amount, sync::Ordering::AcqRel);
+        if had.checked_add(amount).is_none_or(|n| n > limit) {
+            counter.fetch_sub(amount, sync::Ordering::AcqRel);
+            return None;
+        }
+        Some(())
+    }
 }
 
 /// Credentials (`struct cred`), ids as kernel ids: the one model of a
