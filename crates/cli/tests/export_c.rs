@@ -237,14 +237,19 @@ fn queued_signals_print_what_the_model_reports() {
 
 /// POSIX message queues: RLIMIT_MSGQUEUE's EMFILE in a container, an
 /// unlink that gives nothing back while a descriptor is open, the sizes an
-/// unprivileged creator may not ask for; and the regression scenario's
-/// calls (which this machine answers as the model does for its root).
+/// unprivileged creator may not ask for; EPERM and EEXIST for another
+/// user; and the regression scenario's calls (which this machine answers
+/// as the model does for its root).
 #[test]
 fn message_queues_print_what_the_model_reports() {
     for (test, scenario) in [
         (
             "msgqueue_limit_in_a_container",
             "sim-scenarios/conformance/mqueue/msgqueue_limit_in_userns.toml",
+        ),
+        (
+            "unlink_by_another_user",
+            "sim-scenarios/conformance/mqueue/unlink_by_another_user.toml",
         ),
         (
             "a_queue_over_the_boot_rlimit",
