@@ -13,13 +13,12 @@
 //! [`ucounts::RlimitCheck`] says. Until "ucounts: Fix regression
 //! preventing increasing of rlimits in init_user_ns" the initial
 //! namespace's level was also held to the rlimits the machine booted
-//! with (patch `ucounts-init-rlimits-unlimited`, [`init_rlimit_maxima`]).
+//! with (patch `ucounts-init-rlimits-unlimited`,
+//! [`crate::task::init_rlimit_maxima`]).
 
 use super::World;
-use crate::catalog::Patch;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
-use crate::profile::ActivePatches;
 use crate::setup::Op;
 use crate::task::Task;
 use ipcns::charge::RlimitCharge;
@@ -33,29 +32,6 @@ use userns::{capable_wrt_inode_uidgid, ns_capable, Cred};
 /// Whether `op` makes, opens or removes a message queue.
 pub fn uses_mqueue(op: &Op) -> bool {
     matches!(op, Op::MqOpen { .. } | Op::MqUnlink { .. })
-}
-
-/// The rlimit maxima the initial user namespace records: none from
-/// `ucounts-init-rlimits-unlimited`, the boot task's rlimits between
-/// v5.14-rc1 (`nproc-ucounts`, which moved the rlimits into ucounts) and
-/// that fix.
-pub fn init_rlimit_maxima(patches: &ActivePatches) -> Option<[u64; RlimitType::COUNT]> {
-    if !patches.has(Patch::NprocUcounts) || patches.has(Patch::UcountsInitRlimitsUnlimited) {
-        return None;
-    }
-    Some(RlimitType::ALL.map(boot_rlimit))
-}
-
-/// What the first process of a machine like the conformance cases' starts
-/// with: half of `threads-max` processes and pending signals,
-/// `MQ_BYTES_MAX` of queues, 64 KiB of locked memory (`MLOCK_LIMIT`
-/// before v5.16).
-fn boot_rlimit(t: RlimitType) -> u64 {
-    match t {
-        RlimitType::Nproc | RlimitType::Sigpending => crate::signal::DEFAULT_RLIMIT_SIGPENDING,
-        RlimitType::Msgqueue => ipcns::mqueue::MQ_BYTES_MAX,
-        RlimitType::Memlock => 64 * 1024,
-    }
 }
 
 impl World {

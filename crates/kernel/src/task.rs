@@ -26,6 +26,33 @@ pub fn initial_rlimit(t: RlimitType) -> u64 {
     }
 }
 
+/// The rlimit maxima the initial user namespace records: none from
+/// `ucounts-init-rlimits-unlimited`, the boot task's rlimits between
+/// v5.14-rc1 (`nproc-ucounts`, which moved the rlimits into ucounts) and
+/// that fix.
+pub fn init_rlimit_maxima(
+    patches: &crate::profile::ActivePatches,
+) -> Option<[u64; RlimitType::COUNT]> {
+    if !patches.has(crate::catalog::Patch::NprocUcounts)
+        || patches.has(crate::catalog::Patch::UcountsInitRlimitsUnlimited)
+    {
+        return None;
+    }
+    Some(RlimitType::ALL.map(boot_rlimit))
+}
+
+/// What the first process of a machine like the conformance cases' starts
+/// with: half of `threads-max` processes and pending signals,
+/// `MQ_BYTES_MAX` of queues, 64 KiB of locked memory (`MLOCK_LIMIT`
+/// before v5.16).
+fn boot_rlimit(t: RlimitType) -> u64 {
+    match t {
+        RlimitType::Nproc | RlimitType::Sigpending => crate::signal::DEFAULT_RLIMIT_SIGPENDING,
+        RlimitType::Msgqueue => ipcns::mqueue::MQ_BYTES_MAX,
+        RlimitType::Memlock => 64 * 1024,
+    }
+}
+
 /// A scenario task instance's index in the world's task table.
 pub type TaskIdx = usize;
 

@@ -454,7 +454,7 @@ fn make_user_namespaces(
 ) -> (Arc<Userns>, BTreeMap<String, Arc<UserNamespace>>) {
     let setup = spec.setup;
     let first_child_id = setup.user_namespaces.len() as u32 + 1;
-    let init = match crate::mqueue::init_rlimit_maxima(spec.patches) {
+    let init = match crate::task::init_rlimit_maxima(spec.patches) {
         Some(boot) => UcountsNs::init_with_rlimits(0, boot),
         None => UcountsNs::init(0),
     };
