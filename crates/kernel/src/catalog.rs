@@ -197,9 +197,25 @@ declare_patches! {
         "candidate fix, never merged: copy_net_ns waits for pending frees the way ipc does: when inc_net_namespaces fails and flush_work(&net_cleanup_work) waited for a queued or running cleanup_net, charge again instead of failing with ENOSPC";
     NetlinkRmemAfterCharge = "netlink-rmem-after-charge", merged_in: Some("v6.16"), area: Uevent,
         "netlink_broadcast_deliver adds the skb's truesize to sk_rmem_alloc first and queues it only if the total is within sk_rcvbuf or the skb is alone; before, it queued whenever the bytes already queued were within sk_rcvbuf, one skb past the buffer";
+    UsernsNestingLimit = "userns-nesting-limit", merged_in: Some("v3.11"), area: Userns,
+        fixes: "userns: limit the maximum depth of user_namespace->parent chain",
+        "create_user_ns refuses a namespace below one already 32 levels under the initial one (EUSERS, ENOSPC from v4.9); before, user namespaces nested without limit";
+    PidnsNestingLimit = "pidns-nesting-limit", merged_in: Some("v3.11"), area: Pidns,
+        fixes: "pidns: limit the nesting depth of pid namespaces",
+        "create_pid_namespace refuses a namespace more than 32 levels below the initial one (EINVAL, ENOSPC from v4.9); before, pid namespaces nested without limit, and every level made each pid below it larger";
+    PidnsUcountsLimits = "pidns-ucounts-limits", merged_in: Some("v4.9"), area: Pidns,
+        "create_pid_namespace charges max_pid_namespaces through ucounts (ENOSPC at the limit), and answers ENOSPC for a namespace too deep as well, instead of EINVAL";
 }
 
 pub const PROFILES: &[ProfileInfo] = &[
+    ProfileInfo {
+        name: "v3.10",
+        summary: "pid and user namespaces nest without limit (the earliest release modelled: the rest of user namespaces as in v4.8)",
+    },
+    ProfileInfo {
+        name: "v3.11",
+        summary: "pid and user namespaces nest at most 32 levels below the initial one (EINVAL and EUSERS)",
+    },
     ProfileInfo {
         name: "v4.8",
         summary: "user namespaces without ucount limits; nesting deeper than 33 levels is EUSERS; 5-extent idmaps",

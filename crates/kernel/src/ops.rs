@@ -301,9 +301,9 @@ declare_ops! {
         kernel: ["ksys_unshare (kernel/fork.c)"]
         errors: [
             (EPERM, "a namespace other than a user namespace without CAP_SYS_ADMIN in the user namespace that will own it; a user namespace whose creator's ids its parent does not map"),
-            (EINVAL, "CLONE_NEWPID when the task already made a pid namespace for its children"),
-            (ENOSPC, "a max_*_namespaces limit reached at some level of the owner's tree, or user namespaces nested 33 deep (pid namespaces 33 deep)"),
-            (EUSERS, "user namespaces nested 33 deep before v4.9"),
+            (EINVAL, "CLONE_NEWPID when the task already made a pid namespace for its children; a pid namespace 33 levels deep from v3.11 to v4.8"),
+            (ENOSPC, "a max_*_namespaces limit reached at some level of the owner's tree, or a user or pid namespace 33 levels deep (from v4.9)"),
+            (EUSERS, "a user namespace 33 levels deep from v3.11 to v4.8"),
         ];
     /// Write a sysctl of the task's own user namespace.
     SysctlWrite = "sysctl_write" { name: String = Sysctl [label], value: i64 = Int }
@@ -452,9 +452,9 @@ declare_ops! {
         errors: [
             (EAGAIN, "the task's user is at RLIMIT_NPROC"),
             (EPERM, "a namespace other than a user namespace without CAP_SYS_ADMIN in the child's user namespace; a user namespace whose creator's ids its parent does not map"),
-            (EINVAL, "CLONE_NEWPID when the task already made a pid namespace for its children"),
-            (ENOSPC, "a max_*_namespaces limit reached at some level of the owner's tree, or namespaces nested 33 deep"),
-            (EUSERS, "user namespaces nested 33 deep before v4.9"),
+            (EINVAL, "CLONE_NEWPID when the task already made a pid namespace for its children; a pid namespace 33 levels deep from v3.11 to v4.8"),
+            (ENOSPC, "a max_*_namespaces limit reached at some level of the owner's tree, or a user or pid namespace 33 levels deep (from v4.9)"),
+            (EUSERS, "a user namespace 33 levels deep from v3.11 to v4.8"),
             (ENOMEM, "the pid namespace the child would be born in has lost its init"),
         ];
     /// `fork()` of a child that runs the ops of a `[[task.child]]` block.
@@ -616,6 +616,9 @@ pub enum Area {
     /// The rlimit counters of kernel/ucount.c (RLIMIT_NPROC, MSGQUEUE,
     /// SIGPENDING and MEMLOCK from v5.14) and the maxima they are held to.
     Rlimit,
+    /// kernel/pid_namespace.c: creating, nesting and freeing pid
+    /// namespaces.
+    Pidns,
 }
 
 impl Area {
@@ -646,6 +649,7 @@ impl Area {
             }
             "kernel/signal.c" => &[Area::Signal, Area::Ucounts, Area::Rlimit],
             "net/core/net_namespace.c" if name == "copy_net_ns" => &[Area::Netns, Area::Ucounts],
+            "kernel/pid_namespace.c" => &[Area::Pidns, Area::Ucounts],
             "lib/kobject_uevent.c"
             | "net/netlink/af_netlink.c"
             | "drivers/base/core.c"

@@ -27,6 +27,16 @@ use userns::Cred;
 /// MAX_PID_NS_LEVEL: the deepest pid namespace below the initial one.
 pub const MAX_PID_NS_LEVEL: u32 = 32;
 
+/// The pid-namespace behaviours that changed over history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidnsPatches {
+    /// v3.11: no namespace deeper than [`MAX_PID_NS_LEVEL`].
+    pub nesting_limit: bool,
+    /// v4.9: `max_pid_namespaces` charged through ucounts; too deep is
+    /// ENOSPC (EINVAL before).
+    pub ucounts_limits: bool,
+}
+
 /// A pid namespace (`struct pid_namespace`).
 pub struct PidNamespace {
     pub obj: ObjId,
@@ -58,6 +68,46 @@ impl PidNamespace {
         })
     }
 
+    /// The pid namespace `depth` levels below `init` that a set-up task
+    /// starts in, as `unshare --pid --fork` run `depth` times by global
+    /// root before the task takes its credentials leaves it: each level
+    /// owned by the initial user namespace and charged to its root (from
+    /// v4.9), the task the init of the deepest. Each level's reference is
+    /// the one its child level holds on its parent; the deepest's is the
+    /// task's nsproxy's, and the task's pid takes one more. (The waiting
+    /// parents of the chain, which exit with the task, are not modelled.)
+    pub(crate) fn setup_chain(
+        init: &Arc<PidNamespace>,
+        depth: u32,
+        patches: PidnsPatches,
+        ucounts: &ucounts::UcountsTable,
+        init_ucounts: &Arc<ucounts::UcountsNs>,
+        init_pid: u64,
+    ) -> Arc<PidNamespace> {
+        let mut ns = Arc::clone(init);
+        for level in 1..=depth {
+            let charge = patches.ucounts_limits.then(|| {
+                ucounts
+                    .inc_ucount(init_ucounts, 0, UcountType::PidNamespaces)
+                    .expect("the set-up's pid namespaces are within max_pid_namespaces")
+            });
+            ns = Arc::new(PidNamespace {
+                obj: sim::new_object("pid_namespace"),
+                level,
+                count: Some(Refcount::new("pid_ns.count", 1)),
+                parent: Some(ns),
+                ucounts: charge,
+                adding: AtomicBool::new(true),
+                init: HostMutex::new("the pid namespace's init", None),
+            });
+        }
+        if depth > 0 {
+            ns.get();
+            *ns.init.lock() = Some(init_pid);
+        }
+        ns
+    }
+
     fn is_initial(&self) -> bool {
         self.count.is_none()
     }
@@ -86,32 +136,41 @@ impl World {
         self.create_pid_namespace(old, cred)
     }
 
-    /// `create_pid_namespace`: ENOSPC beyond [`MAX_PID_NS_LEVEL`] or at the
-    /// owner's `max_pid_namespaces` (charged to its euid up the tree).
+    /// `create_pid_namespace`: beyond [`MAX_PID_NS_LEVEL`] ENOSPC (EINVAL
+    /// before v4.9, nothing before v3.11), and ENOSPC at the owner's
+    /// `max_pid_namespaces` (charged to its euid up the tree, from v4.9).
     fn create_pid_namespace(
         &self,
         parent: &Arc<PidNamespace>,
         cred: &Cred,
     ) -> Result<Arc<PidNamespace>, Errno> {
+        let patches = self.pidns_patches;
         let level = parent.level + 1;
-        if level > MAX_PID_NS_LEVEL {
-            return Err(Errno::ENOSPC);
+        if patches.nesting_limit && level > MAX_PID_NS_LEVEL {
+            return Err(match patches.ucounts_limits {
+                true => Errno::ENOSPC,
+                false => Errno::EINVAL,
+            });
         }
-        let ucounts = self
-            .ucounts
-            .inc_ucount(
-                &cred.user_ns.ucounts_ns,
-                cred.euid,
-                UcountType::PidNamespaces,
-            )
-            .ok_or(Errno::ENOSPC)?;
+        let ucounts = match patches.ucounts_limits {
+            true => Some(
+                self.ucounts
+                    .inc_ucount(
+                        &cred.user_ns.ucounts_ns,
+                        cred.euid,
+                        UcountType::PidNamespaces,
+                    )
+                    .ok_or(Errno::ENOSPC)?,
+            ),
+            false => None,
+        };
         parent.get();
         let ns = Arc::new(PidNamespace {
             obj: sim::new_object("pid_namespace"),
             level,
             count: Some(Refcount::new("pid_ns.count", 1)),
             parent: Some(Arc::clone(parent)),
-            ucounts: Some(ucounts),
+            ucounts,
             adding: AtomicBool::new(true),
             init: HostMutex::new("the pid namespace's init", None),
         });

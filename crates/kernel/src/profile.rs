@@ -76,6 +76,13 @@ impl ActivePatches {
         }
     }
 
+    pub fn pidns(&self) -> crate::pidns::PidnsPatches {
+        crate::pidns::PidnsPatches {
+            nesting_limit: self.has(Patch::PidnsNestingLimit),
+            ucounts_limits: self.has(Patch::PidnsUcountsLimits),
+        }
+    }
+
     pub fn uevent(&self) -> UeventPatches {
         UeventPatches {
             inject: self.has(Patch::UeventInject),
@@ -97,6 +104,7 @@ impl ActivePatches {
             userns::Layout::Inline5
         };
         userns::UsernsPatches {
+            nesting_limit: self.has(Patch::UsernsNestingLimit),
             ucounts_limits: self.has(Patch::UsernsUcountsLimits),
             layout,
             sort_after_translate: self.has(Patch::IdmapSortAfterTranslate),
@@ -239,7 +247,17 @@ mod tests {
             catalog::PROFILES.last().unwrap().name
         );
         assert_eq!(catalog::profile_for_release("6.2.9").unwrap().name, "v6.2");
-        assert!(catalog::profile_for_release("3.10.0").is_none());
+        assert_eq!(
+            catalog::profile_for_release("3.10.0").unwrap().name,
+            "v3.10"
+        );
+        assert!(catalog::profile_for_release("3.9.11").is_none());
+        // The v3.11 nesting limits, and their errno's v4.9 change.
+        let p = |v: &str| resolve_patches(v, &[]).unwrap().pidns();
+        assert!(!p("v3.10").nesting_limit && p("v3.11").nesting_limit);
+        assert!(!p("v4.8").ucounts_limits && p("v4.9").ucounts_limits);
+        let u = |v: &str| resolve_patches(v, &[]).unwrap().userns();
+        assert!(!u("v3.10").nesting_limit && u("v3.11").nesting_limit);
     }
 
     #[test]

@@ -84,6 +84,24 @@ impl std::fmt::Debug for Setup {
     }
 }
 
+/// As derived, but without `pid_ns_depth` when no task has one (the
+/// content hash digests this text, as [`Setup`]'s).
+impl std::fmt::Debug for ProcessSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut s = f.debug_struct("ProcessSetup");
+        s.field("maps", &self.maps)
+            .field("gid_maps", &self.gid_maps)
+            .field("creator_nproc", &self.creator_nproc)
+            .field("task_nproc", &self.task_nproc)
+            .field("cap_drop", &self.cap_drop)
+            .field("bounding_drop", &self.bounding_drop);
+        if !self.pid_ns_depth.is_empty() {
+            s.field("pid_ns_depth", &self.pid_ns_depth);
+        }
+        s.finish()
+    }
+}
+
 /// A regular file made at set-up time, in a directory every task may
 /// search: its owner, group and permission bits (`[[file]]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,7 +271,7 @@ impl UidMap {
 /// What processes need from a scenario beyond the common set-up: uid maps
 /// and the creator's RLIMIT_NPROC of set-up user namespaces, and each
 /// task's RLIMIT_NPROC.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct ProcessSetup {
     /// Uid maps, by set-up user namespace name.
     pub maps: BTreeMap<String, UidMap>,
@@ -266,6 +284,10 @@ pub struct ProcessSetup {
     /// RLIMIT_NPROC (soft and hard) of each task (by task name; unlimited
     /// when absent).
     pub task_nproc: BTreeMap<String, u64>,
+    /// How many levels below the initial pid namespace each task starts
+    /// (by task name; 0, the initial one, when absent): the set-up nests
+    /// them as global root, by `unshare --pid --fork` that many times.
+    pub pid_ns_depth: BTreeMap<String, u32>,
     /// Capabilities dropped from a task's effective set before it starts
     /// (by task name), as `capsh --drop` or `setpriv --inh-caps` leave it.
     pub cap_drop: BTreeMap<String, Vec<u32>>,

@@ -187,6 +187,8 @@ struct World {
     /// Some task queues or takes signals: only then does a release take
     /// the siglock (runs without signals take no step for it).
     uses_signals: bool,
+    /// The pid-namespace behaviours of the profile.
+    pidns_patches: pidns::PidnsPatches,
 }
 
 /// What to run: a set-up under a kernel profile, with invariants and an
@@ -398,14 +400,14 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             net_ns: Arc::clone(&net.uevent.init_net),
             pid_ns_for_children: Arc::clone(&init_pid_ns),
         });
-        let (tasks, task_index) = make_tasks(
-            spec.setup,
-            &user_namespaces,
-            &ipc,
-            &net,
-            &procs,
-            &init_pid_ns,
-        );
+        let pid_setup = PidSetup {
+            init: &init_pid_ns,
+            patches: spec.patches.pidns(),
+            ucounts: &ucounts,
+            init_ucounts,
+        };
+        let (tasks, task_index) =
+            make_tasks(spec.setup, &user_namespaces, &ipc, &net, &procs, &pid_setup);
         let world = Arc::new_cyclic(|me| World {
             me: me.clone(),
             setup_children: spec.setup.children.clone(),
@@ -431,6 +433,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             setup_charges,
             files: spec.setup.files.clone(),
             uses_signals: spec.setup.every_op().any(signal::queues_or_takes),
+            pidns_patches: spec.patches.pidns(),
             wq: Arc::clone(&wq),
         });
         spawn_tasks(spec.setup, &world);
@@ -511,13 +514,21 @@ fn apply_sysctls(setup: &Setup, user_ns: &BTreeMap<String, Arc<UserNamespace>>) 
 /// One task per instance: its credentials in its user namespace, and an
 /// nsproxy of its own in the initial namespaces (each holds a reference
 /// to the initial ipc namespace).
+/// What the set-up needs to put a task in its pid namespace.
+struct PidSetup<'a> {
+    init: &'a Arc<pidns::PidNamespace>,
+    patches: pidns::PidnsPatches,
+    ucounts: &'a UcountsTable,
+    init_ucounts: &'a Arc<UcountsNs>,
+}
+
 fn make_tasks(
     setup: &Setup,
     user_ns: &BTreeMap<String, Arc<UserNamespace>>,
     ipc: &Arc<Ipc>,
     net: &crate::net::NetWorld,
     procs: &crate::process::Procs,
-    init_pid_ns: &Arc<pidns::PidNamespace>,
+    pid_setup: &PidSetup<'_>,
 ) -> (Vec<Arc<Task>>, BTreeMap<String, TaskIdx>) {
     let mut tasks = Vec::new();
     let mut index = BTreeMap::new();
@@ -530,12 +541,20 @@ fn make_tasks(
             .unwrap_or(ucounts::RLIM_INFINITY);
         for name in t.instance_names() {
             ipc.init_ipc_ns.get();
+            let pid = procs.next_pid();
+            let depth = setup.processes.pid_ns_depth.get(&t.name).copied();
             let nsproxy = Arc::new(Nsproxy {
                 ipc_ns: Arc::clone(&ipc.init_ipc_ns),
                 net_ns: Arc::clone(&net.uevent.init_net),
-                pid_ns_for_children: Arc::clone(init_pid_ns),
+                pid_ns_for_children: pidns::PidNamespace::setup_chain(
+                    pid_setup.init,
+                    depth.unwrap_or(0),
+                    pid_setup.patches,
+                    pid_setup.ucounts,
+                    pid_setup.init_ucounts,
+                    pid,
+                ),
             });
-            let pid = procs.next_pid();
             let dropped = |m: &BTreeMap<String, Vec<u32>>| {
                 m.get(&t.name)
                     .into_iter()

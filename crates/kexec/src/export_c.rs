@@ -655,8 +655,9 @@ fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
         out.push_str(&int_list(&ident("BOUNDING_DROP", t), bounding));
         out.push_str(&int_list(&ident("CAP_DROP", t), dropped));
         let nproc = setup.processes.task_nproc.get(&task.name);
+        let pid_ns_depth = setup.processes.pid_ns_depth.get(&task.name);
         rows.push(format!(
-            "{{ .name = {}, .userns = {}, .uid = {}u, .repeat = {}ULL, .sequential = {}, .keeps_caps = {}, .has_nproc = {}, .nproc = {}, .ops = {}, .n_ops = {}, .bounding_drop = {}, .n_bounding_drop = {}, .cap_drop = {}, .n_cap_drop = {} }}",
+            "{{ .name = {}, .userns = {}, .uid = {}u, .repeat = {}ULL, .sequential = {}, .keeps_caps = {}, .has_nproc = {}, .nproc = {}, .pid_ns_depth = {}, .ops = {}, .n_ops = {}, .bounding_drop = {}, .n_bounding_drop = {}, .cap_drop = {}, .n_cap_drop = {} }}",
             c_string(&task.name),
             userns_index(setup, &task.userns),
             task.uid,
@@ -665,6 +666,7 @@ fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
             i32::from(crate::task::keeps_capabilities(setup, task)),
             i32::from(nproc.is_some()),
             c_u64(nproc.copied().unwrap_or(0)),
+            pid_ns_depth.copied().unwrap_or(0),
             ident("OPS", t),
             task.ops.len(),
             ident("BOUNDING_DROP", t),

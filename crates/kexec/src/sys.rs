@@ -521,6 +521,16 @@ pub fn proc_pid() -> u32 {
         .unwrap_or(0)
 }
 
+/// How many pid namespaces below the initial one this process is: the
+/// entries of NSpid in /proc/self/status, less one (/proc is the initial
+/// pid namespace's).
+pub fn pid_ns_level() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    let entries = line.split_whitespace().count() as u32;
+    entries.checked_sub(1)
+}
+
 pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }

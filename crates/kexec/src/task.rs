@@ -60,6 +60,10 @@ pub fn start(
     if let Some((_, barrier_w, _)) = gate {
         sys::close(barrier_w);
     }
+    if let Err(msg) = nest_pid_namespaces(&ctx, userns_fds, gate) {
+        world::report_error(ctx.results, Some(ctx.instance), &msg);
+        sys::exit_now(1);
+    }
     if let Err(msg) = enter_credentials(&ctx, userns_fds) {
         world::report_error(ctx.results, Some(ctx.instance), &msg);
         sys::exit_now(1);
@@ -77,6 +81,66 @@ pub fn start(
         sys::close(barrier_r);
     }
     run_ops(&ctx, 0, TaskState::default())
+}
+
+/// The set-up's nested pid namespaces (`pid_ns_depth`), made as global
+/// root before the task takes its credentials: `unshare(CLONE_NEWPID)` and
+/// a fork, again and again, until the process is that many levels below
+/// the initial pid namespace, as `unshare --pid --fork` run in a loop
+/// leaves it. The levels the process is in already (the run's own pid
+/// namespace, and any the executor runs in, as /proc's NSpid shows them)
+/// count. The task goes on in the deepest process, and publishes its pid.
+fn nest_pid_namespaces(
+    ctx: &TaskCtx<'_>,
+    userns_fds: &BTreeMap<String, i32>,
+    gate: Option<(i32, i32, i32)>,
+) -> Result<(), String> {
+    let spec = &ctx.setup.tasks[ctx.instances[ctx.instance].task];
+    // Depth 0 is where every task starts: the run's pid namespace, which
+    // stands for the initial one as it does for tasks without the key.
+    let depth = match ctx.setup.processes.pid_ns_depth.get(&spec.name) {
+        None | Some(0) => return Ok(()),
+        Some(&depth) => depth,
+    };
+    let level = sys::pid_ns_level().ok_or("cannot read NSpid of /proc/self/status")?;
+    if level > depth {
+        return Err(format!(
+            "the task's process is {level} pid namespaces deep already, past its pid_ns_depth {depth}"
+        ));
+    }
+    for _ in level..depth {
+        named(
+            "unshare(CLONE_NEWPID)",
+            sys::unshare(libc::CLONE_NEWPID as u64),
+        )?;
+        let child = sys::fork().map_err(|e| format!("fork: {}", sys::errno_name(e)))?;
+        if child != 0 {
+            wait_in_chain(child, userns_fds, gate);
+        }
+    }
+    world::set_pid(ctx.instance, sys::proc_pid());
+    Ok(())
+}
+
+/// A parent in the chain of nested pid namespaces: it lets go of the
+/// run's pipes and files, waits for its child, and exits as it did.
+fn wait_in_chain(
+    child: i32,
+    userns_fds: &BTreeMap<String, i32>,
+    gate: Option<(i32, i32, i32)>,
+) -> ! {
+    if let Some((barrier_r, _, ready_w)) = gate {
+        sys::close(barrier_r);
+        sys::close(ready_w);
+    }
+    for fd in userns_fds.values() {
+        sys::close(*fd);
+    }
+    let code = match sys::waitpid(child, 0) {
+        Ok((_, status)) if libc::WIFEXITED(status) => libc::WEXITSTATUS(status),
+        _ => 1,
+    };
+    sys::exit_now(code)
 }
 
 fn named(what: &str, r: SysResult<()>) -> Result<(), String> {

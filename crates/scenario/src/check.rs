@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 use kernel::catalog;
+use kernel::pidns::MAX_PID_NS_LEVEL;
 use kernel::setup::{
     child_name, ChildSpec, Op, Setup, SysctlSpec, TaskSpec, UserNsSpec, INIT_USER_NS,
 };
@@ -70,6 +71,7 @@ const TASK_KEYS: &[&str] = &[
     "nproc",
     "drop_caps",
     "drop_bounding",
+    "pid_ns_depth",
     "child",
 ];
 const CHILD_KEYS: &[&str] = &["name", "ops", "child"];
@@ -794,6 +796,30 @@ fn check_forks(
     Ok(())
 }
 
+/// The set-up's nested pid namespaces are made by global root before the
+/// tasks start (its processes wait in the chain) and charged to root's
+/// `max_pid_namespaces` in the initial namespace: a scenario that limits
+/// either cannot have the kernel agree with the model.
+fn pid_ns_setup_alone(ctx: &Ctx<'_>, setup: &Setup, span: Range<usize>) -> Res<()> {
+    let limits_pid_ns = setup
+        .sysctls
+        .iter()
+        .any(|s| s.userns == INIT_USER_NS && s.name == "user.max_pid_namespaces");
+    let why = if limits_pid_ns {
+        "the initial namespace's `user.max_pid_namespaces`, which the set-up's nested pid namespaces are charged to"
+    } else if !setup.processes.task_nproc.is_empty() {
+        "`nproc`: the processes that nest the set-up's pid namespaces count against RLIMIT_NPROC"
+    } else {
+        return Ok(());
+    };
+    Err(ctx
+        .err(
+            span,
+            format!("`pid_ns_depth` cannot be combined with {why}"),
+        )
+        .with_expected("`pid_ns_depth` in a scenario without either"))
+}
+
 fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Res<()> {
     let entries = tables(ctx, "task", v)?;
     if entries.is_empty() {
@@ -806,6 +832,7 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
     let mut names: Vec<String> = Vec::new();
     let mut spans: Vec<Range<usize>> = Vec::new();
     let mut children: Vec<ChildEntry<'_, '_>> = Vec::new();
+    let mut nested_pid_ns: Option<Range<usize>> = None;
     for t in &entries {
         t.only(ctx, TASK_KEYS, "[[task]]")?;
         let name_v = t.require(ctx, "name", "[[task]]")?;
@@ -888,6 +915,11 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             let limit = int_u64(ctx, "nproc", nv, 0, 1_000_000_000)?;
             setup.processes.task_nproc.insert(name.clone(), limit);
         }
+        if let Some(dv) = t.get("pid_ns_depth") {
+            let depth = int_u32(ctx, "pid_ns_depth", dv, 0, MAX_PID_NS_LEVEL)?;
+            setup.processes.pid_ns_depth.insert(name.clone(), depth);
+            nested_pid_ns.get_or_insert(dv.span());
+        }
         for (key, sets) in [
             ("drop_caps", &mut setup.processes.cap_drop),
             ("drop_bounding", &mut setup.processes.bounding_drop),
@@ -923,6 +955,9 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
             sequential,
             ops,
         });
+    }
+    if let Some(span) = nested_pid_ns {
+        pid_ns_setup_alone(ctx, setup, span)?;
     }
     for c in &children {
         let place = format!("[[task.child]] `{}`", c.name);

@@ -268,7 +268,7 @@ fn unknown_catalog_names() {
         Some((7, 11)),
         &[
             "unknown kernel profile `v9.9`",
-            "one of: v4.8, v4.9, v4.14",
+            "one of: v3.10, v3.11, v4.8, v4.9, v4.14",
             "v5.6, v5.7",
             "v6.2, v6.3",
         ],
@@ -1055,5 +1055,29 @@ fn children_that_act_are_checked_where_they_are_written() {
     assert!(
         e.to_string().contains("children nest more than 8 deep"),
         "{e}"
+    );
+}
+
+#[test]
+fn pid_ns_depth_is_bounded_and_stands_alone() {
+    check(
+        &edit("name = \"a\"", "name = \"a\"\npid_ns_depth = 33"),
+        Some((5, 16)),
+        &["`pid_ns_depth`", "0..=32"],
+    );
+    check(
+        &edit("name = \"a\"", "name = \"a\"\npid_ns_depth = 3\nnproc = 10"),
+        Some((5, 16)),
+        &["`pid_ns_depth` cannot be combined with `nproc`"],
+    );
+    let limited = edit(
+        "summary = \"s\"",
+        "summary = \"s\"\nsysctl = { user = { max_pid_namespaces = 40 } }",
+    )
+    .replacen("name = \"a\"", "name = \"a\"\npid_ns_depth = 3", 1);
+    check(
+        &limited,
+        Some((6, 16)),
+        &["`pid_ns_depth` cannot be combined with the initial namespace's `user.max_pid_namespaces`"],
     );
 }

@@ -78,6 +78,8 @@ pub const MAX_PARENT_LEVEL: u32 = 32;
 /// The user-namespace behaviours that changed over kernel history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UsernsPatches {
+    /// v3.11: user namespaces nest at most 32 levels below the initial one.
+    pub nesting_limit: bool,
     /// v4.9: ucount limits; depth and count failures are ENOSPC.
     pub ucounts_limits: bool,
     /// The map layout in force.
@@ -97,6 +99,7 @@ pub struct UsernsPatches {
 impl UsernsPatches {
     /// The behaviour of the newest kernels.
     pub const NEWEST: UsernsPatches = UsernsPatches {
+        nesting_limit: true,
         ucounts_limits: true,
         layout: Layout::Sorted340,
         sort_after_translate: true,
@@ -725,7 +728,7 @@ impl Userns {
         rlimits: Option<[u64; ucounts::RlimitType::COUNT]>,
     ) -> Result<Cred, Error> {
         let parent = &cred.user_ns;
-        if parent.level > MAX_PARENT_LEVEL {
+        if self.patches.nesting_limit && parent.level > MAX_PARENT_LEVEL {
             return Err(self.limit_errno());
         }
         let charge = if self.patches.ucounts_limits {

@@ -961,6 +961,74 @@ static int enter_credentials(const struct task_spec *t, const int *userns_fds, c
     return 0;
 }
 
+/* How many pid namespaces below the initial one this process is: the
+ * entries of NSpid in /proc/self/status, less one; -1 if unreadable. */
+static int pid_ns_level(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return -1;
+    char line[512];
+    int level = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "NSpid:", 6))
+            continue;
+        level = -1;
+        for (char *tok = strtok(line + 6, " \t\n"); tok; tok = strtok(NULL, " \t\n"))
+            level++;
+        break;
+    }
+    fclose(f);
+    return level;
+}
+
+/* A parent in the chain of nested pid namespaces: it lets go of the
+ * run's pipes and files, waits for its child and exits as it did. */
+static __attribute__((noreturn)) void wait_in_chain(pid_t child, const int *userns_fds, const int *gate)
+{
+    if (gate) {
+        close(gate[0]);
+        close(gate[2]);
+    }
+    for (int u = 0; u < N_USERNS; u++)
+        close(userns_fds[u]);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+/* The set-up's nested pid namespaces (pid_ns_depth), made as global root
+ * before the task takes its credentials: unshare(CLONE_NEWPID) and a
+ * fork, again and again, as `unshare --pid --fork` in a loop, until the
+ * process is that deep (the levels it is in already count). The task
+ * goes on in the deepest process, and publishes its pid. */
+static int nest_pid_namespaces(const struct task_spec *t, const int *userns_fds, const int *gate, const char **what)
+{
+    if (t->pid_ns_depth == 0)
+        return 0;
+    int level = pid_ns_level();
+    if (level < 0 || level > t->pid_ns_depth) {
+        *what = "the task's pid namespace is deeper than its pid_ns_depth";
+        return EINVAL;
+    }
+    for (; level < t->pid_ns_depth; level++) {
+        if (unshare(CLONE_NEWPID)) {
+            *what = "unshare(CLONE_NEWPID)";
+            return errno;
+        }
+        pid_t child = fork();
+        if (child < 0) {
+            *what = "fork";
+            return errno;
+        }
+        if (child > 0)
+            wait_in_chain(child, userns_fds, gate);
+    }
+    set_pid(me, proc_pid());
+    return 0;
+}
+
 /* An instance: its credentials, the barrier (gate: its read end, the
  * write end it closes, the ready pipe), then its ops. */
 static __attribute__((noreturn)) void start_instance(int i, const int *userns_fds, const int *gate)
@@ -972,7 +1040,12 @@ static __attribute__((noreturn)) void start_instance(int i, const int *userns_fd
     set_pid(i, proc_pid());
     if (gate)
         close(gate[1]);
-    int e = enter_credentials(&TASKS[INSTANCES[i].task], userns_fds, &what);
+    int e = nest_pid_namespaces(&TASKS[INSTANCES[i].task], userns_fds, gate, &what);
+    if (e) {
+        report_error(i, what, e);
+        _exit(1);
+    }
+    e = enter_credentials(&TASKS[INSTANCES[i].task], userns_fds, &what);
     if (e) {
         report_error(i, what, e);
         _exit(1);

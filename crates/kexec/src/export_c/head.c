@@ -114,6 +114,7 @@ struct task_spec {
     int keeps_caps;           /* root in its namespace, or its creator */
     int has_nproc;
     unsigned long long nproc;
+    int pid_ns_depth;         /* pid namespaces below the initial one at start */
     const struct op *ops;
     int n_ops;
     const int *bounding_drop;
