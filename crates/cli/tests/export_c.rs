@@ -395,7 +395,13 @@ fn the_program_shows_what_the_executor_shows() {
 #[test]
 fn every_library_scenario_compiles_cleanly_or_is_refused_for_its_op() {
     // `lock(` finds `unlock(` too.
-    const REFUSED_OPS: [&str; 4] = ["lock(", "bug(", "mq_path_walk(", "uevent_device_event("];
+    const REFUSED_OPS: [&str; 5] = [
+        "lock(",
+        "bug(",
+        "mq_path_walk(",
+        "uevent_device_event(",
+        "fail_alloc(",
+    ];
     if let Some(why) = no_compiler() {
         support::skip("every_library_scenario_compiles_cleanly", &why, Some("CI"));
         return;

@@ -203,6 +203,9 @@ declare_patches! {
     PidnsNestingLimit = "pidns-nesting-limit", merged_in: Some("v3.11"), area: Pidns,
         fixes: "pidns: limit the nesting depth of pid namespaces",
         "create_pid_namespace refuses a namespace more than 32 levels below the initial one (EINVAL, ENOSPC from v4.9); before, pid namespaces nested without limit, and every level made each pid below it larger";
+    UnshareNsproxyLeakFix = "unshare-put-nsproxy", merged_in: Some("v7.1"), area: Ucounts,
+        fixes: "unshare: fix nsproxy leak in ksys_unshare() on set_cred_ucounts() failure",
+        "when set_cred_ucounts fails in ksys_unshare (after the other new namespaces were made), the new nsproxy is put; from v5.14 to v7.0 (and the stable releases until May 2026) it was leaked, so its namespaces and the new user namespace they hold were never freed nor their charges returned";
     PidnsUcountsLimits = "pidns-ucounts-limits", merged_in: Some("v4.9"), area: Pidns,
         "create_pid_namespace charges max_pid_namespaces through ucounts (ENOSPC at the limit), and answers ENOSPC for a namespace too deep as well, instead of EINVAL";
 }

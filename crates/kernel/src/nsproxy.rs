@@ -40,7 +40,7 @@ impl World {
     /// The body of `unshare(flags)` by `task`.
     fn unshare_in(&self, task: &Task, flags: u64) -> Result<(), Errno> {
         let old = task.cred();
-        let new_cred = if flags & CLONE_NEWUSER != 0 {
+        let mut new_cred = if flags & CLONE_NEWUSER != 0 {
             Some(self.unshare_userns(task, &old)?)
         } else {
             None
@@ -60,6 +60,15 @@ impl World {
         } else {
             None
         };
+        if let Some(c) = new_cred.as_mut() {
+            if let Err(e) = self.procs.set_cred_ucounts(c, &old) {
+                self.unshare_cleanup_nsproxy(new_nsproxy);
+                if let Some(c) = new_cred {
+                    self.procs.put_cred(c);
+                }
+                return Err(e);
+            }
+        }
         if flags & CLONE_NEWIPC != 0 {
             // Orphan (or destroy) the segments made in the namespace left.
             self.exit_shm(task);
@@ -74,13 +83,30 @@ impl World {
     }
 
     /// `unshare_userns`: a copy of the caller's credentials in a new child
-    /// namespace it owns (the caller installs them once every other
-    /// namespace was made).
+    /// namespace it owns (the caller points them at their ucounts and
+    /// installs them once every other namespace was made).
     fn unshare_userns(&self, task: &Task, old: &Cred) -> Result<Cred, Errno> {
         let new = self.procs.get_cred(old);
         let creator = CreatorRlimits::of(task, &task.own.lock());
         let name = self.next_userns_name(task);
-        self.procs.create_user_cred(new, &name, creator)
+        self.procs.create_user_ns_cred(new, &name, creator)
+    }
+
+    /// `ksys_unshare`'s error path once `set_cred_ucounts` failed: the new
+    /// namespaces are put ("unshare: fix nsproxy leak in ksys_unshare() on
+    /// set_cred_ucounts() failure", v7.1). Before, the nsproxy was simply
+    /// forgotten: its namespaces, and the new user namespace they hold,
+    /// stay charged for good.
+    fn unshare_cleanup_nsproxy(&self, new_nsproxy: Option<Arc<Nsproxy>>) {
+        let Some(ns) = new_nsproxy else {
+            return;
+        };
+        if self.unshare_puts_nsproxy {
+            self.put_nsproxy(ns);
+        } else {
+            sim::note("nsproxy leaked", ns.ipc_ns.obj, 0);
+            std::mem::forget(ns);
+        }
     }
 
     /// `unshare_nsproxy_namespaces`: CAP_SYS_ADMIN over the user namespace

@@ -41,6 +41,36 @@ pub enum ArgKind {
     NsType,
     /// The name of a `[[task.child]]` block of the task that forks it.
     Child,
+    /// An allocation site of fault injection ([`FAULT_SITES`]).
+    FaultSite,
+}
+
+/// An allocation site a scenario may make fail (`fail_alloc`), as the
+/// kernel's fault injection (`failslab`) makes a slab allocation fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultSiteInfo {
+    pub name: &'static str,
+    /// The kernel function that allocates, with its file.
+    pub function: &'static str,
+    /// What fails when it does.
+    pub summary: &'static str,
+}
+
+/// The site of the ucounts entry `set_cred_ucounts` allocates.
+pub const SET_CRED_UCOUNTS: &str = "set_cred_ucounts";
+
+/// Every allocation site fault injection may name. (The allocations of a
+/// namespace's charge, `inc_ucount`, are not among them: that failure is
+/// an ENOSPC the false-ENOSPC oracles would have to tell from a limit.)
+pub const FAULT_SITES: &[FaultSiteInfo] = &[FaultSiteInfo {
+    name: SET_CRED_UCOUNTS,
+    function: "alloc_ucounts (kernel/ucount.c)",
+    summary: "the ucounts entry that set_cred_ucounts (kernel/cred.c) allocates for new credentials whose (user namespace, uid) has none yet, in unshare, clone and the set*uid calls: the call fails with EAGAIN; a look-up that finds the entry allocates nothing",
+}];
+
+/// The declared site called `name`.
+pub fn fault_site(name: &str) -> Option<&'static FaultSiteInfo> {
+    FAULT_SITES.iter().find(|s| s.name == name)
 }
 
 pub use ucounts::RlimitType;
@@ -304,6 +334,7 @@ declare_ops! {
             (EINVAL, "CLONE_NEWPID when the task already made a pid namespace for its children; a pid namespace 33 levels deep from v3.11 to v4.8"),
             (ENOSPC, "a max_*_namespaces limit reached at some level of the owner's tree, or a user or pid namespace 33 levels deep (from v4.9)"),
             (EUSERS, "a user namespace 33 levels deep from v3.11 to v4.8"),
+            (EAGAIN, "with CLONE_NEWUSER, set_cred_ucounts could not allocate the ucounts entry of the new credentials (fail_alloc)"),
         ];
     /// Write a sysctl of the task's own user namespace.
     SysctlWrite = "sysctl_write" { name: String = Sysctl [label], value: i64 = Int }
@@ -581,6 +612,11 @@ declare_ops! {
     Getresgid = "getresgid" {}
         "getresgid(2): reports the real, effective and saved gids as the task's user namespace sees them, 65534 (overflowgid) for one it does not map"
         kernel: ["__do_sys_getresgid (kernel/sys.c)"];
+    /// Fault injection: the task's `nth` allocation at `site` from now on
+    /// fails.
+    FailAlloc = "fail_alloc" { site: String = FaultSite [label], nth: u64 = Int }
+        "fault injection, as the kernel's failslab with /proc/thread-self/fail-nth but counting one site: the NTH allocation (from 1) that the task's later calls make at the named site fails, once, and the call returns what its error path makes of it. Model only: the running kernel needs CONFIG_FAULT_INJECTION, and its fail-nth counts every site"
+        kernel: ["should_failslab (mm/failslab.c)"];
 }
 
 /// A part of the kernel the model covers: what a patch changes and what an

@@ -368,9 +368,31 @@ impl Procs {
     }
 
     /// `create_user_ns` on `new` (its own copy of the caller's
-    /// credentials), then `set_cred_ucounts`: the credentials in the new
-    /// namespace, or `new` put and the errno.
+    /// credentials), then `set_cred_ucounts`, as `copy_creds` does: the
+    /// credentials in the new namespace, or `new` put and the errno.
     pub fn create_user_cred(
+        &self,
+        new: Cred,
+        name: &str,
+        creator: CreatorRlimits,
+    ) -> Result<Cred, Errno> {
+        let old = new.clone();
+        let mut made = self.create_user_ns_cred(new, name, creator)?;
+        // The reference `new` held on the parent namespace is the new
+        // namespace's now (`ns->parent`); the new credentials hold the
+        // new namespace's first reference.
+        if let Err(e) = self.set_cred_ucounts(&mut made, &old) {
+            self.put_cred(made);
+            return Err(e);
+        }
+        Ok(made)
+    }
+
+    /// `create_user_ns` on `new` (its own copy of the caller's
+    /// credentials): the credentials in the new namespace, still with the
+    /// caller's ucounts (`ksys_unshare` calls `set_cred_ucounts` once the
+    /// other namespaces are made), or `new` put and the errno.
+    pub fn create_user_ns_cred(
         &self,
         new: Cred,
         name: &str,
@@ -383,21 +405,13 @@ impl Procs {
             .map_or_else(|e| crate::errno::from_userns(*e).as_return(), |_| 0);
         let obj = made.as_ref().map_or(ObjId::NONE, |c| c.user_ns.obj);
         sim::note("create_user_ns", obj, code);
-        let mut made = match made {
-            Ok(c) => c,
+        match made {
+            Ok(c) => Ok(c),
             Err(e) => {
                 self.put_cred(new);
-                return Err(crate::errno::from_userns(e));
+                Err(crate::errno::from_userns(e))
             }
-        };
-        // The reference `new` held on the parent namespace is the new
-        // namespace's now (`ns->parent`); the new credentials hold the
-        // new namespace's first reference.
-        if let Err(e) = self.set_cred_ucounts(&mut made, &new) {
-            self.put_cred(made);
-            return Err(e);
         }
-        Ok(made)
     }
 
     /// What `set_userns_rlimits` records in a new namespace: the creator's
@@ -465,7 +479,7 @@ impl Procs {
     /// `set_cred_ucounts`: when the real user or the namespace changed
     /// from `old`, point `new` at the ucounts of (its namespace, its uid):
     /// the real uid from v5.17, the effective one before.
-    fn set_cred_ucounts(&self, new: &mut Cred, old: &Cred) -> Result<(), Errno> {
+    pub(crate) fn set_cred_ucounts(&self, new: &mut Cred, old: &Cred) -> Result<(), Errno> {
         if !self.enabled || (new.uid == old.uid && Arc::ptr_eq(&new.user_ns, &old.user_ns)) {
             return Ok(());
         }
@@ -478,9 +492,10 @@ impl Procs {
         if current.ns.id == new.user_ns.ucounts_ns.id && current.uid == key {
             return Ok(());
         }
+        let site = Some(crate::ops::SET_CRED_UCOUNTS);
         let fresh = self
             .ucounts
-            .alloc_ucounts(&new.user_ns.ucounts_ns, key)
+            .alloc_ucounts_at(&new.user_ns.ucounts_ns, key, site)
             .ok_or(Errno::EAGAIN)?;
         let old = new.ucounts.replace(fresh).expect("accounted");
         self.ucounts.put_ucounts(&old);
@@ -1142,6 +1157,7 @@ pub fn models_processes(setup: &Setup) -> bool {
                 | Op::Setgroups { .. }
                 | Op::Execve {}
                 | Op::Setrlimit { .. }
+                | Op::FailAlloc { .. }
         ) || matches!(op, Op::SysctlWrite { .. })
             || crate::signal::queues_or_takes(op)
             || crate::mqueue::uses_mqueue(op)

@@ -52,6 +52,9 @@ pub mod mqueue;
 #[path = "shm.rs"]
 mod shm;
 
+#[path = "fault.rs"]
+pub mod fault;
+
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -189,6 +192,11 @@ struct World {
     uses_signals: bool,
     /// The pid-namespace behaviours of the profile.
     pidns_patches: pidns::PidnsPatches,
+    /// The allocations the tasks made fail (`fail_alloc`).
+    faults: Arc<fault::FaultInjector>,
+    /// "unshare: fix nsproxy leak in ksys_unshare() on set_cred_ucounts()
+    /// failure" is in force.
+    unshare_puts_nsproxy: bool,
 }
 
 /// What to run: a set-up under a kernel profile, with invariants and an
@@ -374,6 +382,14 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             true => UcountsTable::with_put_race(),
             false => UcountsTable::new(),
         });
+        let faults = Arc::new(fault::FaultInjector::new());
+        if spec
+            .setup
+            .every_op()
+            .any(|op| matches!(op, Op::FailAlloc { .. }))
+        {
+            ucounts.inject_faults(Arc::clone(&faults) as Arc<dyn ucounts::FailAllocation>);
+        }
         let wq = Workqueue::new("system_wq");
         wq.start_worker("kworker");
         let (userns, user_namespaces) = make_user_namespaces(spec, &ucounts, &wq);
@@ -434,6 +450,8 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             files: spec.setup.files.clone(),
             uses_signals: spec.setup.every_op().any(signal::queues_or_takes),
             pidns_patches: spec.patches.pidns(),
+            faults,
+            unshare_puts_nsproxy: spec.patches.has(Patch::UnshareNsproxyLeakFix),
             wq: Arc::clone(&wq),
         });
         spawn_tasks(spec.setup, &world);
@@ -773,6 +791,12 @@ impl World {
             Op::Shmget { size } => self.shmget(task, *size),
             Op::WriteShmRmidForced { value } => self.write_shm_rmid_forced(task, *value),
             Op::ShmLock {} => self.shm_lock(task),
+            Op::FailAlloc { site, nth } => {
+                if let Some(site) = crate::ops::fault_site(site) {
+                    self.faults.arm(site.name, *nth);
+                }
+                Ok(())
+            }
         }
     }
 

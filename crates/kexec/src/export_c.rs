@@ -510,7 +510,8 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
         | Op::MqPathWalk { .. }
         | Op::Lock { .. }
         | Op::Unlock { .. }
-        | Op::Bug { .. } => unreachable!("{} is refused before the tables", op.name()),
+        | Op::Bug { .. }
+        | Op::FailAlloc { .. } => unreachable!("{} is refused before the tables", op.name()),
     }
 }
 

@@ -62,6 +62,8 @@ const NOT_GENERATED: &[&str] = &[
     "shmget",
     "write_shm_rmid_forced",
     "shm_lock",
+    // Model only: the running kernel has no fault injection to compare.
+    "fail_alloc",
 ];
 
 /// The users a generated scenario is made of: root and two others.
@@ -267,6 +269,8 @@ fn arg_text(
         ArgKind::OpenAccess => "O_RDONLY".to_string(),
         ArgKind::IdList => "\"\"".to_string(),
         ArgKind::NsType => "user".to_string(),
+        // `fail_alloc` is not generated (NOT_GENERATED).
+        ArgKind::FaultSite => kernel::ops::FAULT_SITES[0].name.to_string(),
         // `fork_child` and `clone_child` are not generated: no child block.
         ArgKind::Child => "no_child".to_string(),
         ArgKind::Duration => pick(rng, &["10us", "100us", "1ms"]).to_string(),

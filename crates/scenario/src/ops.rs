@@ -61,6 +61,7 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
         ArgKind::OpenAccess => "access",
         ArgKind::IdList => "\"ids\"",
         ArgKind::NsType => "namespace",
+        ArgKind::FaultSite => "site",
     }
 }
 
@@ -447,6 +448,17 @@ fn check_arg(
                         .expected(one_of(types()))
                         .help(did_you_mean(bare, types())),
                 )
+            }
+        }
+        ArgKind::FaultSite => {
+            let sites = || kernel::ops::FAULT_SITES.iter().map(|s| s.name);
+            match kernel::ops::fault_site(bare) {
+                Some(site) => Ok(ArgValue::Text(site.name.to_string())),
+                None => Err(
+                    OpError::new(range, format!("unknown allocation site `{bare}`"))
+                        .expected(one_of(sites()))
+                        .help(did_you_mean(bare, sites())),
+                ),
             }
         }
         ArgKind::OpenAccess => {

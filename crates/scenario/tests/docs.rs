@@ -124,3 +124,23 @@ fn example_errors_list_what_the_parser_lists() {
         );
     }
 }
+
+#[test]
+fn the_site_argument_kind_lists_every_fault_site() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/scenario-format.md"
+    ))
+    .unwrap();
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with("| site |"))
+        .expect("the argument kinds table has a `site` row");
+    for site in kernel::ops::FAULT_SITES {
+        assert!(
+            row.contains(&format!("`{}`", site.name)),
+            "the `site` row does not name {}",
+            site.name
+        );
+    }
+}

@@ -377,6 +377,14 @@ pub trait UsernsPins: Send + Sync {
     fn put_user_ns(&self, ns: &UcountsNs);
 }
 
+/// Fault injection, as the kernel's `failslab` does it: asked at an
+/// allocation site whether this allocation fails. The machine above this
+/// crate implements it (it knows which task is running).
+pub trait FailAllocation: Send + Sync {
+    /// Whether the allocation at `site` the running task makes now fails.
+    fn fails(&self, site: &'static str) -> bool;
+}
+
 /// The ucounts hash table with its lock (`ucounts_hashtable`,
 /// `ucounts_lock`). A BTreeMap keeps iteration order deterministic.
 pub struct UcountsTable {
@@ -388,6 +396,8 @@ pub struct UcountsTable {
     /// Each entry holds its user namespace (v5.17); unset before, when an
     /// entry may outlive it.
     ns_pins: std::sync::OnceLock<Box<dyn UsernsPins>>,
+    /// Fault injection, when a scenario asks for it.
+    faults: std::sync::OnceLock<std::sync::Arc<dyn FailAllocation>>,
 }
 
 impl Default for UcountsTable {
@@ -403,7 +413,14 @@ impl UcountsTable {
             ledger: Ledger::default(),
             put_race: false,
             ns_pins: std::sync::OnceLock::new(),
+            faults: std::sync::OnceLock::new(),
         }
+    }
+
+    /// From now on a new entry's allocation asks `faults` whether it
+    /// fails (and `alloc_ucounts` then returns `None`).
+    pub fn inject_faults(&self, faults: std::sync::Arc<dyn FailAllocation>) {
+        let _ = self.faults.set(faults);
     }
 
     /// From now on each entry holds its user namespace, through `pins`
@@ -435,11 +452,28 @@ impl UcountsTable {
     /// returns an entry that is being freed; the re-check after allocating
     /// keeps two racing callers from inserting twice.
     pub fn alloc_ucounts(&self, ns: &Arc<UcountsNs>, uid: u32) -> Option<Arc<Ucounts>> {
+        self.alloc_ucounts_at(ns, uid, None)
+    }
+
+    /// [`UcountsTable::alloc_ucounts`] for a caller that fault injection
+    /// names `site`: a new entry's allocation asks the injected faults
+    /// whether it fails (`None` then).
+    pub fn alloc_ucounts_at(
+        &self,
+        ns: &Arc<UcountsNs>,
+        uid: u32,
+        site: Option<&'static str>,
+    ) -> Option<Arc<Ucounts>> {
         let key = (ns.id, uid);
         {
             let table = self.table.lock();
             if let Some(u) = table.get(&key) {
                 return self.get_locked(u);
+            }
+        }
+        if let Some(site) = site {
+            if self.faults.get().is_some_and(|f| f.fails(site)) {
+                return None;
             }
         }
         let new = Arc::new(Ucounts::new(ns, uid, self.ledger.next_serial()));
