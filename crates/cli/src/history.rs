@@ -229,4 +229,35 @@ mod tests {
              NSSIM_BLESS=1 cargo test -p nssim-cli history:: rewrites it"
         );
     }
+
+    /// A bug is shown fixed by a proof, not a sample: every scenario in
+    /// the history has an entry with the fix that `dfs` is expected to
+    /// exhaust within the scenario's preemption bound (`nssim run` checks
+    /// that it does).
+    #[test]
+    fn every_bug_has_a_passing_entry_that_dfs_exhausts() {
+        // Fixes the library shows to leave a race behind, with the
+        // scenario that shows what is left.
+        const NOT_CLOSED: &[(&str, &str)] = &[(
+            "ipc-wait-pending-free",
+            "two windows remain after v6.3's fix (ipc-v6.3-window), which dfs finds",
+        )];
+        let scenarios = library::load_library().unwrap();
+        for row in rows().unwrap() {
+            if NOT_CLOSED.iter().any(|(p, _)| *p == row.patch.name) {
+                continue;
+            }
+            let sc = scenarios.iter().find(|s| s.name == row.scenario).unwrap();
+            let proven = sc.runs.iter().any(|r| {
+                row.passes.contains(&r.label)
+                    && r.explore.strategy == scenario::StrategyName::Dfs
+                    && r.expect.exhausted
+            });
+            assert!(
+                proven,
+                "{} shows {:?} but no entry with the fix expects dfs to exhaust it",
+                row.scenario, row.patch.name
+            );
+        }
+    }
 }
