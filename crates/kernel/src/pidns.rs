@@ -47,6 +47,10 @@ pub struct PidNamespace {
     /// The `max_pid_namespaces` charge (`inc_pid_namespaces`), returned
     /// when the namespace is destroyed.
     ucounts: Option<Arc<Ucounts>>,
+    /// The owning user namespace, held until the namespace is destroyed
+    /// (`get_user_ns` in `create_pid_namespace`); `None` for those the
+    /// initial user namespace owns, which is never freed.
+    user_ns: Option<Arc<userns::UserNamespace>>,
     /// PIDNS_ADDING: cleared when its init exits, after which no process
     /// is born in it (`alloc_pid` fails with ENOMEM).
     adding: AtomicBool,
@@ -63,6 +67,7 @@ impl PidNamespace {
             count: None,
             parent: None,
             ucounts: None,
+            user_ns: None,
             adding: AtomicBool::new(true),
             init: HostMutex::new("init_pid_ns's init", Some(1)),
         })
@@ -97,6 +102,7 @@ impl PidNamespace {
                 count: Some(Refcount::new("pid_ns.count", 1)),
                 parent: Some(ns),
                 ucounts: charge,
+                user_ns: None,
                 adding: AtomicBool::new(true),
                 init: HostMutex::new("the pid namespace's init", None),
             });
@@ -165,12 +171,14 @@ impl World {
             false => None,
         };
         parent.get();
+        cred.user_ns.get();
         let ns = Arc::new(PidNamespace {
             obj: sim::new_object("pid_namespace"),
             level,
             count: Some(Refcount::new("pid_ns.count", 1)),
             parent: Some(Arc::clone(parent)),
             ucounts,
+            user_ns: Some(Arc::clone(&cred.user_ns)),
             adding: AtomicBool::new(true),
             init: HostMutex::new("the pid namespace's init", None),
         });
@@ -196,6 +204,9 @@ impl World {
             }
             if let Some(u) = &ns.ucounts {
                 self.ucounts.dec_ucount(u, UcountType::PidNamespaces);
+            }
+            if let Some(owner) = &ns.user_ns {
+                self.userns.put_user_ns(owner);
             }
             sim::note("destroy_pid_namespace", ns.obj, 0);
             cur = ns.parent.clone();
