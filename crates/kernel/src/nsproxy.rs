@@ -104,8 +104,10 @@ impl World {
         if self.unshare_puts_nsproxy {
             self.put_nsproxy(ns);
         } else {
+            // Kept by the world only so that the host frees it with the
+            // execution: in the kernel nothing refers to it any more.
             sim::note("nsproxy leaked", ns.ipc_ns.obj, 0);
-            std::mem::forget(ns);
+            self.leaked_nsproxies.lock().push(ns);
         }
     }
 

@@ -12,7 +12,10 @@
 //! `put_pid_ns`, `destroy_pid_namespace`, `zap_pid_ns_processes`'s
 //! `disable_pid_allocation`) and kernel/pid.c (`alloc_pid`, `free_pid`,
 //! `delayed_put_pid`). The initial pid namespace is never counted, as the
-//! kernel's `get_pid_ns`/`put_pid_ns` skip it.
+//! kernel's `get_pid_ns`/`put_pid_ns` skip it. Not modelled: the check
+//! that a new namespace's owner is the parent namespace's owner or one of
+//! its descendants (EINVAL otherwise), which only a task that joined
+//! another user namespace by setns could fail.
 
 use super::World;
 use crate::errno::Errno;
@@ -191,8 +194,9 @@ impl World {
         ns.get();
     }
 
-    /// `put_pid_ns`: the last reference destroys the namespace (its charge
-    /// returned at once, `destroy_pid_namespace`) and puts its parent.
+    /// `put_pid_ns`: the last reference destroys the namespace
+    /// (`destroy_pid_namespace`) and puts its parent at once; its charge
+    /// and its owner go an RCU grace period later (`delayed_free_pidns`).
     pub(super) fn put_pid_ns(&self, ns: &Arc<PidNamespace>) {
         let mut cur = Some(Arc::clone(ns));
         while let Some(ns) = cur.take() {
@@ -202,15 +206,30 @@ impl World {
             if !count.dec_and_test() {
                 return;
             }
-            if let Some(u) = &ns.ucounts {
-                self.ucounts.dec_ucount(u, UcountType::PidNamespaces);
-            }
-            if let Some(owner) = &ns.user_ns {
-                self.userns.put_user_ns(owner);
-            }
             sim::note("destroy_pid_namespace", ns.obj, 0);
             cur = ns.parent.clone();
+            self.delayed_free_pidns(ns);
         }
+    }
+
+    /// `call_rcu(delayed_free_pidns)`: after a grace period the
+    /// `max_pid_namespaces` charge is returned and the owner put. (The
+    /// set-up's chain, owned by the initial user namespace, holds none.)
+    fn delayed_free_pidns(&self, ns: Arc<PidNamespace>) {
+        if ns.ucounts.is_none() && ns.user_ns.is_none() {
+            return;
+        }
+        let world = self.me.upgrade().expect("the world outlives its tasks");
+        let work = Work::new("delayed_free_pidns", &self.wq, move || {
+            synchronize_rcu();
+            if let Some(u) = &ns.ucounts {
+                world.ucounts.dec_ucount(u, UcountType::PidNamespaces);
+            }
+            if let Some(owner) = &ns.user_ns {
+                world.userns.put_user_ns(owner);
+            }
+        });
+        schedule_work(&work);
     }
 
     /// `alloc_pid` in the namespace `child`'s nsproxy makes children in:

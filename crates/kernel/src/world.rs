@@ -197,6 +197,8 @@ struct World {
     /// "unshare: fix nsproxy leak in ksys_unshare() on set_cred_ucounts()
     /// failure" is in force.
     unshare_puts_nsproxy: bool,
+    /// The nsproxies `ksys_unshare` leaked without that fix.
+    leaked_nsproxies: HostMutex<Vec<Arc<Nsproxy>>>,
 }
 
 /// What to run: a set-up under a kernel profile, with invariants and an
@@ -452,6 +454,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             pidns_patches: spec.patches.pidns(),
             faults,
             unshare_puts_nsproxy: spec.patches.has(Patch::UnshareNsproxyLeakFix),
+            leaked_nsproxies: HostMutex::new("the leaked nsproxies", Vec::new()),
             wq: Arc::clone(&wq),
         });
         spawn_tasks(spec.setup, &world);

@@ -27,7 +27,7 @@ const BODY: &str = include_str!("export_c/body.c");
 /// reaches the machine's own listeners (the executor checks for them
 /// first; the program does not).
 pub fn unsupported_in(setup: &Setup) -> Option<String> {
-    setup.ops_by_name().find_map(|(name, ops)| {
+    let op = setup.ops_by_name().find_map(|(name, ops)| {
         ops.iter().find_map(|op| {
             let why = crate::ops::unsupported(op).or(match op {
                 Op::UeventDeviceEvent { .. } => Some(
@@ -37,7 +37,8 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
             })?;
             Some(format!("task {name} runs {}: {why}", op.name()))
         })
-    })
+    });
+    op.or_else(|| crate::unsupported_pid_ns_depth(setup))
 }
 
 /// The C program of scenario `sc` (read from `file`), with `entry`'s

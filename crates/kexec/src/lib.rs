@@ -50,12 +50,38 @@ pub struct KernelRuns {
     pub wall: Duration,
 }
 
-/// The first op of the scenario that this executor cannot run, with why.
+/// The first op of the scenario that this executor cannot run, or set-up
+/// it cannot make, with why.
 pub fn unsupported_in(setup: &Setup) -> Option<String> {
-    setup.ops_by_name().find_map(|(name, ops)| {
+    let op = setup.ops_by_name().find_map(|(name, ops)| {
         ops.iter().find_map(|op| {
             ops::unsupported(op).map(|why| format!("task {name} runs {}: {why}", op.name()))
         })
+    });
+    op.or_else(|| unsupported_pid_ns_depth(setup))
+        .or_else(|| unnested_here(setup))
+}
+
+/// The run's own pid namespace is the first level below the initial one,
+/// shared by every task: a task the model starts alone in a namespace of
+/// level 1 has no counterpart on the kernel.
+pub(crate) fn unsupported_pid_ns_depth(setup: &Setup) -> Option<String> {
+    let (name, _) = setup
+        .processes
+        .pid_ns_depth
+        .iter()
+        .find(|(_, depth)| **depth == 1)?;
+    Some(format!(
+        "task {name} starts 1 pid namespace down (pid_ns_depth = 1): on the kernel that level is the run's own pid namespace, which every task shares"
+    ))
+}
+
+/// Nested pid namespaces need the executor to start from the initial pid
+/// namespace, as /proc shows it, for their depth to be counted.
+fn unnested_here(setup: &Setup) -> Option<String> {
+    let nests = setup.processes.pid_ns_depth.values().any(|d| *d > 0);
+    (nests && !sys::proc_is_initial_pid_ns()).then(|| {
+        "a task starts in nested pid namespaces, and this executor is not in the initial pid namespace with its /proc, so their depth cannot be counted".to_string()
     })
 }
 
@@ -474,4 +500,23 @@ pub fn resume_main(arg: &str) -> i32 {
     let index = (resume.pos % ops.len() as u64) as usize;
     task::record(&ctx, index, &ops[index], Ok(()), Vec::new(), &[]);
     task::run_ops(&ctx, resume.pos + 1, resume.state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_one_pid_namespace_down_has_no_kernel_counterpart() {
+        let mut setup = Setup::default();
+        assert_eq!(unsupported_pid_ns_depth(&setup), None);
+        setup.processes.pid_ns_depth.insert("deep".into(), 32);
+        assert_eq!(unsupported_pid_ns_depth(&setup), None);
+        setup.processes.pid_ns_depth.insert("shallow".into(), 1);
+        let why = unsupported_pid_ns_depth(&setup).expect("refused");
+        assert!(
+            why.starts_with("task shallow starts 1 pid namespace down"),
+            "{why}"
+        );
+    }
 }

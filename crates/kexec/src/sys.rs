@@ -521,9 +521,22 @@ pub fn proc_pid() -> u32 {
         .unwrap_or(0)
 }
 
+/// The inode of the initial pid namespace (PROC_PID_INIT_INO).
+const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
+
+/// Whether this process is in the initial pid namespace and /proc shows
+/// that namespace (NSpid has one entry), so that NSpid counts levels from
+/// there in the processes it starts. (The executor asks before it makes
+/// the run's pid namespace.)
+pub fn proc_is_initial_pid_ns() -> bool {
+    let initial = std::fs::read_link("/proc/self/ns/pid")
+        .is_ok_and(|l| l.to_str() == Some(&format!("pid:[{PROC_PID_INIT_INO}]")));
+    initial && pid_ns_level() == Some(0)
+}
+
 /// How many pid namespaces below the initial one this process is: the
-/// entries of NSpid in /proc/self/status, less one (/proc is the initial
-/// pid namespace's).
+/// entries of NSpid in /proc/self/status, less one (where
+/// [`proc_is_initial_pid_ns`]).
 pub fn pid_ns_level() -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;

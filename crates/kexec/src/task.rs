@@ -122,8 +122,20 @@ fn nest_pid_namespaces(
     Ok(())
 }
 
+/// Whether task `task` (an index of `setup.tasks`; children follow them)
+/// starts in pid namespaces its executor nests.
+pub fn nests_pid_namespaces(setup: &Setup, task: usize) -> bool {
+    setup
+        .tasks
+        .get(task)
+        .and_then(|t| setup.processes.pid_ns_depth.get(&t.name))
+        .is_some_and(|d| *d > 0)
+}
+
 /// A parent in the chain of nested pid namespaces: it lets go of the
-/// run's pipes and files, waits for its child, and exits as it did.
+/// barrier and the set-up's namespace files (the results pipe and the pid
+/// table it keeps, and they go when it exits with the task), waits for
+/// its child, and exits as it did.
 fn wait_in_chain(
     child: i32,
     userns_fds: &BTreeMap<String, i32>,
@@ -136,6 +148,8 @@ fn wait_in_chain(
     for fd in userns_fds.values() {
         sys::close(*fd);
     }
+    // A child that did not exit normally, or could not be waited for,
+    // counts as a failure.
     let code = match sys::waitpid(child, 0) {
         Ok((_, status)) if libc::WIFEXITED(status) => libc::WEXITSTATUS(status),
         _ => 1,

@@ -549,7 +549,11 @@ fn start_tasks(
         let pid = sys::fork()
             .map_err(|e| format!("fork of {}: {}", instances[i].name, sys::errno_name(e)))?;
         if pid == 0 {
-            set_pid(i, sys::proc_pid());
+            // A task in nested pid namespaces publishes the pid of the
+            // process at the end of its chain, once it is there.
+            if !task::nests_pid_namespaces(setup, instances[i].task) {
+                set_pid(i, sys::proc_pid());
+            }
             let ctx = TaskCtx {
                 setup,
                 instances: &instances,

@@ -983,7 +983,9 @@ static int pid_ns_level(void)
 }
 
 /* A parent in the chain of nested pid namespaces: it lets go of the
- * run's pipes and files, waits for its child and exits as it did. */
+ * barrier and the set-up's namespace files (the results pipe and the pid
+ * table go when it exits with the task), waits for its child and exits
+ * as it did. */
 static __attribute__((noreturn)) void wait_in_chain(pid_t child, const int *userns_fds, const int *gate)
 {
     if (gate) {
@@ -993,9 +995,10 @@ static __attribute__((noreturn)) void wait_in_chain(pid_t child, const int *user
     for (int u = 0; u < N_USERNS; u++)
         close(userns_fds[u]);
     int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+    pid_t got;
+    while ((got = waitpid(child, &status, 0)) < 0 && errno == EINTR)
         ;
-    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+    _exit(got == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
 /* The set-up's nested pid namespaces (pid_ns_depth), made as global root
@@ -1008,7 +1011,11 @@ static int nest_pid_namespaces(const struct task_spec *t, const int *userns_fds,
     if (t->pid_ns_depth == 0)
         return 0;
     int level = pid_ns_level();
-    if (level < 0 || level > t->pid_ns_depth) {
+    if (level < 0) {
+        *what = "NSpid of /proc/self/status";
+        return EIO;
+    }
+    if (level > t->pid_ns_depth) {
         *what = "the task's pid namespace is deeper than its pid_ns_depth";
         return EINVAL;
     }
@@ -1037,7 +1044,10 @@ static __attribute__((noreturn)) void start_instance(int i, const int *userns_fd
     struct state s;
     state_init(&s);
     me = i;
-    set_pid(i, proc_pid());
+    /* A task in nested pid namespaces publishes its pid at the end of
+     * its chain, once it is there. */
+    if (!TASKS[INSTANCES[i].task].pid_ns_depth)
+        set_pid(i, proc_pid());
     if (gate)
         close(gate[1]);
     int e = nest_pid_namespaces(&TASKS[INSTANCES[i].task], userns_fds, gate, &what);
