@@ -118,6 +118,11 @@ pub struct Overrides {
     /// steps (by default one execution per class of such interleavings).
     #[arg(long)]
     pub no_reduction: bool,
+    /// dfs with --no-reduction: explore a state the model names again when another
+    /// path reaches it (by default the search ends an execution at a state it has
+    /// explored before, with no more preemptions used).
+    #[arg(long)]
+    pub no_state_cache: bool,
     /// Report the failing execution as found, without searching for a shorter one.
     #[arg(long)]
     pub no_shrink: bool,

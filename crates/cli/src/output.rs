@@ -31,6 +31,10 @@ pub struct Record {
     pub as_expected: bool,
     pub executions: u64,
     pub exhausted: bool,
+    /// A stateful dfs search (`--no-reduction`): the distinct states it
+    /// explored, each once (absent for every other search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<u64>,
     pub shrink: Option<ShrinkReport>,
     pub steps: u64,
     pub virtual_ns: u64,
@@ -192,6 +196,7 @@ impl RunRecord {
             as_expected: false,
             executions,
             exhausted,
+            states: None,
             shrink,
             steps: report.steps,
             virtual_ns: report.virtual_ns,
@@ -214,6 +219,12 @@ impl RunRecord {
     /// Add notes on what the run could not do in time.
     pub fn with_notes(mut self, notes: Vec<String>) -> RunRecord {
         self.record.notes = notes;
+        self
+    }
+
+    /// The distinct states of a stateful search.
+    pub fn with_states(mut self, states: Option<u64>) -> RunRecord {
+        self.record.states = states;
         self
     }
 
@@ -286,13 +297,18 @@ impl Record {
     /// The record as the text output prints it.
     pub fn text(&self) -> String {
         let mark = if self.as_expected { "ok  " } else { "FAIL" };
+        let states_note = match self.states {
+            None => String::new(),
+            Some(0) => " (the model named no state)".to_string(),
+            Some(n) => format!(" ({n} distinct states)"),
+        };
         let exhausted_note = if self.exhausted {
             ", search exhausted"
         } else {
             ""
         };
         let mut text = format!(
-            "{mark} {} [{}] {} ({}) after {} execution(s) of {} seed {}{exhausted_note}; {} steps, {} virtual",
+            "{mark} {} [{}] {} ({}) after {} execution(s){states_note} of {} seed {}{exhausted_note}; {} steps, {} virtual",
             self.scenario,
             self.kernel,
             self.outcome,

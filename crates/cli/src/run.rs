@@ -45,6 +45,8 @@ struct Plan {
     cli_patches: Vec<String>,
     shrink: bool,
     reduction: bool,
+    /// dfs without reduction: end an execution at a state explored before.
+    state_cache: bool,
     /// Wall-clock time the run may take.
     timeout: std::time::Duration,
     stack_size: Option<usize>,
@@ -71,6 +73,7 @@ impl Plan {
             cli_patches: ov.patches.clone(),
             shrink: !ov.no_shrink,
             reduction: !ov.no_reduction,
+            state_cache: !ov.no_state_cache,
             timeout: timeout(ov)?,
             stack_size: ov.stack_size,
             jobs: ov.jobs.map_or_else(default_jobs, |j| j as usize),
@@ -496,6 +499,7 @@ fn run_spec<'a>(sc: &'a Scenario, plan: &Plan, patches: &'a ActivePatches) -> Ru
             progress: Default::default(),
             reduction: plan.reduction,
             split: sim::Split::DEFAULT,
+            state_cache: plan.state_cache,
         },
     }
 }
@@ -696,7 +700,8 @@ fn execute(
             iteration: out.explore.iteration,
         },
     )
-    .with_notes(notes);
+    .with_notes(notes)
+    .with_states(out.explore.states);
     if let Some(part) = &out.explore.dfs_shard {
         let part = dfs_shard_record(sc, plan, &spec, &token, part);
         record.record = record.record.with_dfs_shard(part);

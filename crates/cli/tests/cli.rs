@@ -914,3 +914,34 @@ fn shared_kuid_exhausts_a_sibling_container_on_v5_13_within_100_executions_for_s
         assert_eq!(new["results"]["b"]["fork"]["results"]["ok"], 1);
     }
 }
+
+/// `dfs --no-reduction` keeps a state cache and says how many states it
+/// saw (`states`); `--no-state-cache` turns it off. The kernel model names
+/// no state yet, so both searches run the same executions.
+#[test]
+fn a_search_without_reduction_reports_its_distinct_states() {
+    let args = [
+        "run",
+        "sim-scenarios/deadlock-abba.toml",
+        "--strategy",
+        "dfs",
+        "--no-reduction",
+        "--format",
+        "json",
+    ];
+    let cached = run_json(&args);
+    let plain = run_json(&[&args[..], &["--no-state-cache"]].concat());
+    assert_eq!(cached.len(), plain.len());
+    for (c, p) in cached.iter().zip(&plain) {
+        assert_eq!(c["states"], 0, "{c}");
+        assert!(p.get("states").is_none(), "{p}");
+        assert_eq!(c["executions"], p["executions"]);
+        assert_eq!(c["token"], p["token"]);
+    }
+    let text = nssim(&args[..5]);
+    assert!(
+        stdout(&text).contains("(the model named no state)"),
+        "{}",
+        stdout(&text)
+    );
+}

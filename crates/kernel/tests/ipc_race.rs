@@ -140,6 +140,7 @@ fn v6_3_leaves_a_window_that_exhaustive_search_finds() {
             progress: Default::default(),
             reduction: true,
             split: sim::Split::DEFAULT,
+            state_cache: true,
         },
     });
     assert_eq!(out.explore.report.outcome, Outcome::Pass);

@@ -73,6 +73,7 @@ impl Default for Config {
                 progress: Default::default(),
                 reduction: true,
                 split: sim::Split::DEFAULT,
+                state_cache: true,
             },
         }
     }

@@ -8,6 +8,7 @@ use crate::footprint::Footprint;
 use crate::outcome::{Outcome, WaitLink};
 use crate::rt::{self, ObjId, RunState, Shared, StateCell, StateMut, TaskFn, TaskState};
 use crate::runq::RunQueue;
+use crate::statecache::{Probe, StateHasher};
 use crate::strategy::{ChoicePoint, Chooser, PickCtx};
 use crate::token::Schedule;
 use crate::trace::{Event, EventKind, Trace};
@@ -101,6 +102,7 @@ fn stack_size_of(s: &TaskStack) -> usize {
     s.base().get() - s.limit().get()
 }
 type Check = Box<dyn FnMut() -> Option<Outcome>>;
+type Namer = Box<dyn FnMut(&mut StateHasher) -> bool>;
 
 /// Limits and resources of one execution.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,6 +238,10 @@ pub(crate) struct Core {
     pub(crate) shared: StateCell<Shared>,
     /// The invariants, kept apart: they run while nothing is borrowed.
     checkers: RefCell<Vec<(bool, Check)>>,
+    /// How the model names its state ([`Execution::name_state`]).
+    namer: RefCell<Option<Namer>>,
+    /// A stateful search's visited set (see `statecache`).
+    probe: RefCell<Option<Probe>>,
     /// What the tasks and the run loop exchange when they switch.
     pub(crate) channel: fiber::Channel,
 }
@@ -263,6 +269,9 @@ pub(crate) struct Sched {
     stop: Option<Outcome>,
     /// Picks among two or more runnable tasks so far.
     choice_points: u64,
+    /// Steps so far that switched away from a task that could go on
+    /// (counted where steps are logged).
+    preemptions: u32,
     /// A pick also checks for divergence or logs its step (the config's
     /// `stop_on_divergence` or `log_steps`): one test on the common step.
     replaying: bool,
@@ -353,6 +362,7 @@ impl Execution {
             handoff: Handoff::Undecided,
             stop: None,
             choice_points: 0,
+            preemptions: 0,
             replaying,
         };
         static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -386,6 +396,8 @@ impl Execution {
             core: Box::new(Core {
                 shared: StateCell::new(shared),
                 checkers: RefCell::new(Vec::new()),
+                namer: RefCell::new(None),
+                probe: RefCell::new(None),
                 channel: fiber::Channel::default(),
             }),
             fibers: Fibers::default(),
@@ -440,6 +452,22 @@ impl Execution {
     /// An invariant checked after every step.
     pub fn check_each_step(&mut self, f: impl FnMut() -> Option<Outcome> + 'static) {
         self.core.checkers.borrow_mut().push((false, Box::new(f)));
+        self.shared().sched.each_step += 1;
+    }
+
+    /// How the model names its state, for a search that does not explore
+    /// a state twice (see `statecache`): `f` writes every field the
+    /// future depends on and returns true, or returns false where part
+    /// of the state is hidden (on a task's stack, mid-operation). Called
+    /// after steps, outside every task, after the invariants.
+    pub fn name_state(&mut self, f: impl FnMut(&mut StateHasher) -> bool + 'static) {
+        *self.core.namer.borrow_mut() = Some(Box::new(f));
+    }
+
+    /// A stateful search: end the execution at a state seen before.
+    pub(crate) fn set_probe(&mut self, probe: Probe) {
+        *self.core.probe.borrow_mut() = Some(probe);
+        // The probe runs where the invariants do, after every step.
         self.shared().sched.each_step += 1;
     }
 
@@ -680,12 +708,53 @@ impl Core {
             return None;
         }
         self.outside_tasks(|| {
-            self.checkers
+            let failed = self
+                .checkers
                 .borrow_mut()
                 .iter_mut()
                 .filter(|(end, _)| *end == at_end)
-                .find_map(|(_, f)| f())
+                .find_map(|(_, f)| f());
+            match failed {
+                None if !at_end => self.state_seen_before().then_some(Outcome::Pass),
+                failed => failed,
+            }
         })
+    }
+
+    /// A stateful search: whether the state after this step, beyond the
+    /// replayed prefix, was reached before (the execution then ends, as a
+    /// pass: its future was searched from there).
+    fn state_seen_before(&self) -> bool {
+        let guard = self.probe.borrow();
+        let Some(probe) = guard.as_ref() else {
+            return false;
+        };
+        let (preemptions, context) = {
+            let s = self.shared.borrow();
+            if s.sched.choice_points < probe.prefix_len {
+                return false;
+            }
+            // Without a bound, every visit has the whole budget.
+            let preemptions = if probe.bounded {
+                s.sched.preemptions
+            } else {
+                0
+            };
+            (preemptions, state_context(&s, probe.bounded))
+        };
+        let mut h = StateHasher::new();
+        let named = match self.namer.borrow_mut().as_mut() {
+            Some(name) => name(&mut h),
+            None => false,
+        };
+        if !named {
+            return false;
+        }
+        hash_scheduler_state(&self.shared.borrow(), &mut h);
+        std::hash::Hasher::write_u64(&mut h, context);
+        let state = h.finish128();
+        let seen = probe.cache.borrow_mut().seen_before(state, preemptions);
+        seen
     }
 
     /// Run `f` as code outside every task (from the run loop, or at a
@@ -811,13 +880,62 @@ fn replay_bookkeeping(
         }
     }
     if sched.config.log_steps {
+        let preemption = still_runnable.is_some_and(|l| l != t);
+        sched.preemptions += preemption as u32;
         sched.step_log.push(StepRec {
             task: t,
             label: tasks[t].pending.label,
-            preemption: still_runnable.is_some_and(|l| l != t),
+            preemption,
         });
     }
     None
+}
+
+/// What decides, beside the state, which choices at the next pick are
+/// preemptions (under a bound): the task that may go on without one.
+fn state_context(s: &Shared, bounded: bool) -> u64 {
+    if !bounded {
+        return 0;
+    }
+    let last = Some(s.current).filter(|&l| matches!(s.tasks[l].run, RunState::Runnable));
+    let code = |t: Option<TaskId>| t.map_or(0, |t| t as u64 + 1);
+    code(last) | code(s.yielder) << 32
+}
+
+/// The scheduler's part of a named state: each task's run state, pending
+/// step and slots, and each object's lifetime and owner. Clocks are left
+/// out: a search's choices do not depend on them (only `fair` reads them).
+fn hash_scheduler_state(s: &Shared, h: &mut StateHasher) {
+    use std::hash::Hasher;
+    h.write_usize(s.tasks.len());
+    for (t, task) in s.tasks.iter().enumerate() {
+        match task.run {
+            RunState::Runnable => h.write_u8(0),
+            RunState::Blocked { on, idle } => {
+                h.write_u8(1);
+                h.write_u32(on.0);
+                h.write_u8(idle as u8);
+            }
+            RunState::Finished => h.write_u8(2),
+        }
+        h.write_str(task.pending.label);
+        h.write_u32(task.pending.obj.0);
+        for word in s.slots.get(t).into_iter().flatten() {
+            h.write_u64(*word);
+        }
+    }
+    h.write_usize(s.objects.len());
+    for o in &s.objects {
+        match o.state {
+            rt::ObjState::Live => h.write_u8(0),
+            rt::ObjState::Parked(why) => {
+                h.write_u8(1);
+                h.write_str(why);
+            }
+            rt::ObjState::Freed { .. } => h.write_u8(2),
+        }
+        h.write_u64(o.owner.map_or(0, |t| t as u64 + 1));
+    }
 }
 
 /// The checks a pick makes only when `Sched::next_check` comes, in the

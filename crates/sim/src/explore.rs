@@ -3,9 +3,12 @@
 
 use crate::exec::{ExecConfig, ExecReport, Execution};
 use crate::outcome::Outcome;
+use crate::statecache::{Probe, StateCache};
 use crate::strategy::{self, ChoicePoint};
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// Which strategy explores, with its parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +78,9 @@ pub struct ExploreConfig {
     /// different top may order and, under a preemption bound, choose the
     /// executions differently.
     pub split: crate::dpor::Split,
+    /// `dfs` without reduction: end an execution at a state the model
+    /// names and the search reached before (see `statecache`).
+    pub state_cache: bool,
 }
 
 impl ExploreConfig {
@@ -91,6 +97,7 @@ impl ExploreConfig {
             progress: Progress::default(),
             reduction: true,
             split: crate::dpor::Split::DEFAULT,
+            state_cache: true,
         }
     }
 
@@ -156,6 +163,8 @@ pub struct ExploreReport {
     /// A shard of a `dfs` search: the subtrees it searched, for
     /// [`merge_dfs_shards`](crate::dpor::merge_dfs_shards).
     pub dfs_shard: Option<crate::dpor::DfsShard>,
+    /// A stateful `dfs` search: the distinct states the model named.
+    pub states: Option<u64>,
 }
 
 /// Explore the executions that `build` sets up (it is called once per
@@ -256,12 +265,25 @@ fn search(
                     },
                 );
             }
-            dfs(iterations, preemption_bound, &mut |s| {
-                tell();
-                let mut e = Execution::new(exec.clone(), s);
-                build(&mut e);
-                e.run()
-            })
+            let cache = cfg
+                .state_cache
+                .then(|| Rc::new(RefCell::new(StateCache::default())));
+            let mut report = dfs(
+                iterations,
+                preemption_bound,
+                cache.as_ref(),
+                &mut |s, probe| {
+                    tell();
+                    let mut e = Execution::new(exec.clone(), s);
+                    if let Some(probe) = probe {
+                        e.set_probe(probe);
+                    }
+                    build(&mut e);
+                    e.run()
+                },
+            );
+            report.states = cache.map(|c| c.borrow().states());
+            report
         }
     }
 }
@@ -332,6 +354,7 @@ pub(crate) fn seeded(
         iteration: indices.at(position),
         cut_short: 0,
         dfs_shard: None,
+        states: None,
     }
 }
 
@@ -492,6 +515,7 @@ impl ExploreReport {
             iteration: executions.saturating_sub(1),
             cut_short: 0,
             dfs_shard: None,
+            states: None,
         }
     }
 
@@ -515,18 +539,36 @@ pub(crate) fn memory_limit() -> Option<Outcome> {
     })
 }
 
-/// Runs one execution of an explicit schedule.
-type DfsRun<'a> = dyn FnMut(&Schedule) -> ExecReport + 'a;
+/// Runs one execution of an explicit schedule, with the probe of a
+/// stateful search.
+type DfsRun<'a> = dyn FnMut(&Schedule, Option<Probe>) -> ExecReport + 'a;
 
-/// Every interleaving within the bound, without reduction.
-fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
+/// Every interleaving within the bound, without reduction; with a state
+/// cache, every state the model names within the bound, each explored
+/// once (see `statecache`).
+fn dfs(
+    iterations: u64,
+    bound: u32,
+    cache: Option<&Rc<RefCell<StateCache>>>,
+    run: &mut DfsRun<'_>,
+) -> ExploreReport {
     let mut stack: Vec<Frame> = Vec::new();
     let mut prefix: Vec<u32> = Vec::new();
     let mut executions = 0;
     let mut first = None;
+    let mut last_whole: Option<(ExecReport, Schedule)> = None;
     loop {
-        let mut report = run(&Schedule::Choices(prefix.clone()));
+        let probe = cache.map(|cache| Probe {
+            cache: Rc::clone(cache),
+            prefix_len: prefix.len() as u64,
+            bounded: bound != u32::MAX,
+        });
+        let cut_before = cache.map_or(0, |c| c.borrow().cut());
+        let mut report = run(&Schedule::Choices(prefix.clone()), probe);
         executions += 1;
+        // An execution that ended at a state seen before is no whole run
+        // to report: the last whole one is.
+        let whole = cache.is_none_or(|c| c.borrow().cut() == cut_before);
         let schedule = Schedule::Choices(trimmed_choices(&report.choices));
         // The choice points are the search's memory: moved into its frames
         // when it goes on, dropped at once when it ends.
@@ -535,6 +577,9 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
             return ExploreReport::ended(executions, report, schedule, false);
         }
         let first = first.get_or_insert_with(|| (report.clone(), schedule.clone()));
+        if whole {
+            last_whole = Some((report, schedule));
+        }
         if executions >= iterations {
             return ExploreReport::budget_spent(executions, first.clone());
         }
@@ -544,14 +589,18 @@ fn dfs(iterations: u64, bound: u32, run: &mut DfsRun<'_>) -> ExploreReport {
                 .map_or(0, |f| f.preemptions_before + preemptions(&f.point));
             stack.push(frame(point, before));
         }
+        let (report, schedule) = last_whole.as_ref().unwrap_or(first);
         // The frames grow between executions, where no execution looks.
         if let Some(limit) = memory_limit() {
+            let mut report = report.clone();
             report.outcome = limit;
-            return ExploreReport::ended(executions, report, schedule, false);
+            return ExploreReport::ended(executions, report, schedule.clone(), false);
         }
         match backtrack(&mut stack, bound) {
             Some(()) => {}
-            None => return ExploreReport::ended(executions, report, schedule, true),
+            None => {
+                return ExploreReport::ended(executions, report.clone(), schedule.clone(), true)
+            }
         }
         prefix = stack.iter().map(|f| f.point.chosen as u32).collect();
     }

@@ -47,6 +47,7 @@ pub mod limits;
 mod outcome;
 mod rt;
 mod runq;
+mod statecache;
 mod strategy;
 pub mod token;
 mod trace;
@@ -68,6 +69,7 @@ pub use rt::{
     park_object, point, read_point, set_owner, sleep, spawn, task_name, tearing_down, touch,
     unlock_point, wait_until, wake_all, yield_point, ObjId, ObjState,
 };
+pub use statecache::StateHasher;
 pub use strategy::{pct_hint, pct_probe, ChoicePoint};
 pub use token::{ContentHash, Schedule, Segment, Token, TokenError};
 pub use trace::{Event, EventKind};

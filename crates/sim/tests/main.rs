@@ -6,5 +6,6 @@
 
 mod keys;
 mod limits;
+mod state_cache;
 mod switches;
 mod token_props;

@@ -22,6 +22,7 @@ pub(crate) fn explore(run: &Run<'_>) -> ExploreReport {
         unnamed_at_deadline: false,
         cut_short: 0,
         dfs_shard: None,
+        states: None,
         iteration: 0,
     }
 }

@@ -1,0 +1,129 @@
+//! States seen are not explored twice: the visited set of a stateful
+//! depth-first search.
+//!
+//! A search replays each execution from the start (the tasks are real
+//! code on stacks of their own, which cannot be copied), so a state is not
+//! restored but recognised: after every step beyond the replayed prefix,
+//! the model is asked to name the whole state it is in
+//! ([`Execution::name_state`](crate::Execution::name_state)). It names it
+//! only where nothing of it is hidden on a task's stack (every task between
+//! two of its operations, say); the scheduler adds what it holds (which
+//! tasks run, wait or have finished, on what, each task's pending step and
+//! slots, each object's lifetime and owner). If that state was reached
+//! before with at most as many preemptions used, and the same task free to
+//! go on without one, the execution ends there: the subtree below was (or
+//! is being) searched from the earlier visit with as large a budget. Each
+//! new state is checked by every invariant as before.
+//!
+//! This is the plain stateful DFS of explicit-state model checkers
+//! (Holzmann's SPIN; Godefroid, "Partial-Order Methods for the
+//! Verification of Concurrent Systems", LNCS 1032, 1996, ch. 5), on the
+//! search without partial-order reduction. Reduction and caching are not
+//! combined: a dynamic partial-order reduction adds backtracking points
+//! from races between the steps below a state and the steps of the path
+//! that leads to it, and a search that stops at a state seen before never
+//! sees the steps below it from the new path, so it misses those points
+//! (Yang, Chen, Gopalakrishnan, Kirby, "Efficient Stateful Dynamic Partial
+//! Order Reduction", SPIN 2008, show the lost executions and the summary
+//! of a subtree's steps that repairs it). Until that summary exists, the
+//! cache serves the search without reduction (`--no-reduction`), and the
+//! reduced search keeps no cache.
+//!
+//! The fingerprint is 128 bits of SipHash-1-3 over the named state, with
+//! fixed keys: the same on every run, thread and machine. Two different
+//! states given one fingerprint would wrongly cut the second; among the
+//! at most 2^32 states a search can keep, that happens with probability
+//! below 2^-64.
+
+use siphasher::sip128::{Hasher128, SipHasher13};
+use std::collections::BTreeMap;
+use std::hash::Hasher;
+
+/// What a model writes to name its state (see
+/// [`Execution::name_state`](crate::Execution::name_state)): every field
+/// its future depends on, in an order of its own choosing but the same on
+/// every path; never an address or a hash map's order.
+pub struct StateHasher(SipHasher13);
+
+impl StateHasher {
+    pub(crate) fn new() -> Self {
+        StateHasher(SipHasher13::new_with_keys(
+            0x6e73_7369_6d00_0001,
+            0x7374_6174_6500_0002,
+        ))
+    }
+
+    /// A string, with its length (so that `"ab", "c"` and `"a", "bc"`
+    /// differ).
+    pub fn write_str(&mut self, s: &str) {
+        self.0.write_usize(s.len());
+        self.0.write(s.as_bytes());
+    }
+
+    pub(crate) fn finish128(&self) -> u128 {
+        self.0.finish128().as_u128()
+    }
+}
+
+impl Hasher for StateHasher {
+    fn finish(&self) -> u64 {
+        self.0.finish()
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+}
+
+/// The visited set of one search: for each state (and, under a
+/// preemption bound, the task that may go on without a preemption), the
+/// fewest preemptions it was reached with.
+#[derive(Default)]
+pub(crate) struct StateCache {
+    seen: BTreeMap<u128, u32>,
+    /// Executions that ended at a state seen before.
+    cut: u64,
+}
+
+impl StateCache {
+    /// Record a visit of `state` with `preemptions` used; true when it
+    /// was reached before with no more, and the execution ends here.
+    pub(crate) fn seen_before(&mut self, state: u128, preemptions: u32) -> bool {
+        match self.seen.get_mut(&state) {
+            Some(fewest) if *fewest <= preemptions => {
+                self.cut += 1;
+                true
+            }
+            Some(fewest) => {
+                *fewest = preemptions;
+                false
+            }
+            None => {
+                self.seen.insert(state, preemptions);
+                false
+            }
+        }
+    }
+
+    /// Distinct states named so far.
+    pub(crate) fn states(&self) -> u64 {
+        self.seen.len() as u64
+    }
+
+    /// Executions that ended at a state seen before.
+    pub(crate) fn cut(&self) -> u64 {
+        self.cut
+    }
+}
+
+/// What one execution of a stateful search holds: the search's visited
+/// set, and where the replayed prefix ends.
+pub(crate) struct Probe {
+    pub cache: std::rc::Rc<std::cell::RefCell<StateCache>>,
+    /// Choice points the execution replays: the states before the last of
+    /// them were visited by earlier executions and are not looked up.
+    pub prefix_len: u64,
+    /// A preemption bound applies: the task that may go on without a
+    /// preemption is part of the state.
+    pub bounded: bool,
+}
