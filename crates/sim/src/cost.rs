@@ -108,3 +108,6 @@ impl ResolvedCosts {
         v
     }
 }
+
+/// A scheduling point whose caller names no cost.
+pub static STEP: CostKey = CostKey::new("step", 10, "any scheduling point not listed elsewhere");

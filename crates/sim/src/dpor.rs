@@ -31,172 +31,15 @@
 //! search is complete and explores each trace once.
 
 use crate::exec::ExecReport;
-use crate::explore::{trimmed_choices, ExploreReport};
 use crate::footprint::Footprint;
-use crate::runq::RunQueue;
-use crate::strategy::{default_choice, ChoicePoint, PickCtx, Strategy, StrategyLog};
+use crate::search::{trimmed_choices, DfsShard, ExploreReport, Split, SubtreeCount, SubtreeEnd};
+use crate::strategy::dpor::{asleep_after, Plan};
+use crate::strategy::RunLog;
 use crate::token::Schedule;
 use crate::TaskId;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// What one execution of the search is asked to do.
-pub(crate) struct Plan {
-    /// The task to run at each step, from the first.
-    pub tasks: Vec<TaskId>,
-    /// The step from which the sleep set below is followed (and kept up to
-    /// date as steps run).
-    pub sleep_from: usize,
-    pub sleep: Vec<(TaskId, Footprint)>,
-    pub bound: u32,
-}
-
-/// One step as the scheduler saw it.
-#[derive(Debug, Clone)]
-pub(crate) struct StepSeen {
-    pub task: TaskId,
-    /// Runnable tasks before it, ascending.
-    pub runnable: Vec<TaskId>,
-    /// The task that ran the step before, if it was still runnable.
-    pub last: Option<TaskId>,
-}
-
-/// What the scheduler reports of a search execution.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RunLog {
-    pub steps: Vec<StepSeen>,
-    /// Steps that ran as planned (from the first).
-    pub followed: usize,
-    /// The step at which every runnable task was asleep: the rest of the
-    /// execution repeats explored ones.
-    pub blocked: Option<usize>,
-}
-
-/// The scheduler's side: follow the plan, then run without preemptions,
-/// avoiding the tasks asleep.
-pub(crate) struct DporRun {
-    plan: Plan,
-    pos: usize,
-    preemptions: u32,
-    sleep: Vec<(TaskId, Footprint)>,
-    deviated: bool,
-    log: RunLog,
-    choices: Vec<ChoicePoint>,
-}
-
-impl DporRun {
-    pub(crate) fn new(plan: Plan) -> DporRun {
-        DporRun {
-            plan,
-            pos: 0,
-            preemptions: 0,
-            sleep: Vec::new(),
-            deviated: false,
-            log: RunLog::default(),
-            choices: Vec::new(),
-        }
-    }
-
-    pub(crate) fn pick(&mut self, ctx: &PickCtx<'_>) -> TaskId {
-        let pos = self.pos;
-        let sleep_from = self.plan.sleep_from;
-        if pos == sleep_from {
-            self.sleep = std::mem::take(&mut self.plan.sleep);
-        } else if pos > sleep_from && self.log.blocked.is_none() {
-            let ran = self.log.steps[pos - 1].task;
-            if let Some(done) = ctx.previous {
-                self.sleep = asleep_after(&self.sleep, ran, done);
-            }
-        }
-        let bound = self.plan.bound;
-        let preemptions = self.preemptions;
-        let fits = |t: TaskId| {
-            let preempts = ctx.last.is_some_and(|l| l != t) as u32;
-            preemptions.saturating_add(preempts) <= bound
-        };
-        let mut chosen = None;
-        if !self.deviated && pos < self.plan.tasks.len() {
-            let wanted = self.plan.tasks[pos];
-            // A planned step whose task is asleep would repeat an explored
-            // execution: the plan is left there, as where it cannot be
-            // followed, and the search goes on from that state.
-            let asleep = pos > sleep_from && self.sleep.iter().any(|(q, _)| *q == wanted);
-            if ctx.runnable.binary_search(&wanted).is_ok() && fits(wanted) && !asleep {
-                chosen = Some(wanted);
-                self.log.followed = pos + 1;
-            } else {
-                self.deviated = true;
-            }
-        }
-        let default = default_choice(ctx.runnable, ctx.last);
-        let chosen = chosen.unwrap_or_else(|| {
-            if self.log.blocked.is_some() {
-                return default;
-            }
-            let asleep = |t: TaskId| self.sleep.iter().any(|(q, _)| *q == t);
-            let awake = std::iter::once(default)
-                .chain(ctx.runnable.iter().copied())
-                .find(|&t| !asleep(t) && fits(t));
-            awake.unwrap_or_else(|| {
-                self.log.blocked = Some(pos);
-                default
-            })
-        });
-        if ctx.runnable.len() > 1 {
-            self.choices.push(ChoicePoint {
-                runnable: ctx.runnable.to_vec(),
-                last: ctx.last,
-                chosen,
-            });
-        }
-        self.preemptions += ctx.last.is_some_and(|l| l != chosen) as u32;
-        self.log.steps.push(StepSeen {
-            task: chosen,
-            runnable: ctx.runnable.to_vec(),
-            last: ctx.last,
-        });
-        self.pos += 1;
-        chosen
-    }
-}
-
-impl Strategy for DporRun {
-    /// A search's execution is set up from its plan
-    /// ([`Execution::set_plan`](crate::Execution)), never from a schedule.
-    fn new_execution(_schedule: &Schedule, _lenient: bool) -> Option<Self> {
-        None
-    }
-
-    /// Sees every step: the plan and the log count them all.
-    const SEES_FORCED_STEPS: bool = true;
-
-    fn next_task<'a>(&mut self, _runnable: &RunQueue, ctx: impl FnOnce() -> PickCtx<'a>) -> TaskId {
-        self.pick(&ctx())
-    }
-
-    fn take_log(&mut self) -> StrategyLog {
-        StrategyLog {
-            choices: std::mem::take(&mut self.choices),
-            diverged_choice: None,
-            search: Some(std::mem::take(&mut self.log)),
-        }
-    }
-}
-
-/// The sleep set after `ran` took a step with footprint `done`: the tasks
-/// asleep before whose next step commutes with it.
-fn asleep_after(
-    sleep: &[(TaskId, Footprint)],
-    ran: TaskId,
-    done: &Footprint,
-) -> Vec<(TaskId, Footprint)> {
-    sleep
-        .iter()
-        .filter(|(q, f)| *q != ran && !f.conflicts(done))
-        .cloned()
-        .collect()
-}
 
 /// A step of the current execution.
 #[derive(Clone)]
@@ -808,73 +651,6 @@ fn join(into: &mut Vec<u32>, other: &[u32]) {
 /// Runs one execution of a plan, from any of the search's threads.
 pub(crate) type DporRunFn<'a> = dyn Fn(Plan) -> ExecReport + Sync + 'a;
 
-/// The top of the search tree: the states where every runnable task not
-/// asleep is tried, so that below them the tree falls into subtrees that
-/// are searched apart, one per path through the top, in any order and on
-/// any thread. A state is in the top when the one before it is, it is
-/// among an execution's first `choices` choice points, and fewer than
-/// `subtrees` branches were planned in the top before it (in depth-first
-/// order, so the first paths, whose subtrees are the largest, are split
-/// the deepest). It depends on the tree alone: never on threads, shards
-/// or time.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Split {
-    pub choices: u32,
-    pub subtrees: usize,
-}
-
-impl Split {
-    /// Deep enough that on two threads the largest subtree of the
-    /// library's longest searches is a small part of the whole; the
-    /// number of subtrees keeps the top small where tasks are independent
-    /// (every path of independent steps is a subtree, most of them cut
-    /// short by sleep sets).
-    pub const DEFAULT: Split = Split {
-        choices: 50,
-        subtrees: 4096,
-    };
-
-    /// No top: one subtree, the whole search.
-    pub const NONE: Split = Split {
-        choices: 0,
-        subtrees: 0,
-    };
-}
-
-/// How a shard's search of one subtree ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SubtreeEnd {
-    /// Every execution in it was run.
-    Searched,
-    /// Its last execution failed.
-    Failed,
-    /// It ran as many executions as the budget could leave it (the whole
-    /// budget less the first executions of the subtrees before it).
-    Budget,
-}
-
-/// One subtree a shard of a `dfs` search searched: subtree i is shard
-/// k's of n when i mod n = k - 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SubtreeCount {
-    pub index: u64,
-    pub executions: u64,
-    pub end: SubtreeEnd,
-}
-
-/// What a shard of a `dfs` search reports besides its execution.
-#[derive(Debug, Clone)]
-pub struct DfsShard {
-    /// Its subtrees in order, up to the first that failed or spent its
-    /// budget (no later one can matter).
-    pub subtrees: Vec<SubtreeCount>,
-    /// The search's first execution, which every shard runs: what the
-    /// search reports when its budget runs out.
-    pub first: Box<(ExecReport, Schedule)>,
-}
-
 /// Which execution the unsharded search reports, as
 /// [`merge_dfs_shards`] finds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1213,7 +989,7 @@ impl Top {
         // Below the top, no state is part of it.
         below.split.subtrees = 0;
         // The tree grows between executions, where no execution looks.
-        if let Some(limit) = crate::explore::memory_limit() {
+        if let Some(limit) = crate::search::memory_limit() {
             self.done = true;
             let mut report = ran.report;
             report.outcome = limit;
@@ -1246,7 +1022,7 @@ fn search_subtree(sub: Subtree, cap: &AtomicU64, bound: u32, run: &DporRunFn<'_>
     loop {
         // The search's tree grows between executions, where no execution
         // looks.
-        if let Some(limit) = crate::explore::memory_limit() {
+        if let Some(limit) = crate::search::memory_limit() {
             found.stop_at(limit);
             return found;
         }
@@ -1501,7 +1277,7 @@ fn search_subtrees(
     run: &DporRunFn<'_>,
 ) -> Searched {
     let (k, n) = shard.unwrap_or((1, 1));
-    let mine = |index: usize| crate::explore::shard_of(index as u64, n) == k;
+    let mine = |index: usize| crate::search::shard_of(index as u64, n) == k;
     use std::sync::Mutex;
     let jobs = jobs.clamp(1, crate::limits::JOBS.max as usize);
     let top = Mutex::new(Top::new(split, bound));
@@ -1551,7 +1327,7 @@ fn search_subtrees(
             board.put(index, found, iterations);
         }
     };
-    let beside = crate::explore::on_threads(jobs, "nssim-dfs", &work);
+    let beside = crate::search::on_threads(jobs, "nssim-dfs", &work);
     let board = board.into_inner().unwrap_or_else(|e| e.into_inner());
     Searched {
         found: board.found,

@@ -29,25 +29,8 @@
 //! still suspended when an execution ends; a task hands the thread back
 //! to it for anything a pick cannot do on the task's own stack.
 
-use crate::exec::TaskStack;
-use crate::rt::{Shared, StateCell, TaskFn};
-use crate::TaskId;
-use std::any::Any;
-use std::panic::{self, AssertUnwindSafe};
-
-/// A task's panic, caught at the root of its stack.
-pub(crate) type Payload = Box<dyn Any + Send>;
-
-/// How the thread came back to the run loop.
-pub(crate) enum Back {
-    /// The task running now handed it back at a scheduling point.
-    Yielded,
-    /// `task` returned (`panic`: or panicked) and never runs again.
-    Finished {
-        task: TaskId,
-        panic: Option<Payload>,
-    },
-}
+mod stack;
+pub(crate) use stack::*;
 
 // One predicate chooses the switch: the direct one on 64-bit x86_64,
 // System V (unless `nssim_coroutines`), corosensei through the run loop

@@ -17,7 +17,7 @@
 //! scheduling points name, or under a lock they hold (a lock's steps order
 //! every critical section on it).
 
-use crate::rt::ObjId;
+use crate::obj::ObjId;
 
 /// The table of objects and tasks: making either numbers it (the ids of
 /// later objects and tasks depend on the order), so every creation while

@@ -8,16 +8,13 @@
 //! numbers only index tables: they never reach a trace, so the order in
 //! which threads first use keys changes nothing in any execution.
 
-use crate::rt::{self, ObjId};
+use crate::obj::ObjId;
+use crate::sched::with_running;
 use crate::TaskId;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
-/// Task slots a process may declare: every task carries this many words.
-pub const MAX_TASK_SLOTS: usize = 4;
-
-/// Singletons a process may declare: every execution has room for them.
-pub const MAX_SINGLETONS: usize = 4;
+pub use crate::task::{MAX_SINGLETONS, MAX_TASK_SLOTS};
 
 /// A key's number, or `UNSET` until its first use.
 struct KeyIndex(AtomicU32);
@@ -80,18 +77,18 @@ impl TaskSlot {
     /// Run `f` on the current task's word; `None` outside a running task.
     #[inline]
     pub fn update<R>(&self, f: impl FnOnce(&mut u64) -> R) -> Option<R> {
-        rt::update_slot(self.index(), f)
+        update_slot(self.index(), f)
     }
 
     /// Task `t`'s word (zero outside a running execution).
     pub fn get(&self, t: TaskId) -> u64 {
-        rt::slot_of(self.index(), t)
+        slot_of(self.index(), t)
     }
 
     /// What `f` picks from each task's word, in spawn order; empty outside
     /// a running execution.
     pub fn scan<T>(&self, f: impl FnMut(TaskId, u64) -> Option<T>) -> Vec<T> {
-        rt::scan_slot(self.index(), f)
+        scan_slot(self.index(), f)
     }
 
     #[inline(always)]
@@ -136,7 +133,7 @@ impl Singleton {
     /// set-up and tear-down, and in invariants.
     #[inline]
     pub fn id(&self) -> Option<ObjId> {
-        rt::singleton(self)
+        singleton(self)
     }
 
     #[inline(always)]
@@ -158,4 +155,39 @@ impl Singleton {
     pub(crate) fn wakes_on_exit(&self) -> bool {
         self.wake_on_exit
     }
+}
+
+/// The object of singleton `key` while a task runs.
+#[inline]
+fn singleton(key: &Singleton) -> Option<ObjId> {
+    let i = key.index();
+    with_running(|s| s.singleton(i, key.kind(), key.wakes_on_exit()))
+}
+
+/// Run `f` on the current task's word `i`.
+#[inline]
+fn update_slot<R>(i: usize, f: impl FnOnce(&mut u64) -> R) -> Option<R> {
+    with_running(|s| {
+        let t = s.current;
+        f(&mut s.slots[t][i])
+    })
+}
+
+/// Task `t`'s word `i`.
+fn slot_of(i: usize, t: TaskId) -> u64 {
+    with_running(|s| s.slots.get(t).map(|w| w[i]))
+        .flatten()
+        .unwrap_or(0)
+}
+
+/// What `f` picks from every task's word `i`.
+fn scan_slot<T>(i: usize, mut f: impl FnMut(TaskId, u64) -> Option<T>) -> Vec<T> {
+    with_running(|s| {
+        s.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(t, w)| f(t, w[i]))
+            .collect()
+    })
+    .unwrap_or_default()
 }

@@ -32,8 +32,23 @@
 //!   freed; touching a freed object ends the run;
 //! * a schedule [`Token`] carries the caller's context (which run of its
 //!   set-up the schedule belongs to) as opaque strings.
+//!
+//! The files are layered, each importing only files below it
+//! (`tests/layers.rs` holds the order): the leaves (object and task
+//! numbers, limits, tokens, footprints, traces, the state cache's set);
+//! the task runtime (`fiber`: stacks and switches; `task`: what each task
+//! and object is); the strategies, each one file behind the trait of
+//! `strategy/pick.rs`; one execution (`sched`: its state, the pick, the
+//! checks between steps; `rt`: the task-side API; `exec`: the execution
+//! and its run loop); and the searches (`seeded`: random, PCT and fair;
+//! `dfs`: without reduction, with the state cache; `dpor`: with it;
+//! `shrink`; `explore`, which chooses among them). The scheduler calls
+//! the strategies through one enum over them (`strategy/mod.rs`), so that
+//! the common step is a direct call: they sit below the execution, as
+//! shuttle's schedulers sit below its runtime, and import nothing of it.
 
 mod cost;
+mod dfs;
 mod dpor;
 pub mod echo;
 mod exec;
@@ -44,45 +59,50 @@ mod host;
 pub mod input;
 mod keys;
 pub mod limits;
+mod obj;
 mod outcome;
 mod rt;
 mod runq;
+mod sched;
+mod search;
+mod seeded;
+mod shrink;
 mod statecache;
 mod strategy;
+mod task;
 pub mod token;
 mod trace;
 
 pub use cost::{CostKey, CostTable};
-pub use dpor::{merge_dfs_shards, DfsShard, Merged, Reported, Split, SubtreeCount, SubtreeEnd};
-pub use exec::{ExecConfig, ExecReport, Execution, StepRec};
-pub use explore::{
-    explore, segments_of, shard_of, shrink_failure, shrink_failure_until, ExploreConfig,
-    ExploreReport, Progress, ShrinkReport, StrategySpec, SHRINK_BUDGET,
-};
+pub use dpor::{merge_dfs_shards, Merged, Reported};
+pub use exec::{ExecReport, Execution};
+pub use explore::explore;
 pub use footprint::Footprint;
 pub use host::{HostGuard, HostMutex};
 pub use keys::{Singleton, TaskSlot, MAX_SINGLETONS, MAX_TASK_SLOTS};
+pub use obj::{ObjId, ObjState, TaskId};
 pub use outcome::{Outcome, WaitLink};
 pub use rt::{
     access, active, block, cost, current_task, execution_serial, fail, free_object, lock_holder,
     lock_point, lock_try_acquire, new_object, next_task_id, note, now, object_name, object_state,
     park_object, point, read_point, set_owner, sleep, spawn, task_name, tearing_down, touch,
-    unlock_point, wait_until, wake_all, yield_point, ObjId, ObjState,
+    unlock_point, wait_until, wake_all, yield_point,
 };
+pub use sched::{ExecConfig, StepRec};
+pub use search::{
+    shard_of, DfsShard, ExploreConfig, ExploreReport, Progress, ShrinkReport, Split, StrategySpec,
+    SubtreeCount, SubtreeEnd,
+};
+pub use seeded::{pct_hint, pct_probe};
+pub use shrink::{segments_of, shrink_failure, shrink_failure_until, SHRINK_BUDGET};
 pub use statecache::StateHasher;
-pub use strategy::{pct_hint, pct_probe, ChoicePoint};
+pub use strategy::ChoicePoint;
 pub use token::{ContentHash, Schedule, Segment, Token, TokenError};
 pub use trace::{Event, EventKind};
 
-/// Index of a task in its execution, in spawn order.
-pub type TaskId = usize;
-
-/// The scheduler's own cost-table entries.
 pub mod mem;
 
+/// The scheduler's own cost-table entries.
 pub mod costs {
-    use crate::CostKey;
-    /// A scheduling point whose caller names no cost.
-    pub static STEP: CostKey =
-        CostKey::new("step", 10, "any scheduling point not listed elsewhere");
+    pub use crate::cost::STEP;
 }

@@ -132,7 +132,7 @@ impl fmt::Display for Outcome {
                 "stacks" => write!(
                     f,
                     "limit: no stack could be mapped for task {value} (the process has at most {} task stacks, and the system may allow fewer)",
-                    crate::exec::STACK_BUDGET
+                    crate::fiber::STACK_BUDGET
                 ),
                 "memory" => write!(
                     f,

@@ -1,6 +1,6 @@
 //! Trace events and the trace hash.
 
-use crate::rt::ObjId;
+use crate::obj::ObjId;
 use crate::TaskId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

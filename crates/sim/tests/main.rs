@@ -5,6 +5,7 @@
 //! why).
 
 mod keys;
+mod layers;
 mod limits;
 mod state_cache;
 mod switches;

@@ -1,8 +1,10 @@
 //! Everywhere else: every task a corosensei coroutine, switching through
 //! the run loop.
 
-use super::*;
+use super::stack::{Back, Payload, TaskFn, TaskStack};
+use crate::TaskId;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::panic::{self, AssertUnwindSafe};
 
 /// Tasks switch through the run loop.
 pub(crate) const SYMMETRIC: bool = false;
@@ -49,11 +51,10 @@ impl Fibers {
         stack: TaskStack,
         f: TaskFn,
         _channel: &Channel,
-        shared: *const StateCell<Shared>,
+        set_handle: impl FnOnce(Handle) + 'static,
     ) -> Handle {
         let co = Coroutine::with_stack(stack, move |y: &Yielder<(), ()>, ()| {
-            // SAFETY: the execution's state outlives its coroutines.
-            unsafe { (*shared).borrow_mut().tasks[task].fiber = y as *const _ };
+            set_handle(y as *const _);
             panic::catch_unwind(AssertUnwindSafe(f)).err()
         });
         if self.cos.len() <= task {

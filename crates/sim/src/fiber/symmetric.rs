@@ -1,10 +1,12 @@
 //! The direct switch from one task's stack to another's: 64-bit x86_64,
 //! System V (unless `nssim_coroutines`).
 
-use super::*;
+use super::stack::{Back, Payload, TaskFn, TaskStack};
+use crate::TaskId;
 use corosensei::stack::Stack;
 use std::arch::naked_asm;
 use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
 
 /// Tasks switch to one another directly.
 pub(crate) const SYMMETRIC: bool = true;
@@ -151,7 +153,7 @@ impl Fibers {
         stack: TaskStack,
         f: TaskFn,
         channel: &Channel,
-        _shared: *const StateCell<Shared>,
+        _set_handle: impl FnOnce(Handle) + 'static,
     ) -> Handle {
         let start = Box::into_raw(Box::new(Start { f, task, channel }));
         // The frame a switch pops: r15, r14, r13, r12 (the start),

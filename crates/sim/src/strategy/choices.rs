@@ -2,7 +2,7 @@
 //! non-preemptive order. What exhaustive search without reduction runs,
 //! and a schedule a test can write by hand.
 
-use super::{default_choice, ChoicePoint, PickCtx, Strategy, StrategyLog};
+use super::pick::{default_choice, ChoicePoint, PickCtx, Strategy, StrategyLog};
 use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;

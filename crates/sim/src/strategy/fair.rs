@@ -1,31 +1,12 @@
 //! `fair`: the discrete-event order. The task with the earliest virtual
 //! clock runs; one deterministic execution, for timing experiments.
 
-use super::{PickCtx, Strategy};
-use crate::explore::{ExploreReport, Run};
+use super::pick::{PickCtx, Strategy};
 use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;
 
 pub(crate) struct Fair;
-
-/// The exploration: the one execution there is.
-pub(crate) fn explore(run: &Run<'_>) -> ExploreReport {
-    let schedule = Schedule::Fair;
-    let report = run(&schedule);
-    ExploreReport {
-        executions: 1,
-        report,
-        schedule,
-        exhausted: false,
-        shrink: None,
-        unnamed_at_deadline: false,
-        cut_short: 0,
-        dfs_shard: None,
-        states: None,
-        iteration: 0,
-    }
-}
 
 impl Strategy for Fair {
     fn new_execution(schedule: &Schedule, _lenient: bool) -> Option<Self> {

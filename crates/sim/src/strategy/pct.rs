@@ -5,10 +5,8 @@
 //! drawn over the choice points of a typical execution, the task about to
 //! run drops below every other.
 
+use super::pick::{PickCtx, Strategy};
 use super::random::rng_for;
-use super::{PickCtx, Strategy};
-use crate::exec::ExecReport;
-use crate::explore::{seeded, ExploreConfig, ExploreReport, Run};
 use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;
@@ -34,34 +32,6 @@ pub(crate) struct Pct {
     /// the choice is the same, and a choice point looks at no priority.
     best: TaskId,
     best_at: u64,
-}
-
-/// The exploration: the change points are spread over the choice points of
-/// a typical execution (PCT counts only those), measured once by a probe
-/// that depends only on the seed; iteration i then runs stream i.
-pub(crate) fn explore(cfg: &ExploreConfig, run: &Run<'_>, depth: u32) -> ExploreReport {
-    let steps_hint = pct_hint(&run(&pct_probe(cfg.seed)));
-    seeded(cfg, run, &|i| Schedule::Pct {
-        seed: cfg.seed,
-        iteration: i,
-        depth,
-        steps_hint,
-    })
-}
-
-/// The execution PCT measures a model with before its search: a random
-/// one that depends on the seed alone.
-pub fn pct_probe(seed: u64) -> Schedule {
-    Schedule::Random {
-        seed,
-        iteration: u64::MAX,
-    }
-}
-
-/// How many choice points PCT spreads its change points over, from its
-/// probe: those are the only steps it counts.
-pub fn pct_hint(probe: &ExecReport) -> u64 {
-    probe.choice_points.max(1)
 }
 
 impl Strategy for Pct {

@@ -2,8 +2,7 @@
 //! ChaCha8 stream of its own for each (seed, iteration), so that any
 //! iteration runs alone, on any thread or shard, as it runs in sequence.
 
-use super::{PickCtx, Strategy};
-use crate::explore::{seeded, ExploreConfig, ExploreReport, Run};
+use super::pick::{PickCtx, Strategy};
 use crate::runq::RunQueue;
 use crate::token::Schedule;
 use crate::TaskId;
@@ -11,14 +10,6 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 pub(crate) struct Random(ChaCha8Rng);
-
-/// The exploration: iteration i runs stream i of the seed.
-pub(crate) fn explore(cfg: &ExploreConfig, run: &Run<'_>) -> ExploreReport {
-    seeded(cfg, run, &|i| Schedule::Random {
-        seed: cfg.seed,
-        iteration: i,
-    })
-}
 
 impl Strategy for Random {
     const READS_LIST: bool = false;

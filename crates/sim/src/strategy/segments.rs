@@ -3,7 +3,7 @@
 //! gives a failing schedule: names survive small changes of the model,
 //! and a segment that no longer fits is reported as a divergence.
 
-use super::{default_choice, PickCtx, Strategy};
+use super::pick::{default_choice, PickCtx, Strategy};
 use crate::runq::RunQueue;
 use crate::token::{Schedule, Segment};
 use crate::TaskId;
