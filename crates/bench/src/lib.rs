@@ -341,35 +341,71 @@ pub mod nssim {
         invariants: &[&str],
         explore: ExploreConfig,
     ) -> ExploreReport {
-        use kernel::setup::{clone_flags::CLONE_NEWIPC, Op, Setup, SysctlSpec, TaskSpec};
-        let setup = Setup {
-            user_namespaces: vec![],
-            sysctls: vec![SysctlSpec {
-                userns: "init".into(),
-                name: "user.max_ipc_namespaces".into(),
-                value: limit,
-            }],
-            tasks: vec![TaskSpec {
-                name: "looper".into(),
-                instances,
-                userns: "init".into(),
-                uid: 0,
-                repeat: rounds,
-                sequential: false,
-                ops: vec![Op::Unshare {
-                    flags: CLONE_NEWIPC,
+        let loopers = Loopers {
+            flags: kernel::setup::clone_flags::CLONE_NEWIPC,
+            instances,
+            limit,
+            rounds,
+        };
+        loopers.explore(patches, invariants, explore, false).0
+    }
+
+    /// Tasks that each unshare namespaces in a loop.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Loopers {
+        /// The `unshare` flags: `CLONE_NEWIPC` or `CLONE_NEWUSER`.
+        pub flags: u64,
+        pub instances: u32,
+        /// `user.max_user_namespaces` with `CLONE_NEWUSER`, else
+        /// `user.max_ipc_namespaces`.
+        pub limit: i64,
+        pub rounds: u64,
+    }
+
+    impl Loopers {
+        /// Explore them on `patches` with `invariants` checked (and no
+        /// replay of the reported execution); with `count_steps`, also
+        /// count the steps of every execution.
+        pub fn explore(
+            self,
+            patches: &kernel::ActivePatches,
+            invariants: &[&str],
+            explore: ExploreConfig,
+            count_steps: bool,
+        ) -> (ExploreReport, Option<u64>) {
+            use kernel::setup::{clone_flags::CLONE_NEWUSER, Op, Setup, SysctlSpec, TaskSpec};
+            let sysctl = if self.flags & CLONE_NEWUSER != 0 {
+                "user.max_user_namespaces"
+            } else {
+                "user.max_ipc_namespaces"
+            };
+            let setup = Setup {
+                user_namespaces: vec![],
+                sysctls: vec![SysctlSpec {
+                    userns: "init".into(),
+                    name: sysctl.into(),
+                    value: self.limit,
                 }],
-            }],
-            ..Default::default()
-        };
-        let invariants: Vec<String> = invariants.iter().map(|i| i.to_string()).collect();
-        let spec = kernel::RunSpec {
-            setup: &setup,
-            patches,
-            invariants: &invariants,
-            explore,
-        };
-        kernel::explore_run(&spec).explore
+                tasks: vec![TaskSpec {
+                    name: "looper".into(),
+                    instances: self.instances,
+                    userns: "init".into(),
+                    uid: 0,
+                    repeat: self.rounds,
+                    sequential: false,
+                    ops: vec![Op::Unshare { flags: self.flags }],
+                }],
+                ..Default::default()
+            };
+            let invariants: Vec<String> = invariants.iter().map(|i| i.to_string()).collect();
+            let spec = kernel::RunSpec {
+                setup: &setup,
+                patches,
+                invariants: &invariants,
+                explore,
+            };
+            kernel::explore_steps(&spec, count_steps)
+        }
     }
 
     /// What task c of (c) read: the flag, then the vector.

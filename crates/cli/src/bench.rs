@@ -5,7 +5,7 @@
 
 use bench::nssim::{
     bare_points_build, count_steps, executions_run, ipc, lone_task_build, mutex_build,
-    pct_depth_build, pct_depth_tasks, pct_found, pct_probe, scale_run, small,
+    pct_depth_build, pct_depth_tasks, pct_found, pct_probe, scale_run, small, Loopers,
 };
 use bench::{
     coroutine_random_successor, coroutine_round_trip, dur, median, ratio, secs, si, timed, Table,
@@ -31,6 +31,8 @@ pub struct BenchPlan {
     /// The parallel exhaustive search: its preemption bound and budget.
     pub dfs_bound: u32,
     pub dfs_executions: u64,
+    /// Random executions per kernel scenario of the step-cost table.
+    pub kernel_executions: u64,
 }
 
 impl BenchPlan {
@@ -45,6 +47,7 @@ impl BenchPlan {
                 pct_executions: 2000,
                 dfs_bound: 2,
                 dfs_executions: 2000,
+                kernel_executions: 200,
             }
         } else {
             BenchPlan {
@@ -56,6 +59,7 @@ impl BenchPlan {
                 pct_executions: 100_000,
                 dfs_bound: 3,
                 dfs_executions: 250_000,
+                kernel_executions: 5000,
             }
         }
     }
@@ -71,6 +75,7 @@ pub fn bench(plan: &BenchPlan) {
         plan.executions, plan.seeds, plan.jobs, plan.rounds, plan.tasks
     );
     mutex_table(plan);
+    kernel_step_table(plan);
     ipc_table(plan);
     exhaustive_table();
     pct_table(plan);
@@ -223,6 +228,98 @@ impl Floors {
             "A random point of table (a) switches tasks at about three points of four. A scheduler that switches at random through a loop on corosensei coroutines spends several round trips a point with nothing around it (the second row); nssim switches from task to task directly, and spends most of a point on its own bookkeeping (the third). The fourth row is both, with every task on the same code; table (a)'s random row adds the lock work and returns that differ from task to task.\n"
         );
     }
+}
+
+/// A kernel scenario of the step-cost table.
+struct KernelWorkload {
+    name: &'static str,
+    profile: &'static str,
+    patches: &'static [&'static str],
+    loopers: Loopers,
+    invariants: &'static [&'static str],
+}
+
+impl KernelWorkload {
+    fn run(&self, executions: u64, count_steps: bool) -> Option<u64> {
+        let toggles: Vec<(String, bool)> =
+            self.patches.iter().map(|p| (p.to_string(), true)).collect();
+        let patches = kernel::resolve_patches(self.profile, &toggles)
+            .expect("a catalogued profile and patches");
+        let explore = explore_cfg(StrategySpec::Random, 1, executions, 1);
+        self.loopers
+            .explore(&patches, self.invariants, explore, count_steps)
+            .1
+    }
+}
+
+/// The kernel scenarios of the step-cost table: the ipc race and user
+/// namespaces.
+fn kernel_workloads() -> [KernelWorkload; 2] {
+    use kernel::setup::clone_flags::{CLONE_NEWIPC, CLONE_NEWUSER};
+    [
+        KernelWorkload {
+            name: "the ipc race: `ipc-v6.3-window-loopers` under `v6.3+fix` (2 tasks, 2 `unshare(CLONE_NEWIPC)` each)",
+            profile: "v6.3",
+            patches: &["ipc-retry-after-free", "ipc-pending-at-release"],
+            loopers: Loopers { flags: CLONE_NEWIPC, instances: 2, limit: 3, rounds: 2 },
+            invariants: &["ipc.no_false_enospc", "ucounts.balanced", "ipc.freed_eventually"],
+        },
+        KernelWorkload {
+            name: "user namespaces: 2 tasks, 2 `unshare(CLONE_NEWUSER)` each, under `v6.16`",
+            profile: "v6.16",
+            patches: &[],
+            loopers: Loopers { flags: CLONE_NEWUSER, instances: 2, limit: 3, rounds: 2 },
+            invariants: &["ucounts.balanced", "userns.depth", "userns.no_false_enospc"],
+        },
+    ]
+}
+
+/// What a step of the kernel model costs against a bare scheduling point,
+/// measured side by side (the rounds interleaved, each row its best).
+fn kernel_step_table(plan: &BenchPlan) {
+    let n = plan.kernel_executions;
+    println!(
+        "## (k) the kernel model's step against a bare scheduling point ({n} random executions per scenario, best of {} interleaved round(s))\n",
+        plan.rounds
+    );
+    let bare_build = bare_points_build(TASKS, BARE_POINTS);
+    let bare_steps = count_steps(StrategySpec::Random, 1, 1, &bare_build).1;
+    let workloads = kernel_workloads();
+    let steps: Vec<u64> = workloads
+        .iter()
+        .map(|w| w.run(n, true).expect("counted"))
+        .collect();
+    let mut bare = f64::MAX;
+    let mut per_step = vec![f64::MAX; workloads.len()];
+    for _ in 0..plan.rounds {
+        let cfg = explore_cfg(StrategySpec::Random, 1, 1, 1);
+        let (_, d) = timed(|| sim::explore(&cfg, &bare_build));
+        bare = bare.min(d.as_secs_f64() / bare_steps as f64);
+        for (i, w) in workloads.iter().enumerate() {
+            let (_, d) = timed(|| w.run(n, false));
+            per_step[i] = per_step[i].min(d.as_secs_f64() / steps[i] as f64);
+        }
+    }
+    let mut t = Table::new(&["workload", "steps", "time/step", "÷ bare point"]);
+    t.row(vec![
+        format!("a bare point: {TASKS} tasks of bare points under random"),
+        bare_steps.to_string(),
+        secs(bare),
+        ratio(bare, bare),
+    ]);
+    for (i, w) in workloads.iter().enumerate() {
+        let name = w.name;
+        t.row(vec![
+            name.to_string(),
+            steps[i].to_string(),
+            secs(per_step[i]),
+            ratio(per_step[i], bare),
+        ]);
+    }
+    println!("{}", t.render());
+    println!(
+        "A kernel step is a scheduling point of the model's own code (a lock, an atomic, a refcount) with what the model does up to its next one, and the invariants checked after it; its time includes building each execution's world. The ratio is the model's cost over the scheduler's.\n"
+    );
 }
 
 /// Round trips per batch of the coroutine reference.

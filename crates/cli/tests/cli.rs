@@ -747,6 +747,7 @@ fn nssim_bench_prints_every_table() {
         "## (a)",
         "## (b)",
         "## (c)",
+        "## (k) the kernel model's step against a bare scheduling point",
         "## PCT on bugs of depth 2 and 3",
         "## Parallel exploration",
         "## Scale",
@@ -769,6 +770,15 @@ fn nssim_bench_prints_every_table() {
         );
     }
     assert!(text.contains("A bare coroutine round trip"), "{text}");
+    // Table (k): the bare point, then each kernel scenario's step and its
+    // ratio to the bare point.
+    for prefix in ["| a bare point:", "| the ipc race:", "| user namespaces:"] {
+        let rows = row(prefix);
+        assert!(
+            rows.len() == 1 && rows[0].trim_end().ends_with("× |"),
+            "table (k) row {prefix}:\n{text}"
+        );
+    }
     // Table (a)'s floors: the parts of a random point at their barest,
     // each against the round trip.
     let floors = row("| ").into_iter().filter(|l| {

@@ -119,9 +119,11 @@ impl State {
     }
 
     fn judge_all(&mut self) {
-        let ids: Vec<u64> = self.calls.keys().copied().collect();
-        for id in ids {
+        // After every step: walk the calls in order without collecting them.
+        let mut next = 0;
+        while let Some(id) = self.calls.range(next..).next().map(|(id, _)| *id) {
             self.judge(id);
+            next = id + 1;
         }
     }
 }

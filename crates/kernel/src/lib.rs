@@ -40,6 +40,7 @@ pub use world::{mqueue, pidns, signal};
 pub use errno::Errno;
 pub use profile::{resolve_patches, ActivePatches};
 pub use world::{
-    cut_by_deadline, explore_outcomes, explore_profile, explore_run, number_namespaces, replay_run,
-    results_summary, OutcomeOf, Results, RunOutput, RunSpec, SyscallStats,
+    cut_by_deadline, explore_outcomes, explore_profile, explore_run, explore_steps,
+    number_namespaces, replay_run, results_summary, OutcomeOf, Results, RunOutput, RunSpec,
+    SyscallStats,
 };

@@ -1055,24 +1055,17 @@ impl Procs {
             }
             return None;
         }
-        for u in self.ucounts.ledger.hashed_entries() {
+        self.ucounts.ledger.find_hashed(|u| {
             let want = live
                 .values()
-                .filter(|l| {
-                    ucounts::levels(&l.ucounts)
-                        .iter()
-                        .any(|x| Arc::ptr_eq(x, &u))
-                })
+                .filter(|l| ucounts::charges_through(&l.ucounts, u))
                 .count() as i64;
             let have = u.peek_rlimit(RlimitType::Nproc);
-            if want != have {
-                return Some(format!(
-                    "UCOUNT_RLIMIT_NPROC of kuid {} in user namespace {} is {have}, but {want} live processes are counted through it",
-                    u.uid, u.ns.name
-                ));
-            }
-        }
-        None
+            (want != have).then(|| format!(
+                "UCOUNT_RLIMIT_NPROC of kuid {} in user namespace {} is {have}, but {want} live processes are counted through it",
+                u.uid, u.ns.name
+            ))
+        })
     }
 
     /// `ucounts.no_leak` at the end: every hashed entry is referenced by

@@ -293,6 +293,28 @@ pub fn explore_outcomes(
     (explore, seen)
 }
 
+/// Explore a run and nothing else (no replay of the reported execution
+/// for its results); with `count_steps`, also the steps of all its
+/// executions, counted by one checker more after every step. For
+/// benchmarks that divide a run's time by its steps: count once, time
+/// without counting.
+pub fn explore_steps(spec: &RunSpec<'_>, count_steps: bool) -> (ExploreReport, Option<u64>) {
+    let steps = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let build = |e: &mut Execution| {
+        build_world(e, spec);
+        if count_steps {
+            let steps = Arc::clone(&steps);
+            e.check_each_step(move || {
+                steps.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                None
+            });
+        }
+    };
+    let explore = sim::explore(&spec.explore, &build);
+    let counted = count_steps.then(|| steps.load(std::sync::atomic::Ordering::Relaxed));
+    (explore, counted)
+}
+
 /// Explore `setup` on kernel `profile` with every invariant checked and no
 /// shrinking: the short way for tests and conformance cases.
 pub fn explore_profile(

@@ -21,7 +21,6 @@ use crate::TaskId;
 use corosensei::stack::Stack;
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::panic;
 
 /// Stack left when a task is stopped with outcome `limit` (stack).
@@ -157,7 +156,7 @@ impl Execution {
             costs,
             cpus,
             objects: Vec::new(),
-            serials: BTreeMap::new(),
+            serials: Vec::new(),
             singletons: [ObjId::NONE; crate::MAX_SINGLETONS],
             exit_wakes: Vec::new(),
             waiters: Vec::new(),

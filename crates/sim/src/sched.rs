@@ -18,7 +18,7 @@ use crate::task::{
 use crate::trace::{Event, EventKind, Trace};
 use crate::TaskId;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 pub(crate) struct Shared {
     /// This execution's number among all of the process's
@@ -41,7 +41,9 @@ pub(crate) struct Shared {
     pub costs: ResolvedCosts,
     pub cpus: Vec<u64>,
     pub objects: Vec<ObjInfo>,
-    pub serials: BTreeMap<&'static str, u32>,
+    /// The next serial of each kind of object, kinds in order of first
+    /// use (a kind is named by a static string, found by address first).
+    pub serials: Vec<(&'static str, u32)>,
     /// The objects of the singletons used so far, by key number
     /// (`ObjId::NONE` for a key not used yet).
     pub singletons: [ObjId; MAX_SINGLETONS],
@@ -304,17 +306,35 @@ impl Shared {
 
     pub(crate) fn new_object(&mut self, kind: &'static str) -> ObjId {
         self.created();
-        let serial = self.serials.entry(kind).or_insert(0);
+        let serial = self.next_serial(kind);
+        let this = *serial;
+        *serial += 1;
         let id = ObjId(self.objects.len() as u32);
         self.objects.push(ObjInfo {
             kind,
-            serial: *serial,
+            serial: this,
             state: ObjState::Live,
             owner: None,
             singleton: false,
         });
-        *serial += 1;
         id
+    }
+
+    /// The next serial of `kind`: most objects of a kind are named by one
+    /// static string, compared by address before its bytes.
+    fn next_serial(&mut self, kind: &'static str) -> &mut u32 {
+        let same = |k: &&'static str| std::ptr::eq(*k, kind);
+        let at = match self.serials.iter().position(|(k, _)| same(k)) {
+            Some(i) => i,
+            None => match self.serials.iter().position(|(k, _)| *k == kind) {
+                Some(i) => i,
+                None => {
+                    self.serials.push((kind, 0));
+                    self.serials.len() - 1
+                }
+            },
+        };
+        &mut self.serials[at].1
     }
 
     /// The object of singleton `key` (number `i`), made on first use.
@@ -760,8 +780,11 @@ pub(crate) fn state_context(s: &Shared, bounded: bool) -> u64 {
 }
 
 /// The scheduler's part of a named state: each task's run state, pending
-/// step and slots, and each object's lifetime and owner. Clocks are left
-/// out: a search's choices do not depend on them (only `fair` reads them).
+/// step and slots; each object's kind, lifetime and owner, and the tasks
+/// waiting on it in the order they will be woken; the singletons and
+/// what a task's exit wakes; tasks spawned and not yet started. Clocks are
+/// left out: a search's choices do not depend on them (only `fair` reads
+/// them); so are the step counts and the trace, which are the path's.
 pub(crate) fn hash_scheduler_state(s: &Shared, h: &mut StateHasher) {
     use std::hash::Hasher;
     h.write_usize(s.tasks.len());
@@ -791,8 +814,21 @@ pub(crate) fn hash_scheduler_state(s: &Shared, h: &mut StateHasher) {
             }
             ObjState::Freed { .. } => h.write_u8(2),
         }
+        h.write_str(o.kind);
+        h.write_u32(o.serial);
+        h.write_u8(o.singleton as u8);
         h.write_u64(o.owner.map_or(0, |t| t as u64 + 1));
     }
+    // Who a wake-up wakes first depends on the order of the waiters.
+    for (slot, queue) in s.waiters.iter().enumerate().filter(|(_, q)| !q.is_empty()) {
+        h.write_usize(slot);
+        h.write_usize(queue.len());
+        queue.iter().for_each(|t| h.write_usize(*t));
+    }
+    s.singletons.iter().for_each(|o| h.write_u32(o.0));
+    s.exit_wakes.iter().for_each(|o| h.write_u32(o.0));
+    h.write_usize(s.sched.spawned.len());
+    s.sched.spawned.iter().for_each(|(t, _)| h.write_usize(*t));
 }
 
 /// The checks a pick makes only when `Sched::next_check` comes, in the

@@ -4,6 +4,7 @@
 use crate::fiber::{self, Handle};
 use crate::obj::{ObjId, ObjState};
 use crate::TaskId;
+#[cfg(debug_assertions)]
 use std::cell::Cell;
 
 /// Task slots a process may declare: every task carries this many words.

@@ -90,6 +90,17 @@ impl Ledger {
             .and_then(Weak::upgrade)
     }
 
+    /// The first of `f`'s findings over the hashed entries, in key order
+    /// (without collecting them: checkers ask it after every step). `f`
+    /// runs with the ledger locked: it must not call the ledger.
+    pub fn find_hashed<T>(&self, mut f: impl FnMut(&Ucounts) -> Option<T>) -> Option<T> {
+        let s = self.state.lock();
+        s.hashed
+            .values()
+            .filter_map(Weak::upgrade)
+            .find_map(|u| f(&u))
+    }
+
     /// Every hashed entry, in key order.
     pub fn hashed_entries(&self) -> Vec<Arc<Ucounts>> {
         let s = self.state.lock();

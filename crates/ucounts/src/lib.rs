@@ -609,6 +609,19 @@ fn free_ucounts(u: &Ucounts) {
     sim::free_object(u.obj);
 }
 
+/// Whether a charge through `leaf` goes through `entry` (without
+/// collecting the levels: checkers ask it after every step).
+pub fn charges_through(leaf: &Arc<Ucounts>, entry: &Ucounts) -> bool {
+    let mut at: Option<&Arc<Ucounts>> = Some(leaf);
+    while let Some(u) = at {
+        if std::ptr::eq(Arc::as_ptr(u), entry) {
+            return true;
+        }
+        at = u.up();
+    }
+    false
+}
+
 /// The entries a charge through `leaf` goes through, leaf first.
 pub fn levels(leaf: &Arc<Ucounts>) -> Vec<Arc<Ucounts>> {
     let mut out = vec![Arc::clone(leaf)];
