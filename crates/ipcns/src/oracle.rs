@@ -50,6 +50,12 @@ struct State {
     violation: Option<String>,
     /// The table whose ledger knows the charges under way.
     table: Option<Arc<UcountsTable>>,
+    /// Changes so far of what a judgement reads here (the calls, the
+    /// live counts, the pending frees).
+    changes: u64,
+    /// What the calls were last judged with: this state's changes, the
+    /// ledger's charges under way, the limits (see `judge_now`).
+    judged_with: Option<(u64, u64, u64)>,
 }
 
 /// The entries a charge goes through, leaf first.
@@ -142,13 +148,25 @@ impl Oracle {
 
     /// Judge the calls under way as the counters are now (after every
     /// step: a charge under way at another level changes them).
+    ///
+    /// Judging is idempotent: with the same inputs (this state, the charges
+    /// under way, the limits) it changes nothing, so it is skipped while
+    /// none of them changed since the last judgement.
     pub fn judge_now(&self) {
-        self.state.lock().judge_all();
+        let mut s = self.state.lock();
+        let charging = s.table.as_ref().map_or(0, |t| t.ledger.charging_changes());
+        let inputs = (s.changes, charging, ucounts::limits_set());
+        if s.judged_with == Some(inputs) {
+            return;
+        }
+        s.judge_all();
+        s.judged_with = Some(inputs);
     }
 
     /// An `unshare(CLONE_NEWIPC)` begins in the user namespace `chain[0]`.
     pub fn begin_call(&self, chain: Chain) -> CallId {
         let mut s = self.state.lock();
+        s.changes += 1;
         let id = s.next_call;
         s.next_call += 1;
         s.calls.insert(
@@ -187,6 +205,7 @@ impl Oracle {
     /// A namespace was charged at every entry of `chain`.
     pub fn charged(&self, chain: &[(Arc<UcountsNs>, u32)]) {
         let mut s = self.state.lock();
+        s.changes += 1;
         for (level, uid) in chain {
             *s.live.entry((level.id, *uid)).or_default() += 1;
         }
@@ -197,6 +216,7 @@ impl Oracle {
     /// A namespace's last reference was dropped.
     pub fn released(&self, chain: &[(Arc<UcountsNs>, u32)]) {
         let mut s = self.state.lock();
+        s.changes += 1;
         for (level, uid) in chain {
             *s.live.entry((level.id, *uid)).or_default() -= 1;
         }
@@ -211,6 +231,7 @@ impl Oracle {
 
     pub fn freed(&self) {
         let mut s = self.state.lock();
+        s.changes += 1;
         s.freed += 1;
         sim::note(
             COUNTER_PENDING,

@@ -29,6 +29,8 @@ struct LedgerState {
     /// counter already holds them: the ENOSPC oracles count them as the
     /// kernel does.
     charging: BTreeMap<(u32, u32, UcountType), i64>,
+    /// Changes of `charging` so far.
+    charging_changes: u64,
 }
 
 /// What was charged through one (namespace, uid) entry.
@@ -118,11 +120,18 @@ impl Ledger {
     /// unwound (`by` -1), in the step of its atomic operation.
     pub(crate) fn charging(&self, u: &Ucounts, t: UcountType, by: i64) {
         let mut s = self.state.lock();
+        s.charging_changes += 1;
         let n = s.charging.entry((u.ns.id, u.uid, t)).or_default();
         *n += by;
         if *n == 0 {
             s.charging.remove(&(u.ns.id, u.uid, t));
         }
+    }
+
+    /// How many times the charges under way changed: a judgement made
+    /// with them stands while this is the same.
+    pub fn charging_changes(&self) -> u64 {
+        self.state.lock().charging_changes
     }
 
     /// Charges of type `t` under way at the entry (namespace `ns`, `uid`).

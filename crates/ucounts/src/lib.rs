@@ -257,6 +257,7 @@ impl UcountsNs {
     /// the range (see [`sysctl`] for the checked path).
     pub fn set_max(&self, t: UcountType, v: i64) {
         self.ucount_max[t as usize].store(v, Ordering::Relaxed);
+        LIMITS_SET.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// `get_userns_rlimit_max`: the rlimit recorded at creation.
@@ -620,6 +621,17 @@ pub fn charges_through(leaf: &Arc<Ucounts>, entry: &Ucounts) -> bool {
         at = u.up();
     }
     false
+}
+
+/// Writes of any `max_*` limit so far, by any thread: a checker that
+/// judges with the limits can skip a judgement when neither this nor its
+/// other inputs changed (a write on another thread only makes it judge
+/// again, never skip).
+static LIMITS_SET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// See [`LIMITS_SET`].
+pub fn limits_set() -> u64 {
+    LIMITS_SET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The entries a charge through `leaf` goes through, leaf first.
