@@ -131,7 +131,7 @@ const TWO_ADDERS: Model = Model { tasks: 2, ..RACY };
 #[test]
 fn the_cached_search_reaches_the_same_final_states_in_fewer_executions() {
     for bound in [1, 2, 3, u32::MAX] {
-        // Unbounded, the plain search of three adders is 17 million runs.
+        // Unbounded, the plain search of three adders is 399 million runs.
         let model = if bound == u32::MAX { TWO_ADDERS } else { RACY };
         let (plain, plain_finals) = model.search(bound, false);
         let (cached, cached_finals) = model.search(bound, true);
@@ -204,7 +204,7 @@ fn a_cached_search_is_the_same_on_every_run() {
 }
 
 /// Unbounded, three adders of two adds: the plain search would run
-/// 17 million executions (18! / (6!)^3 interleavings); the cached one
+/// 399 million executions (21! / (7!)^3 interleavings of seven steps each); the cached one
 /// runs a few thousand, each state once.
 #[test]
 fn an_unbounded_cached_search_is_exhausted_where_the_plain_one_cannot_be() {
