@@ -176,6 +176,7 @@ impl Execution {
                 checkers: RefCell::new(Vec::new()),
                 namer: RefCell::new(None),
                 probe: RefCell::new(None),
+                interchangeable: RefCell::new(Vec::new()),
                 channel: fiber::Channel::default(),
             }),
             fibers: Fibers::default(),
@@ -240,6 +241,17 @@ impl Execution {
     /// after steps, outside every task, after the invariants.
     pub fn name_state(&mut self, f: impl FnMut(&mut StateHasher) -> bool + 'static) {
         *self.core.namer.borrow_mut() = Some(Box::new(f));
+    }
+
+    /// Declare `tasks` interchangeable: they run the same code from the
+    /// same start, so a stateful search takes states that differ only by
+    /// a permutation of them as one (see `statecache`). What the model
+    /// names of each goes in its part ([`StateHasher::task`]).
+    pub fn interchangeable(&mut self, tasks: impl IntoIterator<Item = TaskId>) {
+        let group: Vec<TaskId> = tasks.into_iter().collect();
+        if group.len() > 1 {
+            self.core.interchangeable.borrow_mut().push(group);
+        }
     }
 
     /// A stateful search: end the execution at a state seen before.

@@ -497,6 +497,8 @@ pub(crate) struct Core {
     pub(crate) namer: RefCell<Option<Namer>>,
     /// A stateful search's visited set (see `statecache`).
     pub(crate) probe: RefCell<Option<Probe>>,
+    /// Groups of interchangeable tasks ([`Execution::interchangeable`](crate::Execution::interchangeable)).
+    pub(crate) interchangeable: RefCell<Vec<Vec<TaskId>>>,
     /// What the tasks and the run loop exchange when they switch.
     pub(crate) channel: fiber::Channel,
 }
@@ -606,18 +608,17 @@ impl Core {
         let Some(probe) = guard.as_ref() else {
             return false;
         };
-        let (preemptions, context) = {
+        let preemptions = {
             let s = self.shared.borrow();
             if s.sched.choice_points < probe.prefix_len {
                 return false;
             }
             // Without a bound, every visit has the whole budget.
-            let preemptions = if probe.bounded {
+            if probe.bounded {
                 s.sched.preemptions
             } else {
                 0
-            };
-            (preemptions, state_context(&s, probe.bounded))
+            }
         };
         let mut h = StateHasher::new();
         let named = match self.namer.borrow_mut().as_mut() {
@@ -627,9 +628,20 @@ impl Core {
         if !named {
             return false;
         }
-        hash_scheduler_state(&self.shared.borrow(), &mut h);
-        std::hash::Hasher::write_u64(&mut h, context);
-        let state = h.finish128();
+        let groups = self.interchangeable.borrow();
+        let members: Vec<TaskId> = groups.iter().flatten().copied().collect();
+        let refers = hash_scheduler_state(&self.shared.borrow(), &mut h, probe.bounded, &members);
+        let mut parts = h.task_parts();
+        // Under a bound, which task the scheduler switches to without a
+        // preemption after a yield depends on the tasks' ids: the
+        // permutations of a state are one state only without a bound.
+        if !refers && !probe.bounded {
+            for group in groups.iter() {
+                sort_within(&mut parts, group);
+            }
+        }
+        let order: Vec<u128> = parts.into_values().collect();
+        let state = h.finish128(&order);
         let seen = probe.cache.borrow_mut().seen_before(state, preemptions);
         seen
     }
@@ -768,42 +780,69 @@ pub(crate) fn replay_bookkeeping(
     None
 }
 
-/// What decides, beside the state, which choices at the next pick are
-/// preemptions (under a bound): the task that may go on without one.
-pub(crate) fn state_context(s: &Shared, bounded: bool) -> u64 {
-    if !bounded {
-        return 0;
+/// Put the parts of the tasks of `group` in sorted order at the group's
+/// places: a state and its permutations of the group become one.
+fn sort_within(parts: &mut std::collections::BTreeMap<TaskId, u128>, group: &[TaskId]) {
+    let mut values: Vec<u128> = group.iter().filter_map(|t| parts.get(t).copied()).collect();
+    values.sort_unstable();
+    let mut places: Vec<TaskId> = group
+        .iter()
+        .copied()
+        .filter(|t| parts.contains_key(t))
+        .collect();
+    places.sort_unstable();
+    for (t, v) in places.into_iter().zip(values) {
+        parts.insert(t, v);
     }
-    let last = Some(s.current).filter(|&l| matches!(s.tasks[l].run, RunState::Runnable));
-    let code = |t: Option<TaskId>| t.map_or(0, |t| t as u64 + 1);
-    code(last) | code(s.yielder) << 32
 }
 
 /// The scheduler's part of a named state: each task's run state, pending
-/// step and slots; each object's kind, lifetime and owner, and the tasks
-/// waiting on it in the order they will be woken; the singletons and
+/// step and slots (in the task's own part, with, under a preemption bound,
+/// whether it is the task that may go on without a preemption or the one
+/// that just yielded); each object's kind, lifetime and owner, and the
+/// tasks waiting on it in the order they will be woken; the singletons and
 /// what a task's exit wakes; tasks spawned and not yet started. Clocks are
 /// left out: a search's choices do not depend on them (only `fair` reads
 /// them); so are the step counts and the trace, which are the path's.
-pub(crate) fn hash_scheduler_state(s: &Shared, h: &mut StateHasher) {
+/// Returns whether the scheduler's state refers to one of `members` by its
+/// id.
+pub(crate) fn hash_scheduler_state(
+    s: &Shared,
+    h: &mut StateHasher,
+    bounded: bool,
+    members: &[TaskId],
+) -> bool {
     use std::hash::Hasher;
+    let last = Some(s.current).filter(|&l| matches!(s.tasks[l].run, RunState::Runnable));
     h.write_usize(s.tasks.len());
     for (t, task) in s.tasks.iter().enumerate() {
+        let p = h.task_part(t);
         match task.run {
-            RunState::Runnable => h.write_u8(0),
+            RunState::Runnable => p.write_u8(0),
             RunState::Blocked { on, idle } => {
-                h.write_u8(1);
-                h.write_u32(on.0);
-                h.write_u8(idle as u8);
+                p.write_u8(1);
+                p.write_u32(on.0);
+                p.write_u8(idle as u8);
             }
-            RunState::Finished => h.write_u8(2),
+            RunState::Finished => p.write_u8(2),
         }
-        h.write_str(task.pending.label);
-        h.write_u32(task.pending.obj.0);
+        p.write_usize(task.pending.label.len());
+        p.write(task.pending.label.as_bytes());
+        p.write_u32(task.pending.obj.0);
+        p.write_u8(task.daemon as u8);
         for word in s.slots.get(t).into_iter().flatten() {
-            h.write_u64(*word);
+            p.write_u64(*word);
+        }
+        if bounded {
+            // Which choices at the next pick are preemptions.
+            p.write_u8((last == Some(t)) as u8 | ((s.yielder == Some(t)) as u8) << 1);
         }
     }
+    let mut refers = false;
+    let mut task_ref = |h: &mut StateHasher, t: Option<TaskId>| {
+        refers |= t.is_some_and(|t| members.contains(&t));
+        h.write_usize(t.map_or(0, |t| t + 1));
+    };
     h.write_usize(s.objects.len());
     for o in &s.objects {
         match o.state {
@@ -817,18 +856,22 @@ pub(crate) fn hash_scheduler_state(s: &Shared, h: &mut StateHasher) {
         h.write_str(o.kind);
         h.write_u32(o.serial);
         h.write_u8(o.singleton as u8);
-        h.write_u64(o.owner.map_or(0, |t| t as u64 + 1));
+        task_ref(h, o.owner);
     }
     // Who a wake-up wakes first depends on the order of the waiters.
     for (slot, queue) in s.waiters.iter().enumerate().filter(|(_, q)| !q.is_empty()) {
         h.write_usize(slot);
         h.write_usize(queue.len());
-        queue.iter().for_each(|t| h.write_usize(*t));
+        queue.iter().for_each(|t| task_ref(h, Some(*t)));
     }
     s.singletons.iter().for_each(|o| h.write_u32(o.0));
     s.exit_wakes.iter().for_each(|o| h.write_u32(o.0));
     h.write_usize(s.sched.spawned.len());
-    s.sched.spawned.iter().for_each(|(t, _)| h.write_usize(*t));
+    s.sched
+        .spawned
+        .iter()
+        .for_each(|(t, _)| task_ref(h, Some(*t)));
+    refers
 }
 
 /// The checks a pick makes only when `Sched::next_check` comes, in the

@@ -29,6 +29,20 @@
 //! cache serves the search without reduction (`--no-reduction`), and the
 //! reduced search keeps no cache.
 //!
+//! Symmetry: tasks the model declares interchangeable (the instances of
+//! one task, which run the same operations from the same start) are told
+//! apart only by their parts of the state: the parts of such a group are
+//! taken in sorted order, so that states that differ by a permutation of
+//! the group are one state (Ip and Dill, "Better verification through
+//! symmetry", 1996; Emerson and Sistla, 1996). Where the scheduler's state
+//! refers to a member by its id (a wait queue, a lock's owner, a task not
+//! yet started) the parts keep their order: that state is not merged with
+//! its permutations, which only costs the saving. Symmetry applies without
+//! a preemption bound only: under one, the task the scheduler goes on with
+//! after a yield is chosen by id. The model's shared part must not name a
+//! member by its id either (the instances' names are the model's to keep
+//! out of it or in the members' own parts).
+//!
 //! The fingerprint is 128 bits of SipHash-1-3 over the named state, with
 //! fixed keys: the same on every run, thread and machine. Two different
 //! states given one fingerprint would wrongly cut the second; among the
@@ -42,36 +56,72 @@ use std::hash::Hasher;
 /// What a model writes to name its state (see
 /// [`Execution::name_state`](crate::Execution::name_state)): every field
 /// its future depends on, in an order of its own choosing but the same on
-/// every path; never an address or a hash map's order.
-pub struct StateHasher(SipHasher13);
+/// every path; never an address or a hash map's order. What belongs to
+/// one task goes in [`StateHasher::task`], so that tasks declared
+/// interchangeable ([`Execution::interchangeable`](crate::Execution::interchangeable))
+/// can be recognised in any order.
+pub struct StateHasher {
+    main: SipHasher13,
+    /// Each task's part, by task id.
+    tasks: BTreeMap<usize, SipHasher13>,
+}
+
+fn sip() -> SipHasher13 {
+    SipHasher13::new_with_keys(0x6e73_7369_6d00_0001, 0x7374_6174_6500_0002)
+}
 
 impl StateHasher {
     pub(crate) fn new() -> Self {
-        StateHasher(SipHasher13::new_with_keys(
-            0x6e73_7369_6d00_0001,
-            0x7374_6174_6500_0002,
-        ))
+        StateHasher {
+            main: sip(),
+            tasks: BTreeMap::new(),
+        }
+    }
+
+    /// Write what belongs to task `t` alone (its position in its work,
+    /// what it holds) with `f`. A task's part must not name another task
+    /// by its id.
+    pub fn task(&mut self, t: usize, f: impl FnOnce(&mut dyn Hasher)) {
+        f(self.tasks.entry(t).or_insert_with(sip));
+    }
+
+    /// Task `t`'s part so far (the model's, then what the scheduler adds).
+    pub(crate) fn task_part(&mut self, t: usize) -> &mut SipHasher13 {
+        self.tasks.entry(t).or_insert_with(sip)
+    }
+
+    /// Each task's part, finished, by task id.
+    pub(crate) fn task_parts(&self) -> BTreeMap<usize, u128> {
+        self.tasks
+            .iter()
+            .map(|(t, h)| (*t, h.finish128().as_u128()))
+            .collect()
     }
 
     /// A string, with its length (so that `"ab", "c"` and `"a", "bc"`
     /// differ).
     pub fn write_str(&mut self, s: &str) {
-        self.0.write_usize(s.len());
-        self.0.write(s.as_bytes());
+        self.main.write_usize(s.len());
+        self.main.write(s.as_bytes());
     }
 
-    pub(crate) fn finish128(&self) -> u128 {
-        self.0.finish128().as_u128()
+    /// The fingerprint: the shared part, then the tasks' parts in `order`
+    /// (each task's once).
+    pub(crate) fn finish128(mut self, order: &[u128]) -> u128 {
+        for part in order {
+            self.main.write_u128(*part);
+        }
+        self.main.finish128().as_u128()
     }
 }
 
 impl Hasher for StateHasher {
     fn finish(&self) -> u64 {
-        self.0.finish()
+        self.main.finish()
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes);
+        self.main.write(bytes);
     }
 }
 
