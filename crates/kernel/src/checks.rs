@@ -69,9 +69,22 @@ pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invarian
         IdmapConfined => each_step(e, world, invariant, |w| {
             userns::invariants::confined(&w.userns)
         }),
-        UsernsDepth => each_step(e, world, invariant, |w| {
-            userns::invariants::depth(&w.userns)
-        }),
+        UsernsDepth => {
+            // A namespace's level and parent never change: the check has
+            // news only when a namespace was registered since it passed.
+            let passed_at = std::cell::Cell::new(0);
+            each_step(e, world, invariant, move |w| {
+                let registered = w.userns.registered();
+                if passed_at.get() == registered {
+                    return None;
+                }
+                let found = userns::invariants::depth(&w.userns);
+                if found.is_none() {
+                    passed_at.set(registered);
+                }
+                found
+            })
+        }
         UsernsNoFalseEnospc => each_step(e, world, invariant, |w| {
             w.userns.oracle.judge_now();
             w.userns.oracle.take_violation()

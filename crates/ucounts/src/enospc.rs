@@ -63,6 +63,11 @@ struct State {
     /// The table whose ledger knows the charges under way.
     table: Option<Arc<UcountsTable>>,
     kind: Option<UcountType>,
+    /// Changes so far of what this oracle keeps (see `judge_now`).
+    changes: u64,
+    /// What the calls were last judged with: this state's changes, the
+    /// ledger's charges under way, the limits.
+    judged_with: Option<(u64, u64, u64)>,
 }
 
 struct Call {
@@ -130,9 +135,11 @@ impl State {
     }
 
     fn judge_all(&mut self, kind: UcountType) {
-        let ids: Vec<u64> = self.calls.keys().copied().collect();
-        for id in ids {
+        // After every step: walk the calls in order without collecting them.
+        let mut next = 0;
+        while let Some(id) = self.calls.range(next..).next().map(|(id, _)| *id) {
             self.judge(id, kind);
+            next = id + 1;
         }
     }
 
@@ -181,8 +188,26 @@ impl EnospcOracle {
 
     /// Judge the calls under way as the counters are now (after every
     /// step: a charge under way at another level changes them).
+    ///
+    /// Judging is idempotent: with the same inputs (this oracle's state,
+    /// the charges under way, the limits) it changes nothing, so it is
+    /// skipped while none of them changed since the last judgement.
     pub fn judge_now(&self) {
-        self.state.lock().judge_all(self.kind);
+        let mut s = self.state.lock();
+        let charging = s.table.as_ref().map_or(0, |t| t.ledger.charging_changes());
+        let inputs = (s.changes, charging, crate::limits_set());
+        if s.judged_with == Some(inputs) {
+            return;
+        }
+        s.judge_all(self.kind);
+        s.judged_with = Some(inputs);
+    }
+
+    /// This oracle's state, locked to be changed.
+    fn change(&self) -> sim::HostGuard<'_, State> {
+        let mut s = self.state.lock();
+        s.changes += 1;
+        s
     }
 
     fn count(&self, n: i64) -> String {
@@ -194,7 +219,7 @@ impl EnospcOracle {
 
     /// A charge attempt begins for the entries of `chain`.
     pub fn begin_call(&self, chain: Chain) -> CallId {
-        let mut s = self.state.lock();
+        let mut s = self.change();
         let id = s.next_call;
         s.next_call += 1;
         s.calls.insert(
@@ -214,7 +239,7 @@ impl EnospcOracle {
     /// (else it charged). `what` names the call in the message
     /// (`create_user_ns making looper/userns1`).
     pub fn end_call(&self, id: CallId, enospc: bool, what: &str) {
-        let mut s = self.state.lock();
+        let mut s = self.change();
         s.judge(id.0, self.kind);
         let Some(call) = s.calls.remove(&id.0) else {
             return;
@@ -256,7 +281,7 @@ impl EnospcOracle {
     /// The current task's syscall has returned: a false ENOSPC it got is
     /// reported now (or once the calls it overlapped have ended).
     pub fn returned(&self) {
-        let mut s = self.state.lock();
+        let mut s = self.change();
         let me = sim::current_task();
         let mut any = false;
         for u in &mut s.undecided {
@@ -273,7 +298,7 @@ impl EnospcOracle {
     /// A namespace was charged at every entry of `chain` (made by a task,
     /// or by the set-up).
     pub fn charged(&self, chain: &[(Arc<UcountsNs>, u32)]) {
-        let mut s = self.state.lock();
+        let mut s = self.change();
         s.add(chain, 1);
         s.judge_all(self.kind);
     }
@@ -281,12 +306,12 @@ impl EnospcOracle {
     /// A charge was undone before the namespace was ever used (a later
     /// check of the creation failed).
     pub fn uncharged(&self, chain: &[(Arc<UcountsNs>, u32)]) {
-        self.state.lock().add(chain, -1);
+        self.change().add(chain, -1);
     }
 
     /// Every user of a namespace has dropped it; its free may come later.
     pub fn released(&self, chain: &[(Arc<UcountsNs>, u32)]) {
-        let mut s = self.state.lock();
+        let mut s = self.change();
         s.add(chain, -1);
         s.pending += 1;
     }
@@ -294,7 +319,7 @@ impl EnospcOracle {
     /// A released namespace is in use again before its free ran (a new
     /// holder found it through something that still pinned it).
     pub fn revived(&self, chain: &[(Arc<UcountsNs>, u32)]) {
-        let mut s = self.state.lock();
+        let mut s = self.change();
         s.add(chain, 1);
         s.pending -= 1;
         s.judge_all(self.kind);
@@ -302,12 +327,12 @@ impl EnospcOracle {
 
     /// A released namespace was freed and its charge returned.
     pub fn freed(&self) {
-        self.state.lock().pending -= 1;
+        self.change().pending -= 1;
     }
 
     /// A `max_*` changed.
     pub fn limits_changed(&self) {
-        self.state.lock().judge_all(self.kind);
+        self.change().judge_all(self.kind);
     }
 
     pub fn take_violation(&self) -> Option<String> {

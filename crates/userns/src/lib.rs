@@ -541,6 +541,9 @@ pub struct Userns {
     wq: Option<Arc<Workqueue>>,
     /// Every namespace made, for invariant checkers (creation order).
     registry: sim::HostMutex<Vec<Arc<UserNamespace>>>,
+    /// Namespaces registered so far (made or adopted): what a checker of
+    /// the namespaces' fixed fields needs to look at again.
+    registered: std::sync::atomic::AtomicU64,
     /// Judges each ENOSPC of the `max_user_namespaces` charge
     /// (`userns.no_false_enospc`).
     pub oracle: EnospcOracle,
@@ -595,6 +598,7 @@ impl Userns {
         Arc::new(Userns {
             patches,
             registry: sim::HostMutex::new("the user namespace registry", vec![Arc::clone(&init)]),
+            registered: std::sync::atomic::AtomicU64::new(1),
             init,
             ucounts,
             state_mutex: Mutex::new("userns_state_mutex", ()),
@@ -621,6 +625,11 @@ impl Userns {
     }
 
     /// Every namespace made so far, the initial one first (checkers).
+    /// Namespaces registered so far, freed ones included.
+    pub fn registered(&self) -> u64 {
+        self.registered.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn namespaces(&self) -> Vec<Arc<UserNamespace>> {
         self.registry.lock().clone()
     }
@@ -642,6 +651,8 @@ impl Userns {
 
     fn register(&self, ns: Arc<UserNamespace>) -> Arc<UserNamespace> {
         self.registry.lock().push(Arc::clone(&ns));
+        self.registered
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         ns
     }
 
