@@ -503,3 +503,64 @@ pub fn mq_path_walk(find_ns: impl FnOnce() -> Arc<IpcNamespace>) -> bool {
 pub fn cost_keys() -> &'static [&'static CostKey] {
     costs::ALL
 }
+
+#[cfg(not(loom))]
+impl IpcNamespace {
+    /// Name the namespace's state (`sim::Execution::name_state`): its
+    /// identity, references, owner and charge, and its mqueue mount.
+    /// False where it has queues or segments (not named yet).
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) -> bool {
+        let IpcNamespace {
+            obj,
+            count,
+            user_ns,
+            owner,
+            ucounts,
+            mq_mnt,
+            sb_cleared,
+            mq_sb,
+            shm,
+        } = self;
+        h.write_u32(obj.0);
+        h.write_i64(count.peek());
+        h.write_u32(user_ns.id);
+        h.write_u32(owner.as_ref().map_or(0, |o| o.obj.0));
+        h.write_u32(ucounts.as_ref().map_or(0, |u| u.obj.0));
+        h.write_u32(mq_mnt.obj.0);
+        h.write_u8(mq_mnt.mnt_ns.peek() as u8);
+        h.write_u8(*sb_cleared.lock() as u8);
+        mq_sb.get().is_none() && shm.get().is_none()
+    }
+}
+
+#[cfg(not(loom))]
+impl Ipc {
+    /// Name the subsystem's state (`sim::Execution::name_state`): the
+    /// namespaces waiting on `free_ipc_list` (each whole), the free work,
+    /// the candidate fixes' count of frees, the initial namespace and the
+    /// oracle. False where part of it cannot be named yet.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) -> bool {
+        let Ipc {
+            // Fixed for the run, or named by their owners:
+            patches: _,
+            ucounts: _,
+            userns: _,
+            // Held only within a step of a task:
+            mq_lock: _,
+            shmlock_user_lock: _,
+            free_ipc_list,
+            free_ipc_work,
+            free_ipc_state,
+            init_ipc_ns,
+            oracle,
+        } = self;
+        let mut named = true;
+        h.write_usize(free_ipc_list.peek_len());
+        free_ipc_list.peek_each(|ns| named &= ns.name_state(h));
+        free_ipc_work.name_state(h);
+        h.write_u64(free_ipc_state.peek());
+        named &= init_ipc_ns.name_state(h);
+        oracle.name_state(h);
+        named
+    }
+}

@@ -255,3 +255,48 @@ impl Oracle {
         self.state.lock().live.get(&(id, uid)).copied().unwrap_or(0)
     }
 }
+
+#[cfg(not(loom))]
+impl Oracle {
+    /// Name the oracle's state (`sim::Execution::name_state`): what is
+    /// alive, the calls open, the namespaces released and freed, a
+    /// verdict. Which id the next call takes and the counts that spare a
+    /// judgement only label calls and save work.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let s = self.state.lock();
+        let State {
+            live,
+            calls,
+            next_call: _,
+            released,
+            freed,
+            violation,
+            table: _,
+            changes: _,
+            judged_with: _,
+        } = &*s;
+        h.write_usize(live.len());
+        for ((ns, uid), n) in live {
+            h.write_u32(*ns);
+            h.write_u32(*uid);
+            h.write_i64(*n);
+        }
+        h.write_usize(calls.len());
+        for (id, call) in calls {
+            let Call {
+                chain,
+                justified,
+                most_live,
+                most_pending,
+            } = call;
+            h.write_u64(*id);
+            ucounts::enospc::name_chain(chain, h);
+            h.write_u8(*justified as u8);
+            h.write_i64(*most_live);
+            h.write_i64(*most_pending);
+        }
+        h.write_u64(*released);
+        h.write_u64(*freed);
+        h.write_u8(violation.is_some() as u8);
+    }
+}

@@ -304,3 +304,11 @@ impl Ipc {
         }
     }
 }
+
+#[cfg(not(loom))]
+impl ShmClist {
+    /// The task holds no segment (a state with segments is not named yet).
+    pub fn is_empty(&self) -> bool {
+        self.segs.lock().is_empty()
+    }
+}

@@ -77,3 +77,11 @@ impl ucounts::FailAllocation for FaultInjector {
         fails
     }
 }
+
+impl FaultInjector {
+    /// Some allocation is armed to fail (a state a stateful search does
+    /// not name yet).
+    pub fn armed(&self) -> bool {
+        !self.armed.lock().is_empty()
+    }
+}

@@ -273,3 +273,30 @@ impl World {
         schedule_work(&work);
     }
 }
+
+impl PidNamespace {
+    /// Name the namespace's state (`sim::Execution::name_state`), its
+    /// ancestors' with it.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let PidNamespace {
+            obj,
+            level: _,
+            count,
+            parent,
+            ucounts,
+            user_ns,
+            adding,
+            init,
+        } = self;
+        h.write_u32(obj.0);
+        h.write_i64(count.as_ref().map_or(-1, |c| c.peek()));
+        h.write_u32(ucounts.as_ref().map_or(0, |u| u.obj.0));
+        h.write_u32(user_ns.as_ref().map_or(0, |u| u.obj.0));
+        h.write_u8(adding.load(Ordering::SeqCst) as u8);
+        h.write_u64(init.lock().map_or(0, |pid| pid + 1));
+        match parent {
+            Some(p) => p.name_state(h),
+            None => h.write_u8(0xff),
+        }
+    }
+}

@@ -1248,3 +1248,60 @@ fn cap_emulate_setxuid(new: &mut Cred, old: &Cred) {
         new.cap_effective = new.cap_permitted;
     }
 }
+
+impl Live {
+    fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let Live {
+            committed,
+            ns,
+            ucounts,
+            real_uid,
+        } = self;
+        h.write_u8(*committed as u8);
+        h.write_u32(ns.obj.0);
+        h.write_u32(ucounts.obj.0);
+        h.write_u32(*real_uid);
+    }
+}
+
+impl Procs {
+    /// Name the process accounting's state (`sim::Execution::name_state`):
+    /// the user_structs, the pid to come, the processes counted and
+    /// moving, the oracles' findings.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let Procs {
+            patches: _,
+            signal: _,
+            enabled: _,
+            ucounts: _,
+            userns: _,
+            oracles: _,
+            users,
+            next_pid,
+            live,
+            moving,
+            in_flight,
+            setuid_over,
+            violation,
+        } = self;
+        let users = users.lock();
+        h.write_usize(users.len());
+        users.values().for_each(|u| u.name_state(h));
+        h.write_u64(next_pid.load(StdOrdering::SeqCst));
+        for processes in [&*live.lock(), &*moving.lock()] {
+            h.write_usize(processes.len());
+            for (pid, p) in processes {
+                h.write_u64(*pid);
+                p.name_state(h);
+            }
+        }
+        h.write_u32(in_flight.load(StdOrdering::SeqCst));
+        let setuid_over = setuid_over.lock();
+        h.write_usize(setuid_over.len());
+        for (pid, over) in setuid_over.iter() {
+            h.write_u64(*pid);
+            h.write_u8(*over as u8);
+        }
+        h.write_u8(violation.lock().is_some() as u8);
+    }
+}

@@ -162,6 +162,12 @@ pub struct Task {
     /// and exits by itself, and its parent waits for that before it reaps
     /// it.
     pub acting: Option<Acting>,
+    /// Where the task is in its work (for a stateful search's name of the
+    /// state): the index of the op it is at, counted over its repeats;
+    /// [`Task::EXITING`] once it has done them all.
+    position: std::sync::atomic::AtomicU64,
+    /// The simulator's task that runs it, once started.
+    pub(crate) sim_task: std::sync::OnceLock<sim::TaskId>,
 }
 
 /// The exit of a child that acts, as its parent's `wait4` waits for it.
@@ -211,6 +217,8 @@ impl Task {
             released: AtomicBool::new(false),
             namespaces_gone: AtomicBool::new(false),
             acting: None,
+            position: std::sync::atomic::AtomicU64::new(0),
+            sim_task: std::sync::OnceLock::new(),
             shm_clist: ipcns::shm::ShmClist::new(),
             pid_ns: Mutex::new("task's pid namespace", pid_ns),
             alloc_lock: sync::SpinLock::new("task_lock", ()),
@@ -334,5 +342,121 @@ impl Task {
     /// Install `new`; the old nsproxy is returned for the caller to put.
     pub fn replace_nsproxy(&self, new: Arc<Nsproxy>) -> Arc<Nsproxy> {
         std::mem::replace(&mut *self.nsproxy.lock(), new)
+    }
+}
+
+impl Task {
+    /// [`Task::position`] once the task has done all its ops.
+    pub const EXITING: u64 = u64::MAX;
+
+    /// The task is at op `index` of its work (counted over its repeats),
+    /// or [`Task::EXITING`].
+    pub(crate) fn set_position(&self, index: u64) {
+        self.position.store(index, Ordering::Relaxed);
+    }
+
+    /// Name the process's state (`sim::Execution::name_state`): where it
+    /// is in its work, its credentials, namespaces, image, limits, and
+    /// what it holds (its children whole). False where it holds what is
+    /// not named yet (an open map, namespace files,
+    /// message queues, segments, pending signals).
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) -> bool {
+        let Task {
+            // Fixed for its life:
+            pid: _,
+            name: _,
+            acting: _,
+            sim_task: _,
+            // Held only within a step:
+            alloc_lock: _,
+            position,
+            cred,
+            nsproxy,
+            mm,
+            own,
+            released,
+            namespaces_gone,
+            pid_ns,
+            sighand,
+            rlim,
+            shm_clist,
+        } = self;
+        h.write_u64(position.load(Ordering::Relaxed));
+        cred.lock().name_state(h);
+        let nsproxy = Arc::clone(&nsproxy.lock());
+        let mut named = nsproxy.name_state(h);
+        match &*mm.lock() {
+            Some(mm) => {
+                h.write_u8(mm.dumpable as u8);
+                h.write_u32(mm.user_ns.obj.0);
+            }
+            None => h.write_u8(0xff),
+        }
+        named &= own.lock().name_state(h);
+        h.write_u8(released.load(Ordering::Relaxed) as u8);
+        h.write_u8(namespaces_gone.load(Ordering::Relaxed) as u8);
+        pid_ns.lock().name_state(h);
+        let signals = sighand.peek_with(|s| {
+            h.write_u8(s.gone as u8);
+            s.pending.is_empty()
+        });
+        named &= signals == Some(true);
+        for (soft, hard) in rlim.lock().iter() {
+            h.write_u64(*soft);
+            h.write_u64(*hard);
+        }
+        named && shm_clist.is_empty()
+    }
+}
+
+impl Nsproxy {
+    /// Name the namespaces (`sim::Execution::name_state`): the ipc one
+    /// whole, the others by identity and references.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) -> bool {
+        let Nsproxy {
+            ipc_ns,
+            net_ns,
+            pid_ns_for_children,
+        } = self;
+        let named = ipc_ns.name_state(h);
+        net_ns.name_state(h);
+        pid_ns_for_children.name_state(h);
+        named
+    }
+}
+
+impl Own {
+    fn name_state(&self, h: &mut dyn std::hash::Hasher) -> bool {
+        let Own {
+            rlimit_nproc,
+            nproc_exceeded,
+            children,
+            uevent_sock,
+            opened_map,
+            ns_files,
+            mq_fds,
+            reported,
+            reported_texts,
+        } = self;
+        h.write_u64(rlimit_nproc.0);
+        h.write_u64(rlimit_nproc.1);
+        h.write_u8(*nproc_exceeded as u8);
+        h.write_usize(children.len());
+        let mut named = true;
+        for child in children {
+            h.write_u64(child.pid);
+            named &= child.acting.is_none() && child.name_state(h);
+        }
+        h.write_usize(reported.len());
+        reported.iter().for_each(|v| h.write_u64(*v));
+        match uevent_sock {
+            Some(l) => l.name_state(h),
+            None => h.write_u8(0xff),
+        }
+        named
+            && opened_map.is_none()
+            && ns_files.is_empty()
+            && mq_fds.is_empty()
+            && reported_texts.is_empty()
     }
 }

@@ -55,9 +55,12 @@ mod shm;
 #[path = "fault.rs"]
 pub mod fault;
 
+#[path = "statename.rs"]
+mod statename;
+
 /// Results of one task's syscalls: for each operation, how many calls gave
 /// each result (`ok` or an errno name) and the index of the first failure.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SyscallStats {
     pub calls: u64,
     pub results: BTreeMap<String, u64>,
@@ -487,6 +490,9 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             checks::install(e, &world, invariant);
         }
     }
+    if statename::can_name(spec.setup, world.check_denials) {
+        statename::install(e, &world, spec.setup);
+    }
     world
 }
 
@@ -676,9 +682,13 @@ fn spawn_one(world: &Arc<World>, ops: &[Op], repeat: u64, idx: TaskIdx) {
     let w = Arc::clone(world);
     let task = Arc::clone(&world.tasks[idx]);
     let ops = ops.to_vec();
-    sim::spawn(task.name.clone(), false, move || {
+    let me = Arc::clone(&task);
+    let id = sim::spawn(task.name.clone(), false, move || {
         w.run_task(&task, &ops, repeat)
     });
+    if let Some(id) = id {
+        let _ = me.sim_task.set(id);
+    }
 }
 
 /// Instance `i` of a sequential task; when it exits it starts `i + 1`, as
@@ -691,26 +701,39 @@ fn spawn_instance(
 ) {
     let w = Arc::clone(world);
     let task = Arc::clone(&world.tasks[i]);
-    sim::spawn(task.name.clone(), false, move || {
+    let me = Arc::clone(&task);
+    let id = sim::spawn(task.name.clone(), false, move || {
         w.run_task(&task, &t.ops, t.repeat);
         if i + 1 < range.end {
             spawn_instance(&w, t, range, i + 1);
         }
     });
+    if let Some(id) = id {
+        let _ = me.sim_task.set(id);
+    }
 }
 
 impl World {
     fn run_task(&self, task: &Task, ops: &[Op], repeat: u64) {
+        let mut position = 0;
         for _ in 0..repeat {
             for op in ops {
+                task.set_position(position);
+                position += 1;
                 self.do_op(task, op);
             }
         }
+        task.set_position(Task::EXITING);
         self.do_exit(task);
     }
 
     fn do_op(&self, task: &Task, op: &Op) {
         let watch = self.denial_target(task, op);
+        if watch.is_none() && statename::enters_at_its_first_point(op) {
+            // Nothing shared was read since the last op's last point: a
+            // task waiting at this op's first one is between two ops.
+            sim::entering_op();
+        }
         let result = self.dispatch(task, op);
         if let Some(watch) = watch {
             self.check_denial(task, op, result, watch);

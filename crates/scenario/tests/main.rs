@@ -8,3 +8,4 @@ mod good;
 mod limits;
 mod malformed;
 mod props;
+mod state_cache;

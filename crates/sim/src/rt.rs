@@ -226,6 +226,33 @@ pub fn block(label: &'static str, obj: ObjId, idle: bool) {
         s.set_not_runnable(t, RunState::Blocked { on: obj, idle });
         s.add_waiter(obj, t);
         s.set_pending(label, obj, 0);
+        // A daemon's idle wait is where it holds nothing (a kworker
+        // between two works): its state is what the model names.
+        s.tasks[t].pending.between_ops |= idle;
+    });
+}
+
+/// Every task of the running execution has finished, or waits between
+/// two of its operations ([`entering_op`]), before its first, or idle:
+/// what a model that keeps part of its state on its tasks' stacks asks
+/// before it names a state. False outside an execution.
+pub fn every_task_between_ops() -> bool {
+    with(|s| crate::sched::every_task_between_ops(s)).unwrap_or(false)
+}
+
+/// The current task is between two of its operations: its next
+/// scheduling point begins the next one, and while it waits there all of
+/// its state is what the model names ([`Execution::name_state`]), so a
+/// stateful search may name the state there. Call it only where the task
+/// keeps nothing it read of shared state since its last scheduling point
+/// for after the next one (the next point is the first thing the
+/// operation does).
+///
+/// [`Execution::name_state`]: crate::Execution::name_state
+pub fn entering_op() {
+    with_running(|s| {
+        let t = s.current;
+        s.tasks[t].entering = true;
     });
 }
 

@@ -179,6 +179,7 @@ impl Shared {
             cost,
             local: false,
             reads: false,
+            between_ops: std::mem::take(&mut t.entering),
         };
     }
 
@@ -613,6 +614,7 @@ impl Core {
             if s.sched.choice_points < probe.prefix_len {
                 return false;
             }
+
             // Without a bound, every visit has the whole budget.
             if probe.bounded {
                 s.sched.preemptions
@@ -806,6 +808,14 @@ fn sort_within(parts: &mut std::collections::BTreeMap<TaskId, u128>, group: &[Ta
 /// them); so are the step counts and the trace, which are the path's.
 /// Returns whether the scheduler's state refers to one of `members` by its
 /// id.
+/// Every task has finished, or waits between two of its operations
+/// ([`crate::entering_op`]), before its first, or idle.
+pub(crate) fn every_task_between_ops(s: &Shared) -> bool {
+    s.tasks
+        .iter()
+        .all(|t| matches!(t.run, RunState::Finished) || t.pending.between_ops)
+}
+
 pub(crate) fn hash_scheduler_state(
     s: &Shared,
     h: &mut StateHasher,

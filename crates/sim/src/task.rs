@@ -30,6 +30,10 @@ pub(crate) struct PendingOp {
     /// The operation only reads its object (an atomic load): it commutes
     /// with other reads of it.
     pub reads: bool,
+    /// The task waits here between two of its operations (see
+    /// [`crate::entering_op`]), or has not started, or is a daemon idle:
+    /// nothing of its state is on its stack but what the model names.
+    pub between_ops: bool,
 }
 
 /// What a scheduling point reads of a task, kept small: the records of
@@ -47,6 +51,9 @@ pub(crate) struct TaskState {
     /// switches out at a scheduling point rather than pick its successor
     /// on its own stack.
     pub stack_limit: usize,
+    /// The task's next scheduling point begins an operation
+    /// ([`crate::entering_op`]).
+    pub entering: bool,
 }
 
 pub(crate) struct ObjInfo {
@@ -134,8 +141,10 @@ pub(crate) fn new_task(daemon: bool, clock: u64) -> TaskState {
             cost: 0,
             local: true,
             reads: false,
+            between_ops: true,
         },
         fiber: fiber::NO_HANDLE,
         stack_limit: 0,
+        entering: false,
     }
 }

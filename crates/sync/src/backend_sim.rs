@@ -114,6 +114,15 @@ impl<T> RawLock<T> {
         }
     }
 
+    /// The protected value read outside every task (an invariant, a model
+    /// naming its state), or `None` while a task holds the lock.
+    fn peek_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if sim::lock_holder(self.obj).is_some() {
+            return None;
+        }
+        Some(f(&self.inner.lock()))
+    }
+
     /// The protected value, for the task that holds the lock.
     fn data(&self) -> *mut T {
         self.inner.data_ptr()
@@ -194,6 +203,11 @@ impl<T> Mutex<T> {
     pub fn obj(&self) -> ObjId {
         self.0.obj
     }
+    /// The protected value read outside every task (an invariant, a
+    /// model naming its state), or `None` while a task holds the lock.
+    pub fn peek_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.0.peek_with(f)
+    }
 }
 
 /// A spinning lock (`spinlock_t`). In the model a spinner waits in the
@@ -209,6 +223,11 @@ impl<T> SpinLock<T> {
     }
     pub fn obj(&self) -> ObjId {
         self.0.obj
+    }
+    /// The protected value read outside every task (an invariant, a
+    /// model naming its state), or `None` while a task holds the lock.
+    pub fn peek_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.0.peek_with(f)
     }
 }
 
@@ -310,6 +329,11 @@ impl AtomicBool {
     pub fn swap(&self, v: bool, o: Ordering) -> bool {
         op("atomic_xchg", self.obj, &costs::ATOMIC);
         self.v.swap(v, o)
+    }
+    /// Read without a scheduling point, for invariant checkers and a
+    /// model naming its state (never from model code).
+    pub fn peek(&self) -> bool {
+        self.v.load(Ordering::SeqCst)
     }
 }
 
@@ -463,6 +487,12 @@ impl<T> LList<T> {
     pub fn peek_len(&self) -> usize {
         self.nodes.lock().len()
     }
+
+    /// Each node, oldest first, without a scheduling point (for checkers
+    /// and a model naming its state).
+    pub fn peek_each(&self, mut f: impl FnMut(&T)) {
+        self.nodes.lock().iter().for_each(&mut f);
+    }
 }
 
 // ---------------------------------------------------------------- refcount
@@ -577,6 +607,15 @@ impl Workqueue {
         Some(std::thread::spawn(move || wq.worker_loop()))
     }
 
+    /// Name the workqueue's state (`sim::Execution::name_state`): the
+    /// works queued, in order, and whether it shuts down.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let st = self.state.lock();
+        h.write_usize(st.queue.len());
+        st.queue.iter().for_each(|w| h.write_u32(w.obj.0));
+        h.write_u8(st.shutdown as u8);
+    }
+
     /// Let the kworker exit once the queue is empty.
     pub fn shutdown(&self) {
         self.state.lock().shutdown = true;
@@ -661,6 +700,16 @@ impl Work {
     /// Being run by the kworker (for checkers).
     pub fn peek_running(&self) -> bool {
         self.state.lock().running
+    }
+
+    /// Name the work's state (`sim::Execution::name_state`): queued,
+    /// running, and how many runs a `flush_work` would still wait for.
+    /// The counts of runs themselves matter only to a flush under way.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let st = self.state.lock();
+        h.write_u32(self.obj.0);
+        h.write_u8(st.pending as u8 | (st.running as u8) << 1);
+        h.write_u64(st.started - st.done);
     }
 
     fn run(&self) {

@@ -350,6 +350,101 @@ impl EnospcOracle {
     }
 }
 
+/// A chain of entries, by (namespace id, uid).
+#[cfg(not(loom))]
+pub fn name_chain(chain: &[(Arc<UcountsNs>, u32)], h: &mut dyn std::hash::Hasher) {
+    h.write_usize(chain.len());
+    for (ns, uid) in chain {
+        h.write_u32(ns.id);
+        h.write_u32(*uid);
+    }
+}
+
+#[cfg(not(loom))]
+impl EnospcOracle {
+    /// Name the oracle's state (`sim::Execution::name_state`): what is
+    /// alive, the calls open and the failures undecided (each in the part
+    /// of the task whose syscall failed), the pending frees, a verdict.
+    /// Which id the next call takes and the counts that spare a judgement
+    /// only label calls and save work.
+    pub fn name_state(&self, h: &mut sim::StateHasher) {
+        use std::hash::Hasher;
+        let s = self.state.lock();
+        let State {
+            live,
+            calls,
+            next_call: _,
+            pending,
+            undecided,
+            violation,
+            table: _,
+            kind: _,
+            changes: _,
+            judged_with: _,
+        } = &*s;
+        h.write_usize(live.len());
+        for ((ns, uid), n) in live {
+            h.write_u32(*ns);
+            h.write_u32(*uid);
+            h.write_i64(*n);
+        }
+        h.write_usize(calls.len());
+        for (id, c) in calls {
+            h.write_u64(*id);
+            c.name_state(h);
+        }
+        h.write_i64(*pending);
+        h.write_usize(undecided.len());
+        for (i, u) in undecided.iter().enumerate() {
+            match u.task {
+                Some(t) => h.task(t, |p| {
+                    p.write_usize(i);
+                    u.name_state(p);
+                }),
+                None => u.name_state(h),
+            }
+        }
+        h.write_u8(violation.is_some() as u8);
+    }
+}
+
+#[cfg(not(loom))]
+impl Call {
+    fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let Call {
+            chain,
+            justified,
+            most_live,
+            most_pending,
+        } = self;
+        name_chain(chain, h);
+        h.write_u8(*justified as u8);
+        h.write_i64(*most_live);
+        h.write_i64(*most_pending);
+    }
+}
+
+#[cfg(not(loom))]
+impl Undecided {
+    fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let Undecided {
+            chain,
+            live_at_end,
+            overlapping,
+            won,
+            task: _,
+            returned,
+            verdict,
+        } = self;
+        name_chain(chain, h);
+        live_at_end.iter().chain(won).for_each(|n| h.write_i64(*n));
+        overlapping.iter().for_each(|c| h.write_u64(*c));
+        h.write_u8(*returned as u8);
+        h.write_usize(verdict.len());
+        h.write(verdict.as_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -272,3 +272,55 @@ impl LedgerState {
         None
     }
 }
+
+#[cfg(not(loom))]
+impl Ledger {
+    /// Name the ledger's state (`sim::Execution::name_state`): the entries
+    /// made (each still alive named whole), those hashed, what was
+    /// charged through each, the charges under way. The serial to come
+    /// and the count of changes only tell entries and judgements apart.
+    pub(crate) fn name_state(&self, h: &mut dyn std::hash::Hasher) -> bool {
+        let s = self.state.lock();
+        let LedgerState {
+            in_flight,
+            entries,
+            hashed,
+            charged,
+            next_serial: _,
+            charging,
+            charging_changes: _,
+        } = &*s;
+        h.write_u32(*in_flight);
+        h.write_usize(entries.len());
+        for e in entries {
+            match e.upgrade() {
+                Some(u) => u.name_state(h),
+                None => h.write_u8(0xff),
+            }
+        }
+        h.write_usize(hashed.len());
+        for ((ns, uid), e) in hashed {
+            h.write_u32(*ns);
+            h.write_u32(*uid);
+            h.write_u32(e.upgrade().map_or(0, |u| u.obj.0));
+        }
+        h.write_usize(charged.len());
+        for (serial, ((ns, uid), c)) in charged {
+            h.write_u64(*serial);
+            h.write_u32(*ns);
+            h.write_u32(*uid);
+            c.objects
+                .iter()
+                .chain(&c.rlimits)
+                .for_each(|n| h.write_i64(*n));
+        }
+        h.write_usize(charging.len());
+        for ((ns, uid, t), n) in charging {
+            h.write_u32(*ns);
+            h.write_u32(*uid);
+            h.write_u8(*t as u8);
+            h.write_i64(*n);
+        }
+        true
+    }
+}

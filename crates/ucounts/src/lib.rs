@@ -38,6 +38,8 @@
 
 pub mod enospc;
 mod ledger;
+#[cfg(not(loom))]
+mod name;
 pub mod rlimit;
 pub mod sysctl;
 

@@ -975,3 +975,146 @@ fn uevent_text(kobj: &Kobject, action: &str, envp: &[String]) -> String {
 pub fn cost_keys() -> &'static [&'static CostKey] {
     costs::ALL
 }
+
+#[cfg(not(loom))]
+impl Net {
+    /// Name the namespace's state (`sim::Execution::name_state`): its
+    /// identity, references and charge, and its uevent socket with the
+    /// listeners bound in it.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let Net {
+            obj,
+            id: _,
+            user_ns: _,
+            count,
+            ucounts,
+            uevent_sock,
+        } = self;
+        h.write_u32(obj.0);
+        h.write_i64(count.peek());
+        h.write_u32(ucounts.as_ref().map_or(0, |u| u.obj.0));
+        uevent_sock.name_state(h);
+    }
+}
+
+#[cfg(not(loom))]
+impl UeventSock {
+    fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let UeventSock {
+            obj,
+            init_owned: _,
+            // Held only within a step:
+            sk_mutex: _,
+            listeners,
+            uevent_seqnum,
+        } = self;
+        h.write_u32(obj.0);
+        let named = listeners.peek_with(|l| {
+            h.write_usize(l.len());
+            l.iter().for_each(|l| l.name_state(h));
+        });
+        h.write_u8(named.is_some() as u8);
+        h.write_u64(uevent_seqnum.peek());
+    }
+}
+
+#[cfg(not(loom))]
+impl Listener {
+    /// Name the socket's state (`sim::Execution::name_state`): its
+    /// identity, buffer and receive queue (not its name, a task's).
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let Listener {
+            obj,
+            key,
+            name: _,
+            net,
+            rcvbuf,
+            state,
+        } = self;
+        h.write_u32(obj.0);
+        h.write_u32(*key);
+        h.write_u32(net.obj.0);
+        h.write_usize(*rcvbuf);
+        let q = state.lock();
+        let RecvQueue {
+            queue,
+            rmem,
+            congested,
+            sk_err,
+            drops,
+            closed,
+        } = &*q;
+        h.write_usize(queue.len());
+        for r in queue {
+            let Received {
+                message,
+                seqnum,
+                truesize,
+            } = r;
+            h.write_usize(message.text.len());
+            h.write(message.text.as_bytes());
+            let origin = match message.origin {
+                Origin::Kernel { tagged } => tagged as u8,
+                Origin::Injected { capable } => 2 | capable as u8,
+            };
+            h.write_u8(origin);
+            h.write_u64(*seqnum);
+            h.write_usize(*truesize);
+        }
+        h.write_usize(*rmem);
+        h.write_u8(*congested as u8 | (*sk_err as u8) << 1 | (*closed as u8) << 2);
+        h.write_u64(*drops);
+    }
+}
+
+#[cfg(not(loom))]
+impl Uevent {
+    /// Name the subsystem's state (`sim::Execution::name_state`): the
+    /// sockets and the sequence number, the namespaces waiting for
+    /// cleanup (each whole), the work, `init_net`, the oracles, the
+    /// counters. The ids the next namespace and listener take only label
+    /// them. False while a task holds `uevent_sock_mutex`.
+    pub fn name_state(&self, h: &mut sim::StateHasher) -> bool {
+        use std::hash::Hasher;
+        let Uevent {
+            patches: _,
+            userns: _,
+            next_net: _,
+            next_listener: _,
+            uevent_sock_mutex,
+            seqnum_atomic,
+            cleanup_list,
+            net_cleanup_work,
+            init_net,
+            oracle,
+            netns_oracle,
+            stats,
+            released_freed,
+        } = self;
+        let socks = uevent_sock_mutex.peek_with(|l| {
+            h.write_usize(l.socks.len());
+            l.socks.iter().for_each(|s| h.write_u32(s.obj.0));
+            h.write_u64(l.seqnum);
+        });
+        h.write_u64(seqnum_atomic.peek());
+        h.write_usize(cleanup_list.peek_len());
+        cleanup_list.peek_each(|net| net.name_state(h));
+        net_cleanup_work.name_state(h);
+        init_net.name_state(h);
+        oracle.name_state(h);
+        netns_oracle.name_state(h);
+        let Stats {
+            kernel_events,
+            injected,
+            wakeups,
+            drops,
+        } = *stats.lock();
+        for n in [kernel_events, injected, wakeups, drops] {
+            h.write_u64(n);
+        }
+        let (released, freed) = *released_freed.lock();
+        h.write_u64(released);
+        h.write_u64(freed);
+        socks.is_some()
+    }
+}

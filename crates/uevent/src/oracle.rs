@@ -181,3 +181,41 @@ impl Oracle {
         self.state.lock().sockets.clone()
     }
 }
+
+#[cfg(not(loom))]
+impl Oracle {
+    /// Name the oracle's state (`sim::Execution::name_state`): each
+    /// socket's book but its name (a task's, which the shared part of a
+    /// state must not hold), and which properties were found broken.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let s = self.state.lock();
+        let State {
+            sockets,
+            violations,
+        } = &*s;
+        h.write_usize(sockets.len());
+        for (key, book) in sockets {
+            let SocketBook {
+                name: _,
+                init_owned,
+                offered,
+                queued,
+                received,
+                dropped,
+                enobufs_reported,
+                enobufs_pending,
+                last_seqnum,
+                seen,
+            } = book;
+            h.write_u32(*key);
+            h.write_u8(*init_owned as u8 | (*enobufs_pending as u8) << 1);
+            for n in [offered, queued, received, dropped, enobufs_reported] {
+                h.write_u64(*n);
+            }
+            h.write_u64(last_seqnum.map_or(0, |s| s + 1));
+            h.write_usize(seen.len());
+            seen.iter().for_each(|s| h.write_u64(*s));
+        }
+        violations.keys().for_each(|w| h.write_u8(*w as u8));
+    }
+}

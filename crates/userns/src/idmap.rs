@@ -449,6 +449,66 @@ fn bsearch(cells: &[ExtentCell], key_vs: impl Fn(&Extent) -> std::cmp::Ordering)
     None
 }
 
+#[cfg(not(loom))]
+impl ExtentCell {
+    fn name_state(&self, i: usize, h: &mut dyn std::hash::Hasher) {
+        let e = self.get();
+        // Slots never written are all zero: only the others are named.
+        if e != Extent::new(0, 0, 0) {
+            h.write_usize(i);
+            h.write_u32(e.first);
+            h.write_u32(e.lower_first);
+            h.write_u32(e.count);
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl IdMap {
+    /// Name the map's state (`sim::Execution::name_state`): the published
+    /// count and every slot written (a reader may see a slot beyond the
+    /// count, or a slot's old words), and what the writer meant.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let IdMap {
+            layout: _,
+            publication: _,
+            nr_extents,
+            inline,
+            forward,
+            reverse,
+            blocks,
+            committed,
+        } = self;
+        h.write_u32(nr_extents.peek());
+        let mut i = 0;
+        let mut slot = |c: &ExtentCell| {
+            c.name_state(i, h);
+            i += 1;
+        };
+        inline
+            .iter()
+            .chain(forward.iter())
+            .chain(reverse.iter())
+            .for_each(&mut slot);
+        if let Some(b) = blocks {
+            b.direct.iter().for_each(&mut slot);
+            b.indirect.iter().flatten().for_each(&mut slot);
+            b.double_indirect
+                .iter()
+                .flatten()
+                .flatten()
+                .for_each(&mut slot);
+        }
+        let committed = committed.lock();
+        h.write_usize(committed.len());
+        for e in committed.iter() {
+            h.write_u32(e.first);
+            h.write_u32(e.lower_first);
+            h.write_u32(e.count);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

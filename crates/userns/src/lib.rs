@@ -1043,6 +1043,128 @@ impl ucounts::UsernsPins for EntryPins {
     }
 }
 
+#[cfg(not(loom))]
+impl UserNamespace {
+    /// Name the namespace's state (`sim::Execution::name_state`): its
+    /// identity, references, maps, flags, limits, and whether it is freed.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let UserNamespace {
+            obj,
+            count,
+            // Fixed from creation, or named by `obj`:
+            name: _,
+            parent: _,
+            level: _,
+            owner: _,
+            group: _,
+            parent_could_setfcap: _,
+            pinned: _,
+            uid_map,
+            gid_map,
+            flags,
+            ucounts_ns,
+            freed,
+            users,
+        } = self;
+        h.write_u32(obj.0);
+        h.write_i64(count.peek());
+        uid_map.name_state(h);
+        gid_map.name_state(h);
+        h.write_u32(flags.load(StdOrdering::SeqCst));
+        ucounts_ns.name_state(h);
+        h.write_u8(freed.load(StdOrdering::SeqCst) as u8);
+        h.write_i64(users.load(StdOrdering::SeqCst));
+    }
+}
+
+#[cfg(not(loom))]
+impl Userns {
+    /// Name the subsystem's state (`sim::Execution::name_state`): every
+    /// namespace made, the oracle, the frees under way. The id the next
+    /// namespace takes only labels it.
+    pub fn name_state(&self, h: &mut sim::StateHasher) {
+        use std::hash::Hasher;
+        let Userns {
+            patches: _,
+            init: _,
+            ucounts: _,
+            wq: _,
+            registered: _,
+            next_id: _,
+            // Held only within a step of a task (its owner is the
+            // scheduler's).
+            state_mutex: _,
+            registry,
+            oracle,
+            pending,
+        } = self;
+        let registry = registry.lock();
+        h.write_usize(registry.len());
+        registry.iter().for_each(|ns| ns.name_state(h));
+        oracle.name_state(h);
+        let pending = pending.lock();
+        let PendingFrees { cred_puts, frees } = &*pending;
+        for works in [cred_puts, frees] {
+            h.write_usize(works.len());
+            works.iter().for_each(|w| w.name_state(h));
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl UserStruct {
+    /// Name its counters (`sim::Execution::name_state`).
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let UserStruct {
+            uid,
+            processes,
+            sigpending,
+            mq_bytes,
+            locked_shm,
+        } = self;
+        h.write_u32(*uid);
+        for c in [processes, sigpending, mq_bytes, locked_shm] {
+            h.write_i64(c.peek());
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl Cred {
+    /// Name a credential (`sim::Execution::name_state`): its ids, groups,
+    /// capabilities, and what it holds, by identity.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+        let Cred {
+            uid,
+            euid,
+            suid,
+            fsuid,
+            gid,
+            egid,
+            sgid,
+            fsgid,
+            groups,
+            user_ns,
+            cap_effective,
+            cap_permitted,
+            cap_bset,
+            ucounts,
+            user,
+        } = self;
+        for id in [uid, euid, suid, fsuid, gid, egid, sgid, fsgid] {
+            h.write_u32(*id);
+        }
+        h.write_usize(groups.len());
+        groups.iter().for_each(|g| h.write_u32(*g));
+        h.write_u32(user_ns.obj.0);
+        for caps in [cap_effective, cap_permitted, cap_bset] {
+            h.write_u64(caps.0);
+        }
+        h.write_u32(ucounts.as_ref().map_or(0, |u| u.obj.0));
+        h.write_u32(user.as_ref().map_or(u32::MAX, |u| u.uid));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
