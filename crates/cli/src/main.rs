@@ -89,8 +89,10 @@ pub struct Overrides {
     /// PCT depth bound (number of priority change points + 1).
     #[arg(long, value_name = "D", value_parser = |s: &str| limits::PCT_DEPTH.parse_u32(s))]
     pub pct_depth: Option<u32>,
-    /// Preemption bound of the dfs strategy.
-    #[arg(long, value_name = "N", value_parser = |s: &str| limits::PREEMPTION_BOUND.parse_u32(s))]
+    /// Preemption bound of the dfs strategy: 0 to 64, or `none` for no
+    /// bound (exhaustive over every interleaving; finite only where the
+    /// scenario's space is).
+    #[arg(long, value_name = "N|none", value_parser = limits::parse_preemption_bound)]
     pub preemption_bound: Option<u32>,
     /// Virtual CPUs.
     #[arg(long, value_name = "N", value_parser = |s: &str| limits::CPUS.parse_u32(s))]

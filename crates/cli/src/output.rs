@@ -35,6 +35,10 @@ pub struct Record {
     /// explored, each once (absent for every other search).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub states: Option<u64>,
+    /// A dfs search without a preemption bound (`preemption_bound =
+    /// "none"`): exhausted, it searched every interleaving.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unbounded: bool,
     pub shrink: Option<ShrinkReport>,
     pub steps: u64,
     pub virtual_ns: u64,
@@ -197,6 +201,7 @@ impl RunRecord {
             executions,
             exhausted,
             states: None,
+            unbounded: false,
             shrink,
             steps: report.steps,
             virtual_ns: report.virtual_ns,
@@ -225,6 +230,17 @@ impl RunRecord {
     /// The distinct states of a stateful search.
     pub fn with_states(mut self, states: Option<u64>) -> RunRecord {
         self.record.states = states;
+        self
+    }
+
+    /// Whether the run was a dfs search without a preemption bound.
+    pub fn with_strategy(mut self, strategy: &sim::StrategySpec) -> RunRecord {
+        self.record.unbounded = matches!(
+            strategy,
+            sim::StrategySpec::Dfs {
+                preemption_bound: sim::limits::UNBOUNDED
+            }
+        );
         self
     }
 
@@ -302,10 +318,10 @@ impl Record {
             Some(0) => " (the model named no state)".to_string(),
             Some(n) => format!(" ({n} distinct states)"),
         };
-        let exhausted_note = if self.exhausted {
-            ", search exhausted"
-        } else {
-            ""
+        let exhausted_note = match (self.exhausted, self.unbounded) {
+            (true, true) => ", search exhausted without a preemption bound",
+            (true, false) => ", search exhausted",
+            (false, _) => "",
         };
         let mut text = format!(
             "{mark} {} [{}] {} ({}) after {} execution(s){states_note} of {} seed {}{exhausted_note}; {} steps, {} virtual",

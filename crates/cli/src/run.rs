@@ -701,7 +701,8 @@ fn execute(
         },
     )
     .with_notes(notes)
-    .with_states(out.explore.states);
+    .with_states(out.explore.states)
+    .with_strategy(&spec.explore.strategy);
     if let Some(part) = &out.explore.dfs_shard {
         let part = dfs_shard_record(sc, plan, &spec, &token, part);
         record.record = record.record.with_dfs_shard(part);
@@ -775,7 +776,8 @@ fn dfs_shard_record(
                 shard: None,
                 iteration: 0,
             },
-        );
+        )
+        .with_strategy(&spec.explore.strategy);
         Box::new(record.record)
     });
     output::DfsShardRecord {

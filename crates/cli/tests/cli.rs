@@ -955,3 +955,49 @@ fn a_search_without_reduction_reports_its_distinct_states() {
         stdout(&text)
     );
 }
+
+/// `--preemption-bound none`: dfs without a bound exhausts a small
+/// scenario, in at least as many executions as under any bound.
+#[test]
+fn a_search_without_a_preemption_bound_exhausts_a_small_scenario() {
+    let args = |bound: &'static str| {
+        [
+            "run",
+            "sim-scenarios/ucounts-sigpending-refcount.toml",
+            "--strategy",
+            "dfs",
+            "--preemption-bound",
+            bound,
+            "--format",
+            "json",
+        ]
+    };
+    let passing = |records: Vec<serde_json::Value>| -> Vec<serde_json::Value> {
+        records
+            .into_iter()
+            .filter(|r| r["outcome"] == "pass")
+            .collect()
+    };
+    let unbounded = passing(run_json(&args("none")));
+    let bounded = passing(run_json(&args("0")));
+    assert_eq!(unbounded.len(), bounded.len());
+    assert!(!unbounded.is_empty());
+    for (u, b) in unbounded.iter().zip(&bounded) {
+        assert_eq!(u["exhausted"], true, "{u}");
+        assert_eq!(u["unbounded"], true, "{u}");
+        assert!(b.get("unbounded").is_none(), "{b}");
+        assert!(
+            u["executions"].as_u64() >= b["executions"].as_u64(),
+            "{u} {b}"
+        );
+    }
+    assert!(unbounded
+        .iter()
+        .zip(&bounded)
+        .any(|(u, b)| u["executions"].as_u64() > b["executions"].as_u64()));
+    let text = stdout(&nssim(&args("none")[..6]));
+    assert!(
+        text.contains("search exhausted without a preemption bound"),
+        "{text}"
+    );
+}

@@ -50,6 +50,14 @@ fn values_the_command_line_used_to_accept_are_refused() {
     assert!(err.contains("`cpus` must be in 1..=1_024, not 0"), "{err}");
     let err = usage_error(&["run", SCENARIO, "--max-virtual-time", "0s"]);
     assert!(err.contains(&limits::MAX_VIRTUAL_NS.message(0)), "{err}");
+    // No bound is `none`; another word is refused with what is taken.
+    let err = usage_error(&["run", SCENARIO, "--preemption-bound", "nope"]);
+    assert!(
+        err.contains(
+            "`preemption_bound` must be an integer in 0..=64 or `none` (no bound), not `nope`"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -246,6 +246,23 @@ fn limited_u32(ctx: &Ctx<'_>, v: &Val<'_>, limit: &Limit) -> Res<u32> {
     u32::try_from(n).map_err(|_| ctx.err(v.span(), limit.message(n.into())))
 }
 
+/// `preemption_bound`: an integer in its range, or `"none"` for no bound.
+fn preemption_bound(ctx: &Ctx<'_>, v: &Val<'_>) -> Res<u32> {
+    let none = limits::NO_PREEMPTION_BOUND;
+    match v.get_ref() {
+        DeValue::String(s) if s == none => Ok(limits::UNBOUNDED),
+        DeValue::String(s) => Err(ctx.err(
+            v.span(),
+            format!(
+                "`preemption_bound` takes an integer in {} or \"{none}\", not \"{}\"",
+                limits::PREEMPTION_BOUND.range_text(),
+                echo(s)
+            ),
+        )),
+        _ => limited_u32(ctx, v, &limits::PREEMPTION_BOUND),
+    }
+}
+
 fn boolean(ctx: &Ctx<'_>, key: &str, v: &Val<'_>) -> Res<bool> {
     match v.get_ref() {
         DeValue::Boolean(b) => Ok(*b),
@@ -376,9 +393,7 @@ fn explore(ctx: &Ctx<'_>, t: Tbl<'_, '_>, place: &str) -> Res<ExplorePatch> {
             "seed" => p.seed = Some(limited(ctx, v, &limits::SEED)?),
             "iterations" => p.iterations = Some(limited(ctx, v, &limits::ITERATIONS)?),
             "pct_depth" => p.pct_depth = Some(limited_u32(ctx, v, &limits::PCT_DEPTH)?),
-            "preemption_bound" => {
-                p.preemption_bound = Some(limited_u32(ctx, v, &limits::PREEMPTION_BOUND)?)
-            }
+            "preemption_bound" => p.preemption_bound = Some(preemption_bound(ctx, v)?),
             "cpus" => p.cpus = Some(limited_u32(ctx, v, &limits::CPUS)?),
             "max_steps" => p.max_steps = Some(limited(ctx, v, &limits::MAX_STEPS)?),
             "max_virtual_time" => p.max_virtual_ns = Some(limited_duration(ctx, v)?),

@@ -688,3 +688,30 @@ expect = { outcome = "pass", results = { looper = { "unshare(CLONE_NEWIPC)" = "o
         assert_eq!(e.line, Some(8), "{e}");
     }
 }
+
+/// `preemption_bound = "none"` asks `dfs` for no bound at all.
+#[test]
+fn no_preemption_bound_is_none() {
+    let text = r#"name = "x"
+summary = "s"
+[explore]
+strategy = "dfs"
+preemption_bound = "none"
+[[task]]
+name = "t"
+ops = ["fork()"]
+[[kernel]]
+profile = "v6.3"
+expect = "pass"
+explore = { preemption_bound = 1 }
+"#;
+    let s = scenario::parse("x.toml", text).unwrap();
+    let bounds: Vec<u32> = s.runs.iter().map(|r| r.explore.preemption_bound).collect();
+    assert_eq!(bounds, [1]);
+    let s = scenario::parse(
+        "x.toml",
+        &text.replace("explore = { preemption_bound = 1 }\n", ""),
+    )
+    .unwrap();
+    assert_eq!(s.runs[0].explore.preemption_bound, sim::limits::UNBOUNDED);
+}

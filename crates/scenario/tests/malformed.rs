@@ -430,6 +430,20 @@ fn numbers() {
         Some((4, 8)),
         &["`seed` must be in 0..=18_446_744_073_709_551_615, not -3"],
     );
+    // No bound is "none"; any other word is refused where it is written.
+    check(
+        &edit(
+            "[[task]]",
+            "[explore]\npreemption_bound = \"nope\"\n[[task]]",
+        ),
+        Some((4, 20)),
+        &["`preemption_bound` takes an integer in 0..=64 or \"none\", not \"nope\""],
+    );
+    check(
+        &edit("[[task]]", "[explore]\npreemption_bound = 65\n[[task]]"),
+        Some((4, 20)),
+        &["`preemption_bound` must be in 0..=64, not 65"],
+    );
 }
 
 #[test]

@@ -18,6 +18,11 @@ pub const SEED: Limit = Limit::new("seed", 0, u64::MAX);
 pub const ITERATIONS: Limit = Limit::new("iterations", 1, 1_000_000_000);
 pub const PCT_DEPTH: Limit = Limit::new("pct_depth", 1, 64);
 pub const PREEMPTION_BOUND: Limit = Limit::new("preemption_bound", 0, 64);
+/// How a scenario (`preemption_bound = "none"`) and the command line
+/// (`--preemption-bound none`) ask for no preemption bound at all.
+pub const NO_PREEMPTION_BOUND: &str = "none";
+/// The bound `dfs` takes for "none": a search without a bound.
+pub const UNBOUNDED: u32 = u32::MAX;
 pub const CPUS: Limit = Limit::new("cpus", 1, 1024);
 pub const MAX_STEPS: Limit = Limit::new("max_steps", 1, 1_000_000_000_000);
 /// `max_steps` as a token carries it. A run stopped by wall time or
@@ -122,6 +127,33 @@ impl Limit {
     pub fn parse_u32(&self, s: &str) -> Result<u32, String> {
         debug_assert!(self.max <= u32::MAX.into());
         self.parse(s).map(|v| v as u32)
+    }
+}
+
+/// A preemption bound as the command line gives it: [`PREEMPTION_BOUND`],
+/// or [`NO_PREEMPTION_BOUND`] for [`UNBOUNDED`].
+pub fn parse_preemption_bound(s: &str) -> Result<u32, String> {
+    if s == NO_PREEMPTION_BOUND {
+        return Ok(UNBOUNDED);
+    }
+    PREEMPTION_BOUND.parse_u32(s).map_err(|out_of_range| {
+        if s.trim().parse::<i128>().is_ok() {
+            return out_of_range;
+        }
+        format!(
+            "`{}` must be an integer in {} or `{NO_PREEMPTION_BOUND}` (no bound), not `{}`",
+            PREEMPTION_BOUND.name,
+            PREEMPTION_BOUND.range_text(),
+            crate::echo::echo(s)
+        )
+    })
+}
+
+/// A preemption bound as people read it: the number, or "none".
+pub fn show_preemption_bound(bound: u32) -> String {
+    match bound {
+        UNBOUNDED => NO_PREEMPTION_BOUND.to_string(),
+        n => n.to_string(),
     }
 }
 
