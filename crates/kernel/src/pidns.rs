@@ -219,9 +219,14 @@ impl World {
         if ns.ucounts.is_none() && ns.user_ns.is_none() {
             return;
         }
-        let world = self.me.upgrade().expect("the world outlives its tasks");
+        // Weak: a work still queued when the execution ends must not hold
+        // the world that holds its workqueue.
+        let world = self.me.clone();
         let work = Work::new("delayed_free_pidns", &self.wq, move || {
             synchronize_rcu();
+            let Some(world) = world.upgrade() else {
+                return;
+            };
             if let Some(u) = &ns.ucounts {
                 world.ucounts.dec_ucount(u, UcountType::PidNamespaces);
             }
@@ -265,10 +270,12 @@ impl World {
         if ns.is_initial() {
             return;
         }
-        let world = self.me.upgrade().expect("the world outlives its tasks");
+        let world = self.me.clone();
         let work = Work::new("delayed_put_pid", &self.wq, move || {
             synchronize_rcu();
-            world.put_pid_ns(&ns);
+            if let Some(world) = world.upgrade() {
+                world.put_pid_ns(&ns);
+            }
         });
         schedule_work(&work);
     }

@@ -10,7 +10,7 @@ use crate::footprint::{Footprint, EXIT_WAKES, OBJECT_TABLE};
 use crate::obj::{ObjId, ObjState};
 use crate::outcome::{Outcome, WaitLink};
 use crate::runq::RunQueue;
-use crate::statecache::{Probe, StateHasher};
+use crate::statecache::{FreeToGoOn, Probe, StateHasher};
 use crate::strategy::{Chooser, PickCtx};
 use crate::task::{
     ObjInfo, PendingOp, RunState, StateCell, TaskState, MAX_SINGLETONS, MAX_TASK_SLOTS,
@@ -632,7 +632,17 @@ impl Core {
         }
         let groups = self.interchangeable.borrow();
         let members: Vec<TaskId> = groups.iter().flatten().copied().collect();
-        let refers = hash_scheduler_state(&self.shared.borrow(), &mut h, probe.bounded, &members);
+        let (refers, free) = {
+            let s = self.shared.borrow();
+            let free = match probe.bounded {
+                true => FreeToGoOn {
+                    last: Some(s.current).filter(|&l| matches!(s.tasks[l].run, RunState::Runnable)),
+                    yielder: s.yielder,
+                },
+                false => FreeToGoOn::ALL,
+            };
+            (hash_scheduler_state(&s, &mut h, &members), free)
+        };
         let mut parts = h.task_parts();
         // Under a bound, which task the scheduler switches to without a
         // preemption after a yield depends on the tasks' ids: the
@@ -644,7 +654,10 @@ impl Core {
         }
         let order: Vec<u128> = parts.into_values().collect();
         let state = h.finish128(&order);
-        let seen = probe.cache.borrow_mut().seen_before(state, preemptions);
+        let seen = probe
+            .cache
+            .borrow_mut()
+            .seen_before(state, preemptions, free);
         seen
     }
 
@@ -816,14 +829,8 @@ pub(crate) fn every_task_between_ops(s: &Shared) -> bool {
         .all(|t| matches!(t.run, RunState::Finished) || t.pending.between_ops)
 }
 
-pub(crate) fn hash_scheduler_state(
-    s: &Shared,
-    h: &mut StateHasher,
-    bounded: bool,
-    members: &[TaskId],
-) -> bool {
+pub(crate) fn hash_scheduler_state(s: &Shared, h: &mut StateHasher, members: &[TaskId]) -> bool {
     use std::hash::Hasher;
-    let last = Some(s.current).filter(|&l| matches!(s.tasks[l].run, RunState::Runnable));
     h.write_usize(s.tasks.len());
     for (t, task) in s.tasks.iter().enumerate() {
         let p = h.task_part(t);
@@ -842,10 +849,6 @@ pub(crate) fn hash_scheduler_state(
         p.write_u8(task.daemon as u8);
         for word in s.slots.get(t).into_iter().flatten() {
             p.write_u64(*word);
-        }
-        if bounded {
-            // Which choices at the next pick are preemptions.
-            p.write_u8((last == Some(t)) as u8 | ((s.yielder == Some(t)) as u8) << 1);
         }
     }
     let mut refers = false;

@@ -10,10 +10,15 @@
 //! two of its operations, say); the scheduler adds what it holds (which
 //! tasks run, wait or have finished, on what, each task's pending step and
 //! slots, each object's lifetime and owner). If that state was reached
-//! before with at most as many preemptions used, and the same task free to
-//! go on without one, the execution ends there: the subtree below was (or
-//! is being) searched from the earlier visit with as large a budget. Each
-//! new state is checked by every invariant as before.
+//! before by a visit that covers this one, the execution ends there: the
+//! subtree below was (or is being) searched from the earlier visit with as
+//! large a budget. Under a preemption bound a visit covers another when it
+//! used no more preemptions and either left the same choices free at the
+//! next pick (the task that ran last, a yield's successor), or left every
+//! choice free, or used fewer preemptions (a first pick costs at most one
+//! preemption more under one configuration than under another); without a
+//! bound every earlier visit covers. Each new state is checked by every
+//! invariant as before.
 //!
 //! This is the plain stateful DFS of explicit-state model checkers
 //! (Holzmann's SPIN; Godefroid, "Partial-Order Methods for the
@@ -125,34 +130,69 @@ impl Hasher for StateHasher {
     }
 }
 
-/// The visited set of one search: for each state (and, under a
-/// preemption bound, the task that may go on without a preemption), the
-/// fewest preemptions it was reached with.
+/// Which choices at a state's next pick cost a preemption: switching
+/// away from the task that ran last while it can go on, and after a yield
+/// the rules of a yield (see `sim::yield_point`). With neither, every
+/// choice is free.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct FreeToGoOn {
+    pub last: Option<usize>,
+    pub yielder: Option<usize>,
+}
+
+impl FreeToGoOn {
+    /// Every choice free (also what a search without a bound uses).
+    pub(crate) const ALL: FreeToGoOn = FreeToGoOn {
+        last: None,
+        yielder: None,
+    };
+}
+
+/// One visit of a state: the preemptions used to reach it, and which
+/// choices at its next pick are free.
+#[derive(Clone, Copy, Debug)]
+struct Visit {
+    preemptions: u32,
+    free: FreeToGoOn,
+}
+
+impl Visit {
+    /// The search from this visit covered every execution a visit with
+    /// `other` would search: it had at least as much budget left and the
+    /// same free choices, or every choice free, or one preemption more to
+    /// spend (a first pick costs one preemption more under one
+    /// configuration than under another, at most).
+    fn covers(&self, other: &Visit) -> bool {
+        self.preemptions <= other.preemptions
+            && (self.free == other.free
+                || self.free == FreeToGoOn::ALL
+                || self.preemptions < other.preemptions)
+    }
+}
+
+/// The visited set of one search: for each state, the visits that no
+/// other visit of it covers.
 #[derive(Default)]
 pub(crate) struct StateCache {
-    seen: BTreeMap<u128, u32>,
+    seen: BTreeMap<u128, Vec<Visit>>,
     /// Executions that ended at a state seen before.
     cut: u64,
 }
 
 impl StateCache {
-    /// Record a visit of `state` with `preemptions` used; true when it
-    /// was reached before with no more, and the execution ends here.
-    pub(crate) fn seen_before(&mut self, state: u128, preemptions: u32) -> bool {
-        match self.seen.get_mut(&state) {
-            Some(fewest) if *fewest <= preemptions => {
-                self.cut += 1;
-                true
-            }
-            Some(fewest) => {
-                *fewest = preemptions;
-                false
-            }
-            None => {
-                self.seen.insert(state, preemptions);
-                false
-            }
+    /// Record a visit of `state` with `preemptions` used and the choices
+    /// `free` at its next pick; true when an earlier visit covers it, and
+    /// the execution ends here.
+    pub(crate) fn seen_before(&mut self, state: u128, preemptions: u32, free: FreeToGoOn) -> bool {
+        let visit = Visit { preemptions, free };
+        let visits = self.seen.entry(state).or_default();
+        if visits.iter().any(|v| v.covers(&visit)) {
+            self.cut += 1;
+            return true;
         }
+        visits.retain(|v| !visit.covers(v));
+        visits.push(visit);
+        false
     }
 
     /// Distinct states named so far.

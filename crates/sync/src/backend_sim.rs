@@ -668,7 +668,10 @@ type WorkFn = Box<dyn Fn() + Send + Sync>;
 pub struct Work {
     obj: ObjId,
     func: WorkFn,
-    wq: Arc<Workqueue>,
+    /// Weak: the queue holds the works queued on it, and an execution that
+    /// ends with work queued (a failure, a state seen before) must not
+    /// leave the two holding each other.
+    wq: std::sync::Weak<Workqueue>,
     state: pl::Mutex<WorkState>,
     cv: pl::Condvar,
 }
@@ -682,7 +685,7 @@ impl Work {
         Arc::new(Work {
             obj: object(name),
             func: Box::new(func),
-            wq: Arc::clone(wq),
+            wq: Arc::downgrade(wq),
             state: pl::Mutex::new(WorkState::default()),
             cv: pl::Condvar::new(),
         })
@@ -739,6 +742,10 @@ impl Work {
 /// Queue `work` unless it is already pending; true if it was queued.
 pub fn schedule_work(work: &Arc<Work>) -> bool {
     op("schedule_work", work.obj, &costs::SCHEDULE_WORK);
+    // Its kworker (and whoever made the work) holds the workqueue.
+    let Some(wq) = work.wq.upgrade() else {
+        return false;
+    };
     {
         let mut st = work.state.lock();
         if st.pending {
@@ -746,7 +753,6 @@ pub fn schedule_work(work: &Arc<Work>) -> bool {
         }
         st.pending = true;
     }
-    let wq = &work.wq;
     wq.state.lock().queue.push_back(Arc::clone(work));
     wq.cv.notify_one();
     sim::wake_all(wq.obj, sim::cost(&costs::KWORKER_WAKEUP));

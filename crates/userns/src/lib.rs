@@ -930,9 +930,13 @@ impl Userns {
             self.free_user_ns_work(Arc::clone(ns));
             return;
         };
-        let (sys, ns) = (Arc::clone(self), Arc::clone(ns));
+        // Weak: a work still queued when the execution ends must not hold
+        // the subsystem that holds its workqueue.
+        let (sys, ns) = (Arc::downgrade(self), Arc::clone(ns));
         let work = Work::new("free_user_ns", wq, move || {
-            sys.free_user_ns_work(Arc::clone(&ns))
+            if let Some(sys) = sys.upgrade() {
+                sys.free_user_ns_work(Arc::clone(&ns))
+            }
         });
         schedule_work(&work);
         if self.patches.wait_pending_free {
@@ -967,12 +971,12 @@ impl Userns {
             self.put_user_ns_deferred(&cred.user_ns);
             return;
         };
-        let sys = Arc::clone(self);
+        let sys = Arc::downgrade(self);
         let cred = sim::HostMutex::new("put_cred_rcu's credential", Some(cred));
         let work = Work::new("put_cred_rcu", wq, move || {
             synchronize_rcu();
             let cred = cred.lock().take();
-            if let Some(c) = cred {
+            if let (Some(c), Some(sys)) = (cred, sys.upgrade()) {
                 sys.put_user_ns_deferred(&c.user_ns);
             }
         });
