@@ -75,11 +75,14 @@ fn a_run_under_max_memory_never_holds_more_than_600_mb() {
 /// failure) leave nothing behind: a work holds its workqueue weakly, and
 /// the works the model queues hold their subsystem weakly, so the queue
 /// and what it holds go with the execution. A stateful search that ends
-/// most of its 86 000 executions that way stays under 64 MB resident
-/// (before, each held on to its world: 470 bytes an execution, 53 MB).
+/// most of its 86 000 executions that way runs within `--max-memory 24m`
+/// (before, each held on to what its queue held: 470 bytes an execution,
+/// 40 MB of heap by the end). The limit is the run's own measure (its
+/// heap and its resident set now): a child's peak from `wait4` may carry
+/// the resident set of the test process it was forked from.
 #[test]
 fn executions_that_end_with_work_queued_leave_nothing_behind() {
-    let (code, out, peak) = nssim_with_peak(&[
+    let (code, out, _) = nssim_with_peak(&[
         "run",
         "sim-scenarios/ipc-v6.3-window-loopers.toml",
         "--kernel",
@@ -91,8 +94,12 @@ fn executions_that_end_with_work_queued_leave_nothing_behind() {
         "--no-reduction",
         "--iterations",
         "1000000",
+        "--max-memory",
+        "24m",
     ]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("distinct states"), "{out}");
-    assert!(peak <= 32 << 20, "peak resident set {peak} bytes");
+    assert!(
+        out.contains("86091 execution(s)") && out.contains("distinct states"),
+        "{out}"
+    );
 }

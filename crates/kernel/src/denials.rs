@@ -3,7 +3,9 @@
 //! was. Before each guarded operation the world notes the state it
 //! targets; after a failure it compares. Another guarded operation on the
 //! same target that ran meanwhile (even one that had started before) may
-//! have changed it, so the comparison is made only when none did.
+//! have changed it, so the comparison is made only when none did (for the
+//! uid_map, gid_map and setgroups files, none on a file of the same kind:
+//! a write to another task's file finds its namespace only inside the op).
 //!
 //! Targets: a uid/gid map write (also through a file another task's
 //! credentials opened), the map of the namespace written; a
@@ -186,13 +188,19 @@ pub(super) struct DenialWatch {
 }
 
 /// The key of a uid_map, gid_map or setgroups file and its state now.
+/// The key is the kind of file alone, not its namespace: a write to
+/// another task's file finds the namespace when it opens the file, inside
+/// the op, after its guard was noted (that task may have moved to a new
+/// namespace meanwhile), so two writes of one namespace may start under
+/// different namespaces. Any two writes of one kind that overlap leave
+/// each other's failure unjudged.
 fn userns_file_state(file: UsernsFile, ns: &userns::UserNamespace) -> (String, String) {
     let state = match file {
         UsernsFile::UidMap => format!("uid_map {:?}", ns.map(MapKind::Uid).peek_committed()),
         UsernsFile::GidMap => format!("gid_map {:?}", ns.map(MapKind::Gid).peek_committed()),
         UsernsFile::Setgroups => format!("setgroups allowed: {}", ns.setgroups_allowed()),
     };
-    (format!("{} of {}", file.name(), ns.name), state)
+    (file.name().to_string(), state)
 }
 
 /// The `/proc/PID` file a write op names, and the task whose file it is
