@@ -275,12 +275,7 @@ impl Oracle {
             changes: _,
             judged_with: _,
         } = &*s;
-        h.write_usize(live.len());
-        for ((ns, uid), n) in live {
-            h.write_u32(*ns);
-            h.write_u32(*uid);
-            h.write_i64(*n);
-        }
+        ucounts::enospc::name_live(live, h);
         h.write_usize(calls.len());
         for (id, call) in calls {
             let Call {
@@ -290,10 +285,7 @@ impl Oracle {
                 most_pending,
             } = call;
             h.write_u64(*id);
-            ucounts::enospc::name_chain(chain, h);
-            h.write_u8(*justified as u8);
-            h.write_i64(*most_live);
-            h.write_i64(*most_pending);
+            ucounts::enospc::name_call(chain, *justified, *most_live, *most_pending, h);
         }
         h.write_u64(*released);
         h.write_u64(*freed);

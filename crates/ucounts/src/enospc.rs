@@ -350,6 +350,34 @@ impl EnospcOracle {
     }
 }
 
+/// The namespaces alive through each (user namespace id, uid) entry, as
+/// the ENOSPC oracles (this one and the ipc one) keep them.
+#[cfg(not(loom))]
+pub fn name_live(live: &BTreeMap<(u32, u32), i64>, h: &mut dyn std::hash::Hasher) {
+    h.write_usize(live.len());
+    for ((ns, uid), n) in live {
+        h.write_u32(*ns);
+        h.write_u32(*uid);
+        h.write_i64(*n);
+    }
+}
+
+/// One open call of an ENOSPC oracle (this one's or the ipc one's): its
+/// chain, whether it is justified, and the most seen alive and pending.
+#[cfg(not(loom))]
+pub fn name_call(
+    chain: &[(Arc<UcountsNs>, u32)],
+    justified: bool,
+    most_live: i64,
+    most_pending: i64,
+    h: &mut dyn std::hash::Hasher,
+) {
+    name_chain(chain, h);
+    h.write_u8(justified as u8);
+    h.write_i64(most_live);
+    h.write_i64(most_pending);
+}
+
 /// A chain of entries, by (namespace id, uid).
 #[cfg(not(loom))]
 pub fn name_chain(chain: &[(Arc<UcountsNs>, u32)], h: &mut dyn std::hash::Hasher) {
@@ -382,12 +410,7 @@ impl EnospcOracle {
             changes: _,
             judged_with: _,
         } = &*s;
-        h.write_usize(live.len());
-        for ((ns, uid), n) in live {
-            h.write_u32(*ns);
-            h.write_u32(*uid);
-            h.write_i64(*n);
-        }
+        name_live(live, h);
         h.write_usize(calls.len());
         for (id, c) in calls {
             h.write_u64(*id);
@@ -417,10 +440,7 @@ impl Call {
             most_live,
             most_pending,
         } = self;
-        name_chain(chain, h);
-        h.write_u8(*justified as u8);
-        h.write_i64(*most_live);
-        h.write_i64(*most_pending);
+        name_call(chain, *justified, *most_live, *most_pending, h);
     }
 }
 
