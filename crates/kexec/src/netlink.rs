@@ -185,42 +185,60 @@ fn ack_error(ack: &[u8]) -> SysResult<()> {
 /// loopback device (ifindex 1 in every network namespace, down in a new
 /// one) is renamed, which sends a `move` uevent tagged with the namespace
 /// (`device_rename`), as the model's `uevent_netdev_event` sends one.
+///
+/// SIOCSIFNAME finds the device by its current name, so reading the name
+/// and renaming is a compare-and-swap: when another task of the namespace
+/// renamed the device in between, the rename finds no device of the old
+/// name (ENODEV) and sent nothing, and it is tried again with the new name.
+/// The model's op has no such window (it is one rename), so the executor
+/// must not show one either.
 pub fn rename_loopback() -> SysResult<()> {
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         return Err(sys::errno());
     }
-    let result = (|| {
-        let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-        req.ifr_ifru.ifru_ifindex = 1;
-        if unsafe { libc::ioctl(fd, libc::SIOCGIFNAME, &mut req) } < 0 {
-            return Err(sys::errno());
+    let mut result = Err(libc::ENODEV);
+    for _ in 0..RENAME_ATTEMPTS {
+        result = rename_loopback_once(fd);
+        if result != Err(libc::ENODEV) {
+            break;
         }
-        // A name other than the current one: a rename to the same name
-        // sends no uevent.
-        let current: Vec<u8> = req
-            .ifr_name
-            .iter()
-            .take_while(|c| **c != 0)
-            .map(|c| *c as u8)
-            .collect();
-        let name: &[u8] = if current == b"nssim0" {
-            b"nssim1"
-        } else {
-            b"nssim0"
-        };
-        let mut new: [libc::c_char; libc::IFNAMSIZ] = [0; libc::IFNAMSIZ];
-        for (d, b) in new.iter_mut().zip(name) {
-            *d = *b as libc::c_char;
-        }
-        req.ifr_ifru.ifru_newname = new;
-        if unsafe { libc::ioctl(fd, libc::SIOCSIFNAME, &mut req) } < 0 {
-            return Err(sys::errno());
-        }
-        Ok(())
-    })();
+    }
     sys::close(fd);
     result
+}
+
+/// How often a rename that lost the race to another is tried again.
+const RENAME_ATTEMPTS: usize = 1000;
+
+fn rename_loopback_once(fd: i32) -> SysResult<()> {
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    req.ifr_ifru.ifru_ifindex = 1;
+    if unsafe { libc::ioctl(fd, libc::SIOCGIFNAME, &mut req) } < 0 {
+        return Err(sys::errno());
+    }
+    // A name other than the current one: a rename to the same name
+    // sends no uevent.
+    let current: Vec<u8> = req
+        .ifr_name
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    let name: &[u8] = if current == b"nssim0" {
+        b"nssim1"
+    } else {
+        b"nssim0"
+    };
+    let mut new: [libc::c_char; libc::IFNAMSIZ] = [0; libc::IFNAMSIZ];
+    for (d, b) in new.iter_mut().zip(name) {
+        *d = *b as libc::c_char;
+    }
+    req.ifr_ifru.ifru_newname = new;
+    if unsafe { libc::ioctl(fd, libc::SIOCSIFNAME, &mut req) } < 0 {
+        return Err(sys::errno());
+    }
+    Ok(())
 }
 
 /// How many uevent listeners (NETLINK_KOBJECT_UEVENT sockets bound to a

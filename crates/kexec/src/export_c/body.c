@@ -371,26 +371,33 @@ static int uevent_inject(const char *payload)
 }
 
 /* A uevent tagged with this network namespace: its loopback device
- * (ifindex 1) is renamed, which sends a `move` uevent. */
+ * (ifindex 1) is renamed, which sends a `move` uevent. SIOCSIFNAME finds
+ * the device by its old name, so a rename that another task's rename beat
+ * finds none (ENODEV), sends nothing, and is tried again. */
+static int rename_loopback_once(int fd)
+{
+    struct ifreq req;
+    memset(&req, 0, sizeof req);
+    req.ifr_ifindex = 1;
+    if (ioctl(fd, SIOCGIFNAME, &req) != 0)
+        return errno;
+    /* A name other than its own: a rename to the same name sends none. */
+    const char *name = strcmp(req.ifr_name, "nssim0") == 0 ? "nssim1" : "nssim0";
+    memset(req.ifr_newname, 0, sizeof req.ifr_newname);
+    memcpy(req.ifr_newname, name, strlen(name));
+    if (ioctl(fd, SIOCSIFNAME, &req) != 0)
+        return errno;
+    return 0;
+}
+
 static int rename_loopback(void)
 {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    struct ifreq req;
-    int e = 0;
+    int e = ENODEV;
     if (fd < 0)
         return errno;
-    memset(&req, 0, sizeof req);
-    req.ifr_ifindex = 1;
-    if (ioctl(fd, SIOCGIFNAME, &req) != 0) {
-        e = errno;
-    } else {
-        /* A name other than its own: a rename to the same name sends none. */
-        const char *name = strcmp(req.ifr_name, "nssim0") == 0 ? "nssim1" : "nssim0";
-        memset(req.ifr_newname, 0, sizeof req.ifr_newname);
-        memcpy(req.ifr_newname, name, strlen(name));
-        if (ioctl(fd, SIOCSIFNAME, &req) != 0)
-            e = errno;
-    }
+    for (int attempt = 0; attempt < 1000 && e == ENODEV; attempt++)
+        e = rename_loopback_once(fd);
     close(fd);
     return e;
 }
