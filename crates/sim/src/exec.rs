@@ -461,9 +461,11 @@ impl Execution {
         self.shared().teardown = true;
         let core = &self.core;
         IN_TASK.with(|f| f.set(true));
-        let stacks = self
-            .fibers
-            .unwind_all(&core.channel, |t| core.shared.borrow().tasks[t].fiber);
+        let stacks = self.fibers.unwind_all(
+            &core.channel,
+            |t| core.shared.borrow().tasks[t].fiber,
+            |t| core.shared.borrow().tasks[t].returns_at_teardown,
+        );
         IN_TASK.with(|f| f.set(false));
         let _ = STACKS.try_with(|p| p.borrow_mut().extend(stacks));
     }

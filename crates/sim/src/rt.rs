@@ -232,6 +232,44 @@ pub fn block(label: &'static str, obj: ObjId, idle: bool) {
     });
 }
 
+/// A daemon's wait for work (a kworker between two works): [`block`] on
+/// `obj` as idle, until [`wake_all`] on it (true). When the execution ends
+/// with the daemon still waiting, the wait returns false instead, and the
+/// daemon must return from its function without another scheduling point:
+/// it then ends as any task does, where unwinding its stack would cost a
+/// panic at the end of every execution.
+pub fn idle_wait(label: &'static str, obj: ObjId) -> bool {
+    let blocked = reschedule(|s| {
+        let t = s.current;
+        s.set_not_runnable(
+            t,
+            RunState::Blocked {
+                on: obj,
+                idle: true,
+            },
+        );
+        s.add_waiter(obj, t);
+        s.set_pending(label, obj, 0);
+        s.tasks[t].pending.between_ops = true;
+        s.tasks[t].returns_at_teardown = true;
+    });
+    if !blocked {
+        return true;
+    }
+    let Some(core) = core() else {
+        return true;
+    };
+    let mut s = core.shared.borrow_mut();
+    // At tear-down the running task is not `current`: its flag no longer
+    // matters then.
+    if s.teardown {
+        return false;
+    }
+    let t = s.current;
+    s.tasks[t].returns_at_teardown = false;
+    true
+}
+
 /// Every task of the running execution has finished, or waits between
 /// two of its operations ([`entering_op`]), before its first, or idle:
 /// what a model that keeps part of its state on its tasks' stacks asks

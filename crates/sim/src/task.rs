@@ -54,6 +54,10 @@ pub(crate) struct TaskState {
     /// The task's next scheduling point begins an operation
     /// ([`crate::entering_op`]).
     pub entering: bool,
+    /// The task waits in [`crate::idle_wait`]: at tear-down the wait
+    /// returns and the task returns from its function, instead of being
+    /// unwound.
+    pub returns_at_teardown: bool,
 }
 
 pub(crate) struct ObjInfo {
@@ -146,5 +150,6 @@ pub(crate) fn new_task(daemon: bool, clock: u64) -> TaskState {
         fiber: fiber::NO_HANDLE,
         stack_limit: 0,
         entering: false,
+        returns_at_teardown: false,
     }
 }

@@ -9,4 +9,5 @@ mod layers;
 mod limits;
 mod state_cache;
 mod switches;
+mod teardown;
 mod token_props;

@@ -643,7 +643,11 @@ impl Workqueue {
             }
             if sim::active() {
                 drop(st);
-                sim::block("kworker wakes", self.obj, true);
+                // At the end of the execution the idle kworker returns
+                // rather than be unwound.
+                if !sim::idle_wait("kworker wakes", self.obj) {
+                    return None;
+                }
                 sim::access(self.obj);
                 st = self.state.lock();
             } else {

@@ -77,15 +77,21 @@ impl Fibers {
         Some(co.into_stack())
     }
 
+    /// Unwind every task not finished, but resume those that `returns`
+    /// says return from their wait at tear-down; their stacks.
     pub(crate) fn unwind_all(
         &mut self,
         _channel: &Channel,
         _handle: impl Fn(TaskId) -> Handle,
+        returns: impl Fn(TaskId) -> bool,
     ) -> Vec<TaskStack> {
         let mut stacks = Vec::new();
         // Newest first, as the symmetric fibers do.
-        for co in self.cos.iter_mut().rev() {
+        for (t, co) in self.cos.iter_mut().enumerate().rev() {
             if let Some(mut c) = co.take() {
+                if returns(t) && c.started() && !c.done() {
+                    let _ = c.resume(());
+                }
                 let _ = panic::catch_unwind(AssertUnwindSafe(|| c.force_unwind()));
                 if c.done() {
                     stacks.push(c.into_stack());

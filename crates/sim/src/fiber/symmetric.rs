@@ -104,6 +104,9 @@ pub(crate) struct Channel {
     ended: Cell<Option<(TaskId, Option<Payload>)>>,
     /// Set during tear-down: a resumed task unwinds.
     unwinding: Cell<bool>,
+    /// Set during tear-down for a task that returns from its wait
+    /// instead ([`crate::idle_wait`]).
+    returns: Cell<bool>,
 }
 
 impl Channel {
@@ -128,10 +131,11 @@ impl Channel {
         self.resumed();
     }
 
-    /// A task goes on after a switch: tear-down has it unwind.
+    /// A task goes on after a switch: tear-down has it unwind (or return
+    /// from its idle wait).
     #[inline(always)]
     fn resumed(&self) {
-        if self.unwinding.get() {
+        if self.unwinding.get() && !self.returns.get() {
             panic::resume_unwind(Box::new(Unwind));
         }
     }
@@ -198,12 +202,14 @@ impl Fibers {
         self.stacks.get_mut(t)?.take()
     }
 
-    /// Unwind every task not finished (`handle`: each one's); their
+    /// Unwind every task not finished (`handle`: each one's), but resume
+    /// those that `returns` says return from their wait at tear-down; their
     /// stacks, for other tasks.
     pub(crate) fn unwind_all(
         &mut self,
         channel: &Channel,
         handle: impl Fn(TaskId) -> Handle,
+        returns: impl Fn(TaskId) -> bool,
     ) -> Vec<TaskStack> {
         channel.unwinding.set(true);
         let mut stacks = Vec::new();
@@ -213,6 +219,7 @@ impl Fibers {
             if self.stacks[t].is_none() {
                 continue;
             }
+            channel.returns.set(returns(t));
             // A panic in a destructor during the unwinding ends at the
             // task's root too.
             if let Back::Finished { task, .. } = self.resume(channel, t, handle(t)) {
@@ -221,6 +228,7 @@ impl Fibers {
             }
         }
         channel.unwinding.set(false);
+        channel.returns.set(false);
         stacks
     }
 }
