@@ -70,7 +70,7 @@ declare_invariants! {
     NetnsNoFalseEnospc = "netns.no_false_enospc",
         "copy_net_ns returns ENOSPC only if, at some instant during the call, the live network namespaces (not yet put for the last time) charged to its user namespace or an ancestor reached that level's max_net_namespaces";
     UcountsWithinLimits = "ucounts.within_limits",
-        "after a successful, non-exempt fork no ucounts level holds more live processes than its maximum: the caller's RLIMIT_NPROC at the leaf, the rlimit recorded in the namespace below at each ancestor (the user's RLIMIT_NPROC before v5.14)";
+        "after a successful, non-exempt fork no ucounts level holds more live processes than its maximum: the caller's RLIMIT_NPROC at the leaf, the rlimit recorded in the namespace below at each ancestor (the user's RLIMIT_NPROC before v5.14); from v5.17 each level is judged when the fork's check reads it, before once the child is made";
     UcountsNoLeak = "ucounts.no_leak",
         "once every process has exited, every ucounts entry is referenced only by the namespaces still alive, and an entry whose last reference went is unhashed and freed (and never used after)";
     NprocIsolated = "nproc.isolated",

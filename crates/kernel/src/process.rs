@@ -54,8 +54,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as StdOrdering};
 use std::sync::Arc;
 use sync::Ordering;
 use ucounts::{
-    dec_rlimit_ucounts, inc_rlimit_ucounts, is_rlimit_overlimit, RlimitCheck, RlimitType, Ucounts,
-    UcountsTable, RLIM_INFINITY,
+    dec_rlimit_ucounts, inc_rlimit_ucounts, is_rlimit_overlimit, is_rlimit_overlimit_watched,
+    RlimitCheck, RlimitType, Ucounts, UcountsTable, RLIM_INFINITY,
 };
 use userns::caps::{CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN, CAP_SYS_RESOURCE};
 use userns::{ns_capable, CapSet, Cred, UserNamespace, UserStruct, Userns, UNMAPPED};
@@ -146,6 +146,19 @@ impl Drop for Flight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, StdOrdering::SeqCst);
     }
+}
+
+/// The maximum `ucounts.within_limits` holds each level of a child's chain
+/// to: the caller's RLIMIT_NPROC at the leaf, the rlimit recorded in the
+/// namespace below at each ancestor (the fixed rule, whichever the kernel
+/// compares with, so that the check's own rule is judged too).
+fn nproc_maxima(child: &Cred, limit: u64) -> Vec<i64> {
+    ucounts::rlimit::level_maxima(
+        ucounts_of(child),
+        RlimitType::Nproc,
+        limit,
+        RlimitCheck::NamespaceBelow,
+    )
 }
 
 /// The ucounts of a credential the machine accounts.
@@ -273,17 +286,41 @@ impl Procs {
         parent_pid: u64,
         child: &Cred,
     ) -> Result<(), ForkError> {
+        if !self.patches.enforce_limit {
+            return Ok(());
+        }
         let limit = own.rlimit_nproc.0;
-        if self.patches.enforce_limit
-            && self.is_overlimit(ucounts_of(child), limit)
-            && !self.exempt(parent)
-        {
+        // Each level is judged as the kernel read it, against the maximum
+        // the invariant holds it to (whatever rule the kernel compares
+        // with): later, a task with a higher limit may fork past this one's
+        // at a level they share, as the kernel lets it, before this check
+        // reads the next level.
+        let judged =
+            self.enabled && self.wants(Invariant::UcountsWithinLimits) && !self.exempt(parent);
+        let maxima = if judged {
+            nproc_maxima(child, limit)
+        } else {
+            Vec::new()
+        };
+        let mut excess = None;
+        let over = is_rlimit_overlimit_watched(
+            ucounts_of(child),
+            RlimitType::Nproc,
+            limit,
+            self.patches.check(),
+            &mut |at, level| {
+                if let (Some(max), None) = (maxima.get(at), &excess) {
+                    excess = self.level_over_its_maximum(level, *max);
+                }
+            },
+        );
+        if over && !self.exempt(parent) {
             self.check_isolated(parent_pid, parent, own, 0);
             return Err(ForkError::Nproc);
         }
-        if self.patches.enforce_limit && self.enabled {
-            // The kernel let the fork through here, on the child's count.
-            self.check_within_limits(child, limit, parent);
+        if let Some(detail) = excess {
+            // The kernel let the fork through, on the child's count.
+            self.fail(Invariant::UcountsWithinLimits, detail);
         }
         Ok(())
     }
@@ -901,32 +938,45 @@ impl Procs {
         }
     }
 
+    /// Live processes counted at `level`, the child being made included.
+    fn live_at(&self, level: &Ucounts) -> i64 {
+        1 + self
+            .live
+            .lock()
+            .values()
+            .filter(|l| l.committed)
+            .filter(|l| {
+                ucounts::levels(&l.ucounts)
+                    .iter()
+                    .any(|u| std::ptr::eq(&**u, level))
+            })
+            .count() as i64
+    }
+
+    /// `ucounts.within_limits` at one level of a v5.17 fork's check, as the
+    /// check read it: no more live processes, the new one included, than
+    /// the level's maximum.
+    fn level_over_its_maximum(&self, level: &Ucounts, max: i64) -> Option<String> {
+        let n = self.live_at(level);
+        (n > max).then(|| format!(
+            "after a fork, {n} live processes are counted at (user namespace {}, kuid {}), above its maximum {max}",
+            level.ns.name, level.uid
+        ))
+    }
+
     /// `ucounts.within_limits` for a non-exempt fork the kernel let
-    /// through: no level holds more live processes, the new one included,
-    /// than its maximum (the caller's rlimit at the leaf, the rlimit
-    /// recorded below at each ancestor). From v5.17 the child is counted
-    /// before the check, which is judged at that instant (later, tasks
-    /// with higher limits may fork past this one's at a level they share,
-    /// as the kernel lets them); before, once the child is made, since the
-    /// check came before the count and a fork checking at the same time
-    /// could slip past the limit.
+    /// through before v5.17 (from v5.17 each level is judged as the check
+    /// reads it, `check_after_copy`): no level holds more live processes,
+    /// the new one included, than its maximum (the caller's rlimit at the
+    /// leaf, the rlimit recorded below at each ancestor), once the child is
+    /// made, since the check came before the count and a fork checking at
+    /// the same time could slip past the limit.
     fn check_within_limits(&self, child: &Cred, limit: u64, parent: &Cred) {
         if !self.wants(Invariant::UcountsWithinLimits) || self.exempt(parent) {
             return;
         }
-        let live = self.live.lock();
-        let count_at = |level: &Ucounts| {
-            1 + live
-                .values()
-                .filter(|l| l.committed)
-                .filter(|l| {
-                    ucounts::levels(&l.ucounts)
-                        .iter()
-                        .any(|u| std::ptr::eq(&**u, level))
-                })
-                .count() as i64
-        };
         if !self.patches.in_ucounts() {
+            let live = self.live.lock();
             let n = 1 + live
                 .values()
                 .filter(|l| l.committed && l.real_uid == child.uid)
@@ -942,22 +992,10 @@ impl Procs {
             }
             return;
         }
-        let maxima = ucounts::rlimit::level_maxima(
-            ucounts_of(child),
-            RlimitType::Nproc,
-            limit,
-            RlimitCheck::NamespaceBelow,
-        );
+        let maxima = nproc_maxima(child, limit);
         for (u, max) in ucounts::levels(ucounts_of(child)).iter().zip(maxima) {
-            let n = count_at(u);
-            if n > max {
-                self.fail(
-                    Invariant::UcountsWithinLimits,
-                    format!(
-                        "after a fork, {n} live processes are counted at (user namespace {}, kuid {}), above its maximum {max}",
-                        u.ns.name, u.uid
-                    ),
-                );
+            if let Some(detail) = self.level_over_its_maximum(u, max) {
+                self.fail(Invariant::UcountsWithinLimits, detail);
                 return;
             }
         }

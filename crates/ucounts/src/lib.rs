@@ -46,7 +46,8 @@ pub mod sysctl;
 pub use ledger::Ledger;
 pub use rlimit::{
     dec_rlimit_put_ucounts, dec_rlimit_ucounts, inc_rlimit_get_ucounts, inc_rlimit_ucounts,
-    is_rlimit_overlimit, OverUnwind, RlimitCheck, RlimitType, LONG_MAX, RLIM_INFINITY,
+    is_rlimit_overlimit, is_rlimit_overlimit_watched, OverUnwind, RlimitCheck, RlimitType,
+    LONG_MAX, RLIM_INFINITY,
 };
 pub use sysctl::SysctlError;
 

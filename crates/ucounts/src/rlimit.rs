@@ -238,10 +238,24 @@ pub fn is_rlimit_overlimit(
     rlimit: u64,
     check: RlimitCheck,
 ) -> bool {
+    is_rlimit_overlimit_watched(leaf, t, rlimit, check, &mut |_, _| ())
+}
+
+/// [`is_rlimit_overlimit`], telling `passed` of each level that passed
+/// (its place in the chain, the leaf 0), in the step that read the level's
+/// count: an oracle judges the level at the instant the kernel did.
+pub fn is_rlimit_overlimit_watched(
+    leaf: &Arc<Ucounts>,
+    t: RlimitType,
+    rlimit: u64,
+    check: RlimitCheck,
+    passed: &mut dyn FnMut(usize, &Ucounts),
+) -> bool {
     let rlimit = clamp_to_long(rlimit);
     let mut max = rlimit;
     let mut iter = Some(Arc::clone(leaf));
     let mut first = true;
+    let mut level = 0;
     while let Some(u) = iter {
         u.touch("is_rlimit_overlimit");
         let val = u.rlimit_counter(t).load(Ordering::Relaxed);
@@ -258,6 +272,8 @@ pub fn is_rlimit_overlimit(
                 }
             }
         }
+        passed(level, &u);
+        level += 1;
         first = false;
         u.ns.touch("is_rlimit_overlimit: iter->ns");
         iter = u.up().cloned();
