@@ -54,7 +54,7 @@ struct State {
     /// live counts, the pending frees).
     changes: u64,
     /// What the calls were last judged with: this state's changes, the
-    /// ledger's charges under way, the limits (see `judge_now`).
+    /// ledger's charges under way, the limits (see `judge_if_changed`).
     judged_with: Option<(u64, u64, u64)>,
 }
 
@@ -124,6 +124,22 @@ impl State {
         );
     }
 
+    /// Judging is idempotent: with the same inputs (this state, the
+    /// charges under way, the limits) it changes nothing, so it is skipped
+    /// while none of them changed since the last judgement.
+    fn judge_if_changed(&mut self) {
+        let charging = self
+            .table
+            .as_ref()
+            .map_or(0, |t| t.ledger.charging_changes());
+        let inputs = (self.changes, charging, ucounts::limits_set());
+        if self.judged_with == Some(inputs) {
+            return;
+        }
+        self.judge_all();
+        self.judged_with = Some(inputs);
+    }
+
     fn judge_all(&mut self) {
         // After every step: walk the calls in order without collecting them.
         let mut next = 0;
@@ -147,20 +163,12 @@ impl Oracle {
     }
 
     /// Judge the calls under way as the counters are now (after every
-    /// step: a charge under way at another level changes them).
-    ///
-    /// Judging is idempotent: with the same inputs (this state, the charges
-    /// under way, the limits) it changes nothing, so it is skipped while
-    /// none of them changed since the last judgement.
-    pub fn judge_now(&self) {
+    /// step: a charge under way at another level changes them), then
+    /// take the violation found, if any, under one lock.
+    pub fn verdict(&self) -> Option<String> {
         let mut s = self.state.lock();
-        let charging = s.table.as_ref().map_or(0, |t| t.ledger.charging_changes());
-        let inputs = (s.changes, charging, ucounts::limits_set());
-        if s.judged_with == Some(inputs) {
-            return;
-        }
-        s.judge_all();
-        s.judged_with = Some(inputs);
+        s.judge_if_changed();
+        s.violation.take()
     }
 
     /// An `unshare(CLONE_NEWIPC)` begins in the user namespace `chain[0]`.

@@ -42,10 +42,7 @@ fn at_end(
 pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invariant) {
     use Invariant::*;
     match invariant {
-        IpcNoFalseEnospc => each_step(e, world, invariant, |w| {
-            w.ipc.oracle.judge_now();
-            w.ipc.oracle.take_violation()
-        }),
+        IpcNoFalseEnospc => each_step(e, world, invariant, |w| w.ipc.oracle.verdict()),
         UcountsBalanced => {
             each_step(e, world, invariant, |w| {
                 w.ucounts
@@ -85,14 +82,10 @@ pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invarian
                 found
             })
         }
-        UsernsNoFalseEnospc => each_step(e, world, invariant, |w| {
-            w.userns.oracle.judge_now();
-            w.userns.oracle.take_violation()
-        }),
-        NetnsNoFalseEnospc => each_step(e, world, invariant, |w| {
-            w.net.uevent.netns_oracle.judge_now();
-            w.net.uevent.netns_oracle.take_violation()
-        }),
+        UsernsNoFalseEnospc => each_step(e, world, invariant, |w| w.userns.oracle.verdict()),
+        NetnsNoFalseEnospc => {
+            each_step(e, world, invariant, |w| w.net.uevent.netns_oracle.verdict())
+        }
         // The process oracles judge each fork, set*uid and execve as it
         // happens and keep what they found for the step's end.
         UcountsWithinLimits | NprocIsolated | NprocExecveEnforced => {

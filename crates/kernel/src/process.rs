@@ -110,7 +110,7 @@ pub struct Procs {
     users: Mutex<BTreeMap<u32, Arc<UserStruct>>>,
     next_pid: AtomicU64,
     /// Live processes, for the checkers.
-    live: Mutex<BTreeMap<u64, Live>>,
+    live: LiveProcs,
     /// Processes whose count is moving to new credentials (`commit_creds`
     /// between charging the new ucounts and uncharging the old): the
     /// kernel counts them under both meanwhile, and so does a refusal's
@@ -118,6 +118,12 @@ pub struct Procs {
     moving: Mutex<BTreeMap<u64, Live>>,
     /// Operations half-way through changing counts.
     in_flight: AtomicU32,
+    /// Changes so far of what `ucounts.balanced` compares here: the live
+    /// processes, a user's count, and the end of each accounting
+    /// operation (the ucounts counters are the ledger's changes).
+    changes: AtomicU64,
+    /// (`changes`, the ledger's changes) when `check_balanced` last passed.
+    balanced_at: Mutex<Option<(u64, u64)>>,
     /// `nproc.execve_enforced`: by pid, whether the last set*uid moved the
     /// task to a user already over its limit.
     setuid_over: Mutex<BTreeMap<u64, bool>>,
@@ -139,12 +145,40 @@ impl From<Errno> for ForkError {
     }
 }
 
-/// An accounting operation under way: the balance checker waits for it.
-pub struct Flight<'a>(&'a AtomicU32);
+/// An accounting operation under way: the balance checker waits for it,
+/// and compares again once it ended.
+pub struct Flight<'a>(&'a AtomicU32, &'a AtomicU64);
 
 impl Drop for Flight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, StdOrdering::SeqCst);
+        self.1.fetch_add(1, StdOrdering::SeqCst);
+    }
+}
+
+/// The live processes, for the checkers: read freely, changed only
+/// through [`LiveProcs::write`], which counts the change (so that a
+/// checker's pass stands while nothing changed).
+struct LiveProcs(Mutex<BTreeMap<u64, Live>>);
+
+/// The live processes, read.
+struct LiveRead<'a>(sim::HostGuard<'a, BTreeMap<u64, Live>>);
+
+impl std::ops::Deref for LiveRead<'_> {
+    type Target = BTreeMap<u64, Live>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl LiveProcs {
+    fn read(&self) -> LiveRead<'_> {
+        LiveRead(self.0.lock())
+    }
+
+    fn write(&self, changes: &AtomicU64) -> sim::HostGuard<'_, BTreeMap<u64, Live>> {
+        changes.fetch_add(1, StdOrdering::SeqCst);
+        self.0.lock()
     }
 }
 
@@ -197,9 +231,11 @@ impl Procs {
             userns: Arc::clone(userns),
             users: Mutex::new("procs.users", BTreeMap::new()),
             next_pid: AtomicU64::new(1),
-            live: Mutex::new("procs.live", BTreeMap::new()),
+            live: LiveProcs(Mutex::new("procs.live", BTreeMap::new())),
             moving: Mutex::new("procs.moving", BTreeMap::new()),
             in_flight: AtomicU32::new(0),
+            changes: AtomicU64::new(0),
+            balanced_at: Mutex::new("procs.balanced_at", None),
             setuid_over: Mutex::new("procs.setuid_over", BTreeMap::new()),
             violation: Mutex::new("procs.violation", None),
             oracles: Mutex::new("procs.oracles", Vec::new()),
@@ -240,7 +276,9 @@ impl Procs {
             );
             cred.user = Some(self.alloc_uid(kuid));
             self.count_process(&cred);
-            self.live.lock().insert(pid, live_of(&cred, true));
+            self.live
+                .write(&self.changes)
+                .insert(pid, live_of(&cred, true));
         }
         ns.get();
         cred
@@ -258,7 +296,7 @@ impl Procs {
 
     pub fn flight(&self) -> Flight<'_> {
         self.in_flight.fetch_add(1, StdOrdering::SeqCst);
-        Flight(&self.in_flight)
+        Flight(&self.in_flight, &self.changes)
     }
 
     // ----------------------------------------------------------- fork
@@ -336,7 +374,7 @@ impl Procs {
             // the same time may have counted since, past this one's limit.
             self.check_within_limits(child, own.rlimit_nproc.0, parent);
         }
-        if let Some(l) = self.live.lock().get_mut(&child_pid) {
+        if let Some(l) = self.live.write(&self.changes).get_mut(&child_pid) {
             l.committed = true;
         }
     }
@@ -345,7 +383,7 @@ impl Procs {
     pub fn fork_undone(&self, child: Cred, child_pid: u64) {
         if self.enabled {
             self.uncount_process(&child);
-            self.live.lock().remove(&child_pid);
+            self.live.write(&self.changes).remove(&child_pid);
         }
         self.put_cred(child);
     }
@@ -398,7 +436,9 @@ impl Procs {
         if self.enabled {
             // Known to the checkers before the count starts, so they never
             // see a charge they cannot attribute.
-            self.live.lock().insert(pid, live_of(&new, false));
+            self.live
+                .write(&self.changes)
+                .insert(pid, live_of(&new, false));
             self.count_process(&new);
         }
         Ok(new)
@@ -503,6 +543,7 @@ impl Procs {
         } else {
             user_of(cred).processes.fetch_add(1, Ordering::Relaxed);
         }
+        self.changes.fetch_add(1, StdOrdering::SeqCst);
     }
 
     fn uncount_process(&self, cred: &Cred) {
@@ -511,6 +552,7 @@ impl Procs {
         } else {
             user_of(cred).processes.fetch_sub(1, Ordering::Relaxed);
         }
+        self.changes.fetch_add(1, StdOrdering::SeqCst);
     }
 
     /// `set_cred_ucounts`: when the real user or the namespace changed
@@ -591,7 +633,7 @@ impl Procs {
         }
         if self.enabled {
             self.live
-                .lock()
+                .write(&self.changes)
                 .insert(task.pid, live_of(&task.cred(), true));
         }
         self.put_cred(old);
@@ -626,11 +668,11 @@ impl Procs {
             // Exiting: no longer a committed process for the limit
             // checkers, still counted (and so still an explanation for a
             // refusal).
-            if let Some(l) = self.live.lock().get_mut(&task.pid) {
+            if let Some(l) = self.live.write(&self.changes).get_mut(&task.pid) {
                 l.committed = false;
             }
             self.uncount_process(&cred);
-            self.live.lock().remove(&task.pid);
+            self.live.write(&self.changes).remove(&task.pid);
         }
         self.put_cred(cred);
     }
@@ -901,7 +943,7 @@ impl Procs {
         }
         let ns = &cred.user_ns;
         let counted = {
-            let (live, moving) = (self.live.lock(), self.moving.lock());
+            let (live, moving) = (self.live.read(), self.moving.lock());
             live.values()
                 .chain(moving.values())
                 .filter(|l| {
@@ -942,7 +984,7 @@ impl Procs {
     fn live_at(&self, level: &Ucounts) -> i64 {
         1 + self
             .live
-            .lock()
+            .read()
             .values()
             .filter(|l| l.committed)
             .filter(|l| {
@@ -976,7 +1018,7 @@ impl Procs {
             return;
         }
         if !self.patches.in_ucounts() {
-            let live = self.live.lock();
+            let live = self.live.read();
             let n = 1 + live
                 .values()
                 .filter(|l| l.committed && l.real_uid == child.uid)
@@ -1009,7 +1051,7 @@ impl Procs {
         }
         let others = self
             .live
-            .lock()
+            .read()
             .iter()
             .filter(|(p, l)| {
                 **p != pid
@@ -1030,7 +1072,7 @@ impl Procs {
         let armed = self.setuid_over.lock().remove(&pid).unwrap_or(false);
         let now = self
             .live
-            .lock()
+            .read()
             .values()
             .filter(|l| l.committed && l.real_uid == cred.uid && Arc::ptr_eq(&l.ns, &cred.user_ns))
             .count() as u64;
@@ -1063,7 +1105,7 @@ impl Procs {
         if !self.patches.in_ucounts() {
             return None;
         }
-        let live = self.live.lock();
+        let live = self.live.read();
         live.iter().find_map(|(pid, l)| {
             (l.committed && l.ucounts.uid != l.real_uid).then(|| {
                 format!(
@@ -1080,7 +1122,23 @@ impl Procs {
         if self.in_flight.load(StdOrdering::SeqCst) > 0 {
             return None;
         }
-        let live = self.live.lock();
+        // A pass stands while nothing it compares changed.
+        let inputs = (
+            self.changes.load(StdOrdering::SeqCst),
+            self.ucounts.ledger.changes(),
+        );
+        if *self.balanced_at.lock() == Some(inputs) {
+            return None;
+        }
+        let found = self.find_unbalanced();
+        if found.is_none() {
+            *self.balanced_at.lock() = Some(inputs);
+        }
+        found
+    }
+
+    fn find_unbalanced(&self) -> Option<String> {
+        let live = self.live.read();
         if !self.patches.in_ucounts() {
             for (uid, user) in self.users.lock().iter() {
                 let want = live.values().filter(|l| l.real_uid == *uid).count() as i64;
@@ -1143,7 +1201,7 @@ impl Procs {
 
     /// Live processes (for reports and tests).
     pub fn peek_live(&self) -> usize {
-        self.live.lock().len()
+        self.live.read().len()
     }
 }
 
@@ -1319,6 +1377,8 @@ impl Procs {
             live,
             moving,
             in_flight,
+            changes: _,
+            balanced_at: _,
             setuid_over,
             violation,
         } = self;
@@ -1326,7 +1386,7 @@ impl Procs {
         h.write_usize(users.len());
         users.values().for_each(|u| u.name_state(h));
         h.write_u64(next_pid.load(StdOrdering::SeqCst));
-        for processes in [&*live.lock(), &*moving.lock()] {
+        for processes in [&*live.read(), &*moving.lock()] {
             h.write_usize(processes.len());
             for (pid, p) in processes {
                 h.write_u64(*pid);

@@ -45,7 +45,10 @@ pub(crate) fn host_lock_dropped(name: &'static str) {
         return;
     };
     let mut s = core.shared.borrow_mut();
-    if let Some(i) = s.host_locks.iter().rposition(|n| *n == name) {
+    // Mostly the last taken, named by the same static string.
+    if s.host_locks.last().is_some_and(|n| std::ptr::eq(*n, name)) {
+        s.host_locks.pop();
+    } else if let Some(i) = s.host_locks.iter().rposition(|n| *n == name) {
         s.host_locks.remove(i);
     }
 }

@@ -63,7 +63,7 @@ struct State {
     /// The table whose ledger knows the charges under way.
     table: Option<Arc<UcountsTable>>,
     kind: Option<UcountType>,
-    /// Changes so far of what this oracle keeps (see `judge_now`).
+    /// Changes so far of what this oracle keeps (see `judge_if_changed`).
     changes: u64,
     /// What the calls were last judged with: this state's changes, the
     /// ledger's charges under way, the limits.
@@ -134,6 +134,22 @@ impl State {
         call.justified |= reached;
     }
 
+    /// Judging is idempotent: with the same inputs (this oracle's state,
+    /// the charges under way, the limits) it changes nothing, so it is
+    /// skipped while none of them changed since the last judgement.
+    fn judge_if_changed(&mut self, kind: UcountType) {
+        let charging = self
+            .table
+            .as_ref()
+            .map_or(0, |t| t.ledger.charging_changes());
+        let inputs = (self.changes, charging, crate::limits_set());
+        if self.judged_with == Some(inputs) {
+            return;
+        }
+        self.judge_all(kind);
+        self.judged_with = Some(inputs);
+    }
+
     fn judge_all(&mut self, kind: UcountType) {
         // After every step: walk the calls in order without collecting them.
         let mut next = 0;
@@ -187,20 +203,12 @@ impl EnospcOracle {
     }
 
     /// Judge the calls under way as the counters are now (after every
-    /// step: a charge under way at another level changes them).
-    ///
-    /// Judging is idempotent: with the same inputs (this oracle's state,
-    /// the charges under way, the limits) it changes nothing, so it is
-    /// skipped while none of them changed since the last judgement.
-    pub fn judge_now(&self) {
+    /// step: a charge under way at another level changes them), then
+    /// take the violation found, if any, under one lock.
+    pub fn verdict(&self) -> Option<String> {
         let mut s = self.state.lock();
-        let charging = s.table.as_ref().map_or(0, |t| t.ledger.charging_changes());
-        let inputs = (s.changes, charging, crate::limits_set());
-        if s.judged_with == Some(inputs) {
-            return;
-        }
-        s.judge_all(self.kind);
-        s.judged_with = Some(inputs);
+        s.judge_if_changed(self.kind);
+        s.violation.take()
     }
 
     /// This oracle's state, locked to be changed.

@@ -11,6 +11,14 @@ use std::sync::{Arc, Weak};
 #[derive(Default)]
 pub struct Ledger {
     state: Mutex<LedgerState>,
+    /// Changes of the charges under way so far, changed under the lock
+    /// and read without it (the oracles ask after every step).
+    charging_changes: std::sync::atomic::AtomicU64,
+    /// Changes so far of what `check_live` compares: the entries, what
+    /// was charged, and the end of each charge or uncharge (every change
+    /// of a counter is made inside one, see [`Ledger::in_flight`]).
+    /// Changed under the lock, read without it.
+    changes: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -29,8 +37,8 @@ struct LedgerState {
     /// counter already holds them: the ENOSPC oracles count them as the
     /// kernel does.
     charging: BTreeMap<(u32, u32, UcountType), i64>,
-    /// Changes of `charging` so far.
-    charging_changes: u64,
+    /// `changes` when `check_live` last found every counter as charged.
+    passed_at: Option<u64>,
 }
 
 /// What was charged through one (namespace, uid) entry.
@@ -49,11 +57,28 @@ pub struct InFlight<'a>(&'a Ledger);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.state.lock().in_flight -= 1;
+        let mut s = self.0.state.lock();
+        s.in_flight -= 1;
+        self.0.changed();
     }
 }
 
 impl Ledger {
+    fn changed(&self) {
+        self.changes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Changes so far of the entries, what was charged through them, and
+    /// their counters (see `changes`): a judgement of them stands while
+    /// this is the same.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A charge or uncharge begins: every change of a counter is made
+    /// while one is in flight, so that the counters are compared only
+    /// between them, and compared again only after one ended.
     pub(crate) fn in_flight(&self) -> InFlight<'_> {
         self.state.lock().in_flight += 1;
         InFlight(self)
@@ -68,12 +93,14 @@ impl Ledger {
 
     pub(crate) fn register(&self, u: &Arc<Ucounts>) {
         let mut s = self.state.lock();
+        self.changed();
         s.entries.push(Arc::downgrade(u));
         s.hashed.insert((u.ns.id, u.uid), Arc::downgrade(u));
     }
 
     pub(crate) fn unhashed(&self, u: &Arc<Ucounts>) {
         let mut s = self.state.lock();
+        self.changed();
         let key = (u.ns.id, u.uid);
         if s.hashed
             .get(&key)
@@ -120,7 +147,8 @@ impl Ledger {
     /// unwound (`by` -1), in the step of its atomic operation.
     pub(crate) fn charging(&self, u: &Ucounts, t: UcountType, by: i64) {
         let mut s = self.state.lock();
-        s.charging_changes += 1;
+        self.charging_changes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let n = s.charging.entry((u.ns.id, u.uid, t)).or_default();
         *n += by;
         if *n == 0 {
@@ -131,7 +159,8 @@ impl Ledger {
     /// How many times the charges under way changed: a judgement made
     /// with them stands while this is the same.
     pub fn charging_changes(&self) -> u64 {
-        self.state.lock().charging_changes
+        self.charging_changes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Charges of type `t` under way at the entry (namespace `ns`, `uid`).
@@ -151,6 +180,7 @@ impl Ledger {
     fn add_objects(&self, levels: &[Arc<Ucounts>], t: UcountType, v: i64) {
         let i = slot(&UcountType::ALL, &t);
         let mut s = self.state.lock();
+        self.changed();
         for u in levels {
             s.charged_mut(u).objects[i] += v;
         }
@@ -160,6 +190,7 @@ impl Ledger {
     pub(crate) fn charge_rlimit(&self, levels: &[Arc<Ucounts>], t: RlimitType, v: i64) {
         let i = slot(&RlimitType::ALL, &t);
         let mut s = self.state.lock();
+        self.changed();
         for u in levels {
             s.charged_mut(u).rlimits[i] += v;
         }
@@ -176,16 +207,25 @@ impl Ledger {
     }
 
     /// [`Ledger::check`] over every entry still referenced, without
-    /// collecting them first (it runs after every step).
+    /// collecting them first (it runs after every step). A pass stands
+    /// until the ledger changes: no counter changes but in a charge or
+    /// uncharge, whose end is a change (an entry freed meanwhile only
+    /// leaves fewer to compare).
     pub fn check_live(&self) -> Option<String> {
-        let s = self.state.lock();
-        if s.in_flight > 0 {
+        let mut s = self.state.lock();
+        let changes = self.changes();
+        if s.in_flight > 0 || s.passed_at == Some(changes) {
             return None;
         }
-        s.entries
+        let found = s
+            .entries
             .iter()
             .filter_map(Weak::upgrade)
-            .find_map(|u| s.mismatch(&u))
+            .find_map(|u| s.mismatch(&u));
+        if found.is_none() {
+            s.passed_at = Some(changes);
+        }
+        found
     }
 
     /// Objects still charged, by (namespace id, uid, type).
@@ -288,7 +328,7 @@ impl Ledger {
             charged,
             next_serial: _,
             charging,
-            charging_changes: _,
+            passed_at: _,
         } = &*s;
         h.write_u32(*in_flight);
         h.write_usize(entries.len());

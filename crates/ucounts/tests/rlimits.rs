@@ -262,3 +262,35 @@ fn max_sysctls_need_cap_sys_resource_and_a_range() {
         ucounts::UCOUNT_MAX_LIMIT
     );
 }
+
+/// `ucounts.balanced`'s ledger check passes once and stands until the
+/// ledger changes: a charge that ends with a counter it did not charge
+/// (the v5.15 to v6.11 leak of a level over its maximum) is found after a
+/// pass, by the check right after it.
+#[test]
+fn the_balance_check_looks_again_once_a_charge_ended() {
+    let table = UcountsTable::new();
+    let (_init, child) = container(&table, 1);
+    let leaf = table.alloc_ucounts(&child, 100_000).unwrap();
+    let get = |table: &UcountsTable| {
+        inc_rlimit_get_ucounts(
+            table,
+            &leaf,
+            NPROC,
+            false,
+            RlimitCheck::NamespaceBelow,
+            OverUnwind::Leaks,
+        )
+    };
+    assert_eq!(table.ledger.check_live(), None);
+    assert_eq!(get(&table), 1, "within the creator's 1");
+    assert_eq!(
+        table.ledger.check_live(),
+        None,
+        "balanced, and so it stands"
+    );
+    assert_eq!(table.ledger.check_live(), None);
+    assert_eq!(get(&table), 0, "(init, 1000) over the creator's 1");
+    let found = table.ledger.check_live().expect("the leaked count");
+    assert!(found.contains("is 2, but 1 is charged"), "{found}");
+}
