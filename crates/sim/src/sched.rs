@@ -121,6 +121,17 @@ pub(crate) fn with_running<R>(f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
     Some(f(&mut s))
 }
 
+/// Slots of [`KIND_HINTS`].
+const KIND_SLOTS: usize = 64;
+
+thread_local! {
+    /// Where each kind of object was last found in an execution's list of
+    /// kinds, by the address of its name: a hint checked before use, so
+    /// it only spares a search.
+    static KIND_HINTS: [std::cell::Cell<usize>; KIND_SLOTS] =
+        const { [const { std::cell::Cell::new(usize::MAX) }; KIND_SLOTS] };
+}
+
 impl Shared {
     /// Runnable task `t` blocks or ends (`run`), and leaves the runnable
     /// list. Each caller knows the change it makes, so no branch asks.
@@ -322,9 +333,16 @@ impl Shared {
     }
 
     /// The next serial of `kind`: most objects of a kind are named by one
-    /// static string, compared by address before its bytes.
+    /// static string, compared by address before its bytes. Where the
+    /// kind was in the last execution is tried first: executions of one
+    /// model make their kinds in much the same order.
     fn next_serial(&mut self, kind: &'static str) -> &mut u32 {
         let same = |k: &&'static str| std::ptr::eq(*k, kind);
+        let slot = (kind.as_ptr() as usize >> 3) % KIND_SLOTS;
+        let hint = KIND_HINTS.with(|h| h[slot].get());
+        if self.serials.get(hint).is_some_and(|(k, _)| same(k)) {
+            return &mut self.serials[hint].1;
+        }
         let at = match self.serials.iter().position(|(k, _)| same(k)) {
             Some(i) => i,
             None => match self.serials.iter().position(|(k, _)| *k == kind) {
@@ -335,6 +353,7 @@ impl Shared {
                 }
             },
         };
+        KIND_HINTS.with(|h| h[slot].set(at));
         &mut self.serials[at].1
     }
 
