@@ -12,6 +12,7 @@
 use sim::HostMutex as Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use ucounts::enospc::LastJudged;
 use ucounts::{UcountType, UcountsNs, UcountsTable};
 
 /// Trace notes whose label starts with `counter:` carry a counter's new
@@ -53,9 +54,8 @@ struct State {
     /// Changes so far of what a judgement reads here (the calls, the
     /// live counts, the pending frees).
     changes: u64,
-    /// What the calls were last judged with: this state's changes, the
-    /// ledger's charges under way, the limits (see `judge_if_changed`).
-    judged_with: Option<(u64, u64, u64)>,
+    /// What the calls were last judged with.
+    judged_with: LastJudged,
 }
 
 /// The entries a charge goes through, leaf first.
@@ -124,20 +124,10 @@ impl State {
         );
     }
 
-    /// Judging is idempotent: with the same inputs (this state, the
-    /// charges under way, the limits) it changes nothing, so it is skipped
-    /// while none of them changed since the last judgement.
     fn judge_if_changed(&mut self) {
-        let charging = self
-            .table
-            .as_ref()
-            .map_or(0, |t| t.ledger.charging_changes());
-        let inputs = (self.changes, charging, ucounts::limits_set());
-        if self.judged_with == Some(inputs) {
-            return;
+        if self.judged_with.stale(self.changes, self.table.as_deref()) {
+            self.judge_all();
         }
-        self.judge_all();
-        self.judged_with = Some(inputs);
     }
 
     fn judge_all(&mut self) {

@@ -65,9 +65,8 @@ struct State {
     kind: Option<UcountType>,
     /// Changes so far of what this oracle keeps (see `judge_if_changed`).
     changes: u64,
-    /// What the calls were last judged with: this state's changes, the
-    /// ledger's charges under way, the limits.
-    judged_with: Option<(u64, u64, u64)>,
+    /// What the calls were last judged with.
+    judged_with: LastJudged,
 }
 
 struct Call {
@@ -97,6 +96,28 @@ struct Undecided {
 
 fn key(entry: &(Arc<UcountsNs>, u32)) -> (u32, u32) {
     (entry.0.id, entry.1)
+}
+
+/// What an ENOSPC oracle's calls were last judged with. Judging is
+/// idempotent: with the same inputs (the oracle's own changes, the ledger's
+/// charges under way, the `max_*` writes) it changes nothing, so it is
+/// skipped while none of them changed (the oracles judge after every step).
+#[derive(Default)]
+pub struct LastJudged(Option<(u64, u64, u64)>);
+
+impl LastJudged {
+    /// Whether the calls must be judged again, given the oracle's changes
+    /// so far and the table whose ledger knows the charges under way; if
+    /// so, the judgement about to be made is taken to have these inputs.
+    pub fn stale(&mut self, changes: u64, table: Option<&UcountsTable>) -> bool {
+        let charging = table.map_or(0, |t| t.ledger.charging_changes());
+        let inputs = Some((changes, charging, crate::limits_set()));
+        if self.0 == inputs {
+            return false;
+        }
+        self.0 = inputs;
+        true
+    }
 }
 
 impl State {
@@ -134,20 +155,10 @@ impl State {
         call.justified |= reached;
     }
 
-    /// Judging is idempotent: with the same inputs (this oracle's state,
-    /// the charges under way, the limits) it changes nothing, so it is
-    /// skipped while none of them changed since the last judgement.
     fn judge_if_changed(&mut self, kind: UcountType) {
-        let charging = self
-            .table
-            .as_ref()
-            .map_or(0, |t| t.ledger.charging_changes());
-        let inputs = (self.changes, charging, crate::limits_set());
-        if self.judged_with == Some(inputs) {
-            return;
+        if self.judged_with.stale(self.changes, self.table.as_deref()) {
+            self.judge_all(kind);
         }
-        self.judge_all(kind);
-        self.judged_with = Some(inputs);
     }
 
     fn judge_all(&mut self, kind: UcountType) {
