@@ -12,7 +12,8 @@
 use sim::HostMutex as Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use ucounts::enospc::LastJudged;
+pub use ucounts::enospc::Chain;
+use ucounts::enospc::{Call, LastJudged};
 use ucounts::{UcountType, UcountsNs, UcountsTable};
 
 /// Trace notes whose label starts with `counter:` carry a counter's new
@@ -58,20 +59,6 @@ struct State {
     judged_with: LastJudged,
 }
 
-/// The entries a charge goes through, leaf first.
-pub type Chain = Vec<(Arc<UcountsNs>, u32)>;
-
-struct Call {
-    chain: Chain,
-    justified: bool,
-    /// Most namespaces seen alive at the leaf during the call.
-    most_live: i64,
-    /// Most namespaces seen released and waiting to be freed during the
-    /// call: what the message reports, and what tells a known kernel
-    /// behaviour (`kernel::known`) from a defect.
-    most_pending: i64,
-}
-
 /// A call being judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallId(u64);
@@ -101,9 +88,7 @@ impl State {
         });
         let pending = (self.released - self.freed) as i64;
         let call = self.calls.get_mut(&id).expect("just found");
-        call.most_live = call.most_live.max(leaf_live);
-        call.most_pending = call.most_pending.max(pending);
-        call.justified |= reached;
+        call.saw(leaf_live, pending, reached);
     }
 
     /// Counter notes for timelines: alive at the leaf entry, its limit,
@@ -167,15 +152,7 @@ impl Oracle {
         s.changes += 1;
         let id = s.next_call;
         s.next_call += 1;
-        s.calls.insert(
-            id,
-            Call {
-                chain,
-                justified: false,
-                most_live: 0,
-                most_pending: 0,
-            },
-        );
+        s.calls.insert(id, Call::new(chain));
         s.judge(id);
         CallId(id)
     }
@@ -276,14 +253,8 @@ impl Oracle {
         ucounts::enospc::name_live(live, h);
         h.write_usize(calls.len());
         for (id, call) in calls {
-            let Call {
-                chain,
-                justified,
-                most_live,
-                most_pending,
-            } = call;
             h.write_u64(*id);
-            ucounts::enospc::name_call(chain, *justified, *most_live, *most_pending, h);
+            call.name_state(h);
         }
         h.write_u64(*released);
         h.write_u64(*freed);

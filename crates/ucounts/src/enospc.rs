@@ -69,15 +69,38 @@ struct State {
     judged_with: LastJudged,
 }
 
-struct Call {
-    chain: Chain,
-    justified: bool,
+/// A call under way that an ENOSPC oracle judges (this one's, or the ipc
+/// one's): what it saw so far.
+pub struct Call {
+    pub chain: Chain,
+    /// Some level of the chain was seen at its limit during the call.
+    pub justified: bool,
     /// Most namespaces seen alive at the leaf during the call.
-    most_live: i64,
+    pub most_live: i64,
     /// Most namespaces seen released and waiting to be freed during the
     /// call: what the message reports, and what tells a known kernel
     /// behaviour (`kernel::known`) from a defect.
-    most_pending: i64,
+    pub most_pending: i64,
+}
+
+impl Call {
+    /// A call that begins in the entry `chain[0]`, seen nothing yet.
+    pub fn new(chain: Chain) -> Self {
+        Call {
+            chain,
+            justified: false,
+            most_live: 0,
+            most_pending: 0,
+        }
+    }
+
+    /// One judgement: `leaf_live` alive at the leaf, `pending` released
+    /// and waiting to be freed, and whether some level was at its limit.
+    pub fn saw(&mut self, leaf_live: i64, pending: i64, reached: bool) {
+        self.most_live = self.most_live.max(leaf_live);
+        self.most_pending = self.most_pending.max(pending);
+        self.justified |= reached;
+    }
 }
 
 struct Undecided {
@@ -150,9 +173,7 @@ impl State {
             .any(|entry| self.alive(entry) >= entry.0.peek_max(kind));
         let pending = self.pending;
         let call = self.calls.get_mut(&id).expect("just found");
-        call.most_live = call.most_live.max(leaf_live);
-        call.most_pending = call.most_pending.max(pending);
-        call.justified |= reached;
+        call.saw(leaf_live, pending, reached);
     }
 
     fn judge_if_changed(&mut self, kind: UcountType) {
@@ -241,15 +262,7 @@ impl EnospcOracle {
         let mut s = self.change();
         let id = s.next_call;
         s.next_call += 1;
-        s.calls.insert(
-            id,
-            Call {
-                chain,
-                justified: false,
-                most_live: 0,
-                most_pending: 0,
-            },
-        );
+        s.calls.insert(id, Call::new(chain));
         s.judge(id, self.kind);
         CallId(id)
     }
@@ -381,22 +394,6 @@ pub fn name_live(live: &BTreeMap<(u32, u32), i64>, h: &mut dyn std::hash::Hasher
     }
 }
 
-/// One open call of an ENOSPC oracle (this one's or the ipc one's): its
-/// chain, whether it is justified, and the most seen alive and pending.
-#[cfg(not(loom))]
-pub fn name_call(
-    chain: &[(Arc<UcountsNs>, u32)],
-    justified: bool,
-    most_live: i64,
-    most_pending: i64,
-    h: &mut dyn std::hash::Hasher,
-) {
-    name_chain(chain, h);
-    h.write_u8(justified as u8);
-    h.write_i64(most_live);
-    h.write_i64(most_pending);
-}
-
 /// A chain of entries, by (namespace id, uid).
 #[cfg(not(loom))]
 pub fn name_chain(chain: &[(Arc<UcountsNs>, u32)], h: &mut dyn std::hash::Hasher) {
@@ -452,14 +449,19 @@ impl EnospcOracle {
 
 #[cfg(not(loom))]
 impl Call {
-    fn name_state(&self, h: &mut dyn std::hash::Hasher) {
+    /// Name the call (`sim::Execution::name_state`): its chain, whether it
+    /// is justified, and the most it saw alive and pending.
+    pub fn name_state(&self, h: &mut dyn std::hash::Hasher) {
         let Call {
             chain,
             justified,
             most_live,
             most_pending,
         } = self;
-        name_call(chain, *justified, *most_live, *most_pending, h);
+        name_chain(chain, h);
+        h.write_u8(*justified as u8);
+        h.write_i64(*most_live);
+        h.write_i64(*most_pending);
     }
 }
 
