@@ -225,14 +225,20 @@ pub fn note(label: &'static str, obj: ObjId, value: i64) {
 #[inline]
 pub fn block(label: &'static str, obj: ObjId, idle: bool) {
     reschedule(|s| {
-        let t = s.current;
-        s.set_not_runnable(t, RunState::Blocked { on: obj, idle });
-        s.add_waiter(obj, t);
-        s.set_pending(label, obj, 0);
-        // A daemon's idle wait is where it holds nothing (a kworker
-        // between two works): its state is what the model names.
-        s.tasks[t].pending.between_ops |= idle;
+        block_current(s, label, obj, idle);
     });
+}
+
+/// The current task waits on `obj`; the task.
+fn block_current(s: &mut Shared, label: &'static str, obj: ObjId, idle: bool) -> TaskId {
+    let t = s.current;
+    s.set_not_runnable(t, RunState::Blocked { on: obj, idle });
+    s.add_waiter(obj, t);
+    s.set_pending(label, obj, 0);
+    // A daemon's idle wait is where it holds nothing (a kworker between
+    // two works): its state is what the model names.
+    s.tasks[t].pending.between_ops |= idle;
+    t
 }
 
 /// A daemon's wait for work (a kworker between two works): [`block`] on
@@ -243,17 +249,7 @@ pub fn block(label: &'static str, obj: ObjId, idle: bool) {
 /// panic at the end of every execution.
 pub fn idle_wait(label: &'static str, obj: ObjId) -> bool {
     let blocked = reschedule(|s| {
-        let t = s.current;
-        s.set_not_runnable(
-            t,
-            RunState::Blocked {
-                on: obj,
-                idle: true,
-            },
-        );
-        s.add_waiter(obj, t);
-        s.set_pending(label, obj, 0);
-        s.tasks[t].pending.between_ops = true;
+        let t = block_current(s, label, obj, true);
         s.tasks[t].returns_at_teardown = true;
     });
     if !blocked {
