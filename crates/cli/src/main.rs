@@ -479,7 +479,7 @@ fn kernel_executor() -> Option<u8> {
     let mut args = std::env::args();
     let code = match args.nth(1)?.as_str() {
         kexec::EXEC_COMMAND => kexec::exec_main(),
-        kexec::RESUME_COMMAND => kexec::resume_main(&args.next().unwrap_or_default()),
+        kexec::state::RESUME_COMMAND => kexec::resume_main(&args.next().unwrap_or_default()),
         _ => return None,
     };
     Some(code.clamp(0, 255) as u8)

@@ -11,7 +11,8 @@
 //! instance an op names, the credentials' capability rule, the gid maps),
 //! with the executor's own functions, so the two cannot drift apart.
 
-use crate::world::{self, instance_named, Instance};
+use crate::instance::{self, instance_named, Instance};
+use crate::world;
 use kernel::setup::{Op, Setup, INIT_USER_NS};
 use scenario::{KernelRun, Scenario};
 use std::fmt::Write as _;
@@ -38,7 +39,7 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
             Some(format!("task {name} runs {}: {why}", op.name()))
         })
     });
-    op.or_else(|| crate::unsupported_pid_ns_depth(setup))
+    op.or_else(|| world::unsupported_pid_ns_depth(setup))
 }
 
 /// The C program of scenario `sc` (read from `file`), with `entry`'s
@@ -49,7 +50,7 @@ pub fn program(sc: &Scenario, file: &str, entry: Option<&KernelRun>) -> Result<S
         return Err(why);
     }
     let setup = &world::as_run(&sc.setup, world::WITHHELD_IN_INIT);
-    let instances = world::instances(setup);
+    let instances = instance::instances(setup);
     let mut out = String::new();
     out.push_str(&opening_comment(sc, file, entry, &instances));
     out.push_str(HEAD);
@@ -385,7 +386,7 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
         Op::Unshare { flags } => format!("{{ .kind = OP_UNSHARE, .flags = {} }}", c_flags(*flags)),
         Op::SysctlWrite { name, value } => format!(
             "{{ .kind = OP_SYSCTL_WRITE, .path = {}, .value = {} }}",
-            c_string(&world::sysctl_path(name)),
+            c_string(&crate::sys::sysctl_path(name)),
             c_signed(*value)
         ),
         Op::UeventListen { rcvbuf } => {
@@ -603,8 +604,8 @@ fn task_tables(setup: &Setup, instances: &[Instance]) -> String {
         out,
         "#define N_EVENTS {}\n#define EVENT_FDS {}\n#define PID_TABLE_FD {}",
         events.len(),
-        crate::world::EVENT_FDS,
-        crate::world::PID_TABLE_FD
+        instance::EVENT_FDS,
+        instance::PID_TABLE_FD
     );
     // At least one slot: C has no arrays of none.
     let _ = writeln!(out, "#define N_NS_FILES {}\n", ns_files.len().max(1));
@@ -729,7 +730,7 @@ fn tables(setup: &Setup, instances: &[Instance]) -> String {
             format!(
                 "{{ .userns = {}, .path = {}, .value = {} }}",
                 userns_index(setup, &s.userns),
-                c_string(&world::sysctl_path(&s.name)),
+                c_string(&crate::sys::sysctl_path(&s.name)),
                 c_signed(s.value)
             )
         })

@@ -5,20 +5,35 @@
 //!
 //! Each op of `kernel::ops` has its second implementation in [`ops`];
 //! [`world`] builds the scenario's namespaces, sysctls and credentials and
-//! starts one process per task instance behind a barrier; [`task`] runs an
-//! instance's ops. The executor runs in a process of its own (the `nssim`
-//! binary started with [`EXEC_COMMAND`]), single-threaded, so that it may
-//! fork freely: [`execute`] starts it, hands it the scenario, and bounds it
-//! in wall-clock time. Every process of a run lives in a pid namespace of
+//! starts one process per task instance behind a barrier; [`task`] gives
+//! an instance its credentials, and [`ops`] runs its ops. The executor
+//! runs in a process of its own (the `nssim` binary started with
+//! [`EXEC_COMMAND`]), single-threaded, so that it may fork freely:
+//! [`execute`] starts it, hands it the scenario, and bounds it in
+//! wall-clock time. Every process of a run lives in a pid namespace of
 //! the run's own and dies with it; limits are lowered only in user
 //! namespaces the run made.
+//!
+//! The files are layered, each importing only files below it
+//! (`tests/layers.rs` holds the order): the leaves (`sys`: the syscalls;
+//! `files`: the set-up's files; `instance`: the instances and the fds
+//! they share); what the processes of a run pass each other (`netlink`:
+//! uevent sockets; `lines`: the results pipe's lines and the run they
+//! make; `state`: a task's context and state, and its resume argument);
+//! the ops (`ops`: each op's syscalls and the loop that runs a task's;
+//! `outcome`: results as one string); the run (`task`: an instance's
+//! start; `world`: the world root that starts them); `export_c`, the run
+//! as a C program; and this file, the executor's process and its entry
+//! points.
 
 pub mod export_c;
 pub mod files;
+pub mod instance;
 pub mod lines;
 pub mod netlink;
 pub mod ops;
 pub mod outcome;
+pub mod state;
 pub mod sys;
 pub mod task;
 pub mod world;
@@ -32,8 +47,6 @@ use std::time::{Duration, Instant};
 
 /// The hidden command that runs the executor (`nssim __kernel-exec`).
 pub const EXEC_COMMAND: &str = "__kernel-exec";
-/// The hidden command a task's execve resumes it with.
-pub const RESUME_COMMAND: &str = "__kernel-resume";
 
 /// Why a scenario does not run on this machine's kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,22 +71,8 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
             ops::unsupported(op).map(|why| format!("task {name} runs {}: {why}", op.name()))
         })
     });
-    op.or_else(|| unsupported_pid_ns_depth(setup))
+    op.or_else(|| world::unsupported_pid_ns_depth(setup))
         .or_else(|| unnested_here(setup))
-}
-
-/// The run's own pid namespace is the first level below the initial one,
-/// shared by every task: a task the model starts alone in a namespace of
-/// level 1 has no counterpart on the kernel.
-pub(crate) fn unsupported_pid_ns_depth(setup: &Setup) -> Option<String> {
-    let (name, _) = setup
-        .processes
-        .pid_ns_depth
-        .iter()
-        .find(|(_, depth)| **depth == 1)?;
-    Some(format!(
-        "task {name} starts 1 pid namespace down (pid_ns_depth = 1): on the kernel that level is the run's own pid namespace, which every task shares"
-    ))
 }
 
 /// Nested pid namespaces need the executor to start from the initial pid
@@ -319,8 +318,8 @@ fn results_from_json(v: &Value) -> Results {
 /// The calls of one world run, filed as the model files them
 /// (`World::record`): by instance and op label, counting each result and
 /// noting the index of the first failure.
-pub fn results_of(setup: &Setup, run: &world::WorldRun) -> Results {
-    let instances = world::instances(setup);
+pub fn results_of(setup: &Setup, run: &lines::WorldRun) -> Results {
+    let instances = instance::instances(setup);
     let mut results = Results::new();
     for (instance, op, result, values, texts) in &run.calls {
         let (Some(inst), Some(op)) = (
@@ -458,7 +457,7 @@ fn read_whole_at(file: &std::fs::File) -> Option<String> {
 /// `nssim __kernel-resume STATE`: a task after its execve records the
 /// execve's success and runs on from the next op.
 pub fn resume_main(arg: &str) -> i32 {
-    let Some(resume) = task::parse_resume(arg) else {
+    let Some(resume) = state::parse_resume(arg) else {
         return 2;
     };
     let open = |fd: i32| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0;
@@ -471,7 +470,7 @@ pub fn resume_main(arg: &str) -> i32 {
     let text = read_whole_at(&file);
     std::mem::forget(file);
     let Some(request) = text.and_then(|t| serde_json::from_str::<Value>(&t).ok()) else {
-        world::report_error(
+        lines::report_error(
             resume.results,
             Some(resume.instance),
             "the task could not read its plan back after execve",
@@ -481,8 +480,8 @@ pub fn resume_main(arg: &str) -> i32 {
     let Ok(setup) = setup_of(&request) else {
         return 2;
     };
-    let instances = world::instances(&setup);
-    let ctx = task::TaskCtx {
+    let instances = instance::instances(&setup);
+    let ctx = state::TaskCtx {
         setup: &setup,
         instances: &instances,
         instance: resume.instance,
@@ -498,25 +497,6 @@ pub fn resume_main(arg: &str) -> i32 {
         return 2;
     }
     let index = (resume.pos % ops.len() as u64) as usize;
-    task::record(&ctx, index, &ops[index], Ok(()), Vec::new(), &[]);
-    task::run_ops(&ctx, resume.pos + 1, resume.state)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_task_one_pid_namespace_down_has_no_kernel_counterpart() {
-        let mut setup = Setup::default();
-        assert_eq!(unsupported_pid_ns_depth(&setup), None);
-        setup.processes.pid_ns_depth.insert("deep".into(), 32);
-        assert_eq!(unsupported_pid_ns_depth(&setup), None);
-        setup.processes.pid_ns_depth.insert("shallow".into(), 1);
-        let why = unsupported_pid_ns_depth(&setup).expect("refused");
-        assert!(
-            why.starts_with("task shallow starts 1 pid namespace down"),
-            "{why}"
-        );
-    }
+    ops::record(&ctx, index, &ops[index], Ok(()), Vec::new(), &[]);
+    ops::run_ops(&ctx, resume.pos + 1, resume.state)
 }

@@ -12,10 +12,37 @@
 //! standard output, and three more: `K <release>` first (the kernel's),
 //! `N <repeat>` before each run's lines, and `T <repeat>` after a run cut
 //! off at its time limit. [`parse_printed`] reads them back.
+//!
+//! The lines are read into a [`WorldRun`], the record of one run that the
+//! executor files as the model's results; the writers of the lines (the
+//! world root, the tasks) and their readers all sit above this file.
 
 use crate::sys;
-use crate::world::WorldRun;
 use std::time::Instant;
+
+/// One call of a run: `(instance, op index, result, values, words)`.
+pub type Call = (usize, usize, String, Vec<u64>, Vec<String>);
+
+/// What one world run gave: every call's result, by instance, in order.
+#[derive(Debug, Default)]
+pub struct WorldRun {
+    /// Every call, in the order they arrived.
+    pub calls: Vec<Call>,
+    /// Why the world could not be built or a task could not start.
+    pub error: Option<String>,
+    pub timed_out: bool,
+    /// The machine's uevent sequence number when the run started: the
+    /// kernel numbers uevents with one counter for the whole machine,
+    /// the model from 0 in each run.
+    pub seqnum_base: u64,
+}
+
+/// An `E` line: the run could not be built (or an instance not started).
+pub fn report_error(results: i32, instance: Option<usize>, msg: &str) {
+    let who = instance.map_or("-".to_string(), |i| i.to_string());
+    let line = format!("E\t{who}\t{}\n", msg.replace(['\n', '\t'], " "));
+    let _ = sys::write(results, line.as_bytes());
+}
 
 /// A call's line. Lines are shorter than PIPE_BUF (a map read back has
 /// at most 340 lines of three numbers), so concurrent writers never

@@ -2,11 +2,19 @@
 //! Both matches are exhaustive, so an op declared in `kernel::ops` but not
 //! given a kernel implementation (or a reason why it has none) does not
 //! compile.
+//!
+//! The loop that runs a task's ops ([`run_ops`]) is here too, and its
+//! exit (children first, as in the model's `do_exit`): a child that acts
+//! runs the loop of its own from an op, so the two call each other.
+//! `execve` replaces the process image with the executor's own binary,
+//! which resumes the task at the next op (`resume`): credentials,
+//! children and the uevent socket live on in the kernel as they would.
 
+use crate::instance::{instance_named, pid_of, set_pid, EVENT_FDS};
+use crate::lines::call_line;
 use crate::netlink;
-use crate::sys::{self, SysResult};
-use crate::task::{Child, TaskCtx, TaskState};
-use crate::world::{instance_named, pid_of, set_pid, write_sysctl};
+use crate::state::{resume_arg, Child, TaskCtx, TaskState, RESUME_COMMAND};
+use crate::sys::{self, write_sysctl, SysResult};
 use kernel::setup::Op;
 
 /// The sysctl `write_shm_rmid_forced` writes (of the writer's ipc
@@ -128,16 +136,16 @@ fn read_map(path: &str) -> SysResult<Vec<u64>> {
         .collect())
 }
 
-/// The /proc directory of the instance a task op names.
 /// The read end of `event`'s pipe (its write end is the next fd).
 fn event_fd(ctx: &TaskCtx<'_>, event: &str) -> i32 {
     let index = kernel::setup::event_names(ctx.setup)
         .iter()
         .position(|e| e == event)
         .unwrap_or(0);
-    crate::world::EVENT_FDS + 2 * index as i32
+    EVENT_FDS + 2 * index as i32
 }
 
+/// The /proc directory of the instance a task op names.
 fn proc_of(ctx: &TaskCtx<'_>, target: &str) -> String {
     let pid = instance_named(ctx.instances, target).map_or(0, pid_of);
     format!("/proc/{pid}")
@@ -206,7 +214,7 @@ fn start_child(ctx: &TaskCtx<'_>, state: &mut TaskState, flags: u64, child: &str
             instance: index,
             ..*ctx
         };
-        crate::task::run_ops(&ctx, 0, inherited)
+        run_ops(&ctx, 0, inherited)
     }
     sys::close(ready_w);
     let mut byte = [0u8; 1];
@@ -437,4 +445,85 @@ fn unshare_and_exit(state: &TaskState, flags: u64) -> SysResult<()> {
         in_child_of(state);
         sys::unshare(flags)
     })
+}
+
+/// Run the task's ops from flattened position `from` (op `from mod n` of
+/// pass `from / n`) to the end, then exit.
+pub fn run_ops(ctx: &TaskCtx<'_>, from: u64, mut state: TaskState) -> ! {
+    let me = &ctx.instances[ctx.instance];
+    let ops = me.ops(ctx.setup);
+    let n = ops.len() as u64;
+    let total = n.saturating_mul(me.repeat(ctx.setup));
+    for pos in from..total {
+        let index = (pos % n) as usize;
+        let op = &ops[index];
+        let (result, value) = match op {
+            Op::Execve {} => (Err(execve(ctx, pos, &state)), Vec::new()),
+            _ => run(ctx, &mut state, op),
+        };
+        let texts = std::mem::take(&mut state.texts);
+        record(ctx, index, op, result, value, &texts);
+    }
+    finish(state)
+}
+
+/// Write the call's line on the results pipe; a sleep has none, as the
+/// model's `World::record` files none.
+pub fn record(
+    ctx: &TaskCtx<'_>,
+    index: usize,
+    op: &Op,
+    result: SysResult<()>,
+    values: Vec<u64>,
+    texts: &[String],
+) {
+    if matches!(op, Op::Sleep { .. }) {
+        return;
+    }
+    let name = match result {
+        Ok(()) => "ok".to_string(),
+        Err(e) => sys::errno_name(e),
+    };
+    let _ = sys::write(
+        ctx.results,
+        call_line(ctx.instance, index, &name, &values, texts).as_bytes(),
+    );
+}
+
+/// The task exits: its children exit first and are reaped.
+fn finish(state: TaskState) -> ! {
+    let kept: Vec<i32> = state
+        .sock
+        .iter()
+        .chain(&state.opened)
+        .chain(state.ns_files.values())
+        .copied()
+        .collect();
+    for child in state.children.into_iter().rev() {
+        let _ = end_child(child);
+    }
+    for fd in kept {
+        sys::close(fd);
+    }
+    sys::exit_now(0)
+}
+
+/// `execve` of the executor's own binary, resuming at `pos + 1`; returns
+/// only when the kernel refused it.
+fn execve(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> sys::Errno {
+    let path = sys::cstring("/proc/self/exe");
+    let args = [
+        sys::cstring("nssim"),
+        sys::cstring(RESUME_COMMAND),
+        sys::cstring(&resume_arg(ctx, pos, state)),
+    ];
+    let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    unsafe {
+        libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+    }
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }

@@ -579,3 +579,22 @@ pub fn in_child(f: impl FnOnce() -> SysResult<()>) -> SysResult<()> {
         None => Err(libc::EINTR),
     }
 }
+
+/// The /proc file of sysctl `name` (`user.max_user_namespaces`).
+pub fn sysctl_path(name: &str) -> String {
+    format!("/proc/sys/{}", name.replace('.', "/"))
+}
+
+/// Write sysctl `name` in one write, as `sysctl -w` does.
+pub fn write_sysctl(name: &str, value: i64) -> SysResult<()> {
+    write_file_once(&sysctl_path(name), &format!("{value}\n"))
+}
+
+/// Make the process dumpable again: a change of credentials clears the
+/// flag, and the /proc files of a process that is not dumpable belong to
+/// root, where the model lets other tasks reach them by their ids.
+pub fn set_dumpable() {
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}

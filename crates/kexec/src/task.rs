@@ -1,55 +1,14 @@
 //! A task instance as a real process: its credentials as the model sets
-//! them up (`Procs::setup_cred`), the barrier, its ops in order, and its
-//! exit (children first, as in the model's `do_exit`).
-//!
-//! `execve` replaces the process image with the executor's own binary,
-//! which resumes the task at the next op (`resume`): credentials,
-//! children and the uevent socket live on in the kernel as they would.
+//! them up (`Procs::setup_cred`), its nested pid namespaces and the
+//! barrier; then it runs its ops to its exit ([`run_ops`]).
 
-use crate::lines::call_line;
+use crate::instance::set_pid;
+use crate::lines::report_error;
+use crate::ops::run_ops;
+use crate::state::{TaskCtx, TaskState};
 use crate::sys::{self, SysResult};
-use crate::world::{self, local_id, Instance};
-use kernel::setup::{Op, Setup, INIT_USER_NS};
+use kernel::setup::{Setup, UidMap, INIT_USER_NS};
 use std::collections::BTreeMap;
-
-/// What a task process knows of its run.
-#[derive(Clone, Copy)]
-pub struct TaskCtx<'a> {
-    pub setup: &'a Setup,
-    pub instances: &'a [Instance],
-    pub instance: usize,
-    pub results: i32,
-    pub plan: i32,
-    /// The directory of the set-up's files (empty when it has none).
-    pub files_dir: &'a str,
-}
-
-/// A live child of the task, and the write end of the pipe it waits on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Child {
-    pub pid: i32,
-    pub life: i32,
-}
-
-/// What the task holds in the kernel between ops.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct TaskState {
-    /// Live children, oldest first.
-    pub children: Vec<Child>,
-    pub sock: Option<i32>,
-    /// The uid_map file `open_uid_map_of` keeps open.
-    pub opened: Option<i32>,
-    /// The `/proc/PID/ns/user` files `open_ns_user` keeps, by name.
-    pub ns_files: BTreeMap<String, i32>,
-    /// The words the op under way reports (the ACTION of a received
-    /// uevent); empty between ops.
-    pub texts: Vec<String>,
-    /// The SysV segments `shmget` made, oldest first, as the kernel's list
-    /// of the task's segments has them: an `unshare(CLONE_NEWIPC)` empties
-    /// it, a child starts without (an execve loses it, which the model
-    /// does not).
-    pub shm_ids: Vec<i32>,
-}
 
 /// Set up the instance's credentials, wait at the barrier, run its ops.
 pub fn start(
@@ -61,17 +20,17 @@ pub fn start(
         sys::close(barrier_w);
     }
     if let Err(msg) = nest_pid_namespaces(&ctx, userns_fds, gate) {
-        world::report_error(ctx.results, Some(ctx.instance), &msg);
+        report_error(ctx.results, Some(ctx.instance), &msg);
         sys::exit_now(1);
     }
     if let Err(msg) = enter_credentials(&ctx, userns_fds) {
-        world::report_error(ctx.results, Some(ctx.instance), &msg);
+        report_error(ctx.results, Some(ctx.instance), &msg);
         sys::exit_now(1);
     }
     for fd in userns_fds.values() {
         sys::close(*fd);
     }
-    world::set_dumpable();
+    sys::set_dumpable();
     sys::block_queued_signal();
     if let Some((barrier_r, _, ready_w)) = gate {
         let _ = sys::write(ready_w, b"r");
@@ -118,7 +77,7 @@ fn nest_pid_namespaces(
             wait_in_chain(child, userns_fds, gate);
         }
     }
-    world::set_pid(ctx.instance, sys::proc_pid());
+    set_pid(ctx.instance, sys::proc_pid());
     Ok(())
 }
 
@@ -218,6 +177,31 @@ fn enter_credentials(ctx: &TaskCtx<'_>, fds: &BTreeMap<String, i32>) -> Result<(
     Ok(())
 }
 
+fn spec_of<'a>(setup: &'a Setup, ns: &str) -> Option<&'a kernel::setup::UserNsSpec> {
+    setup.user_namespaces.iter().find(|s| s.name == ns)
+}
+
+fn through(map: &UidMap, outer: u32) -> Option<u32> {
+    let offset = outer.checked_sub(map.outside)?;
+    (offset < map.count).then(|| map.inside + offset)
+}
+
+/// `kuid` as seen in set-up namespace `ns` (the scenario's maps are each
+/// relative to the namespace's parent).
+pub fn local_id(setup: &Setup, ns: &str, kuid: u32, gid: bool) -> Option<u32> {
+    if ns == INIT_USER_NS {
+        return Some(kuid);
+    }
+    let spec = spec_of(setup, ns)?;
+    let outer = local_id(setup, &spec.parent, kuid, gid)?;
+    let maps = if gid {
+        &setup.processes.gid_maps
+    } else {
+        &setup.processes.maps
+    };
+    through(maps.get(ns)?, outer)
+}
+
 /// Whether a task keeps every capability in its own user namespace, as
 /// the model's `setup_cred` gives them: when it is root there, or the
 /// namespace's creator (no uid map written). A task of the initial
@@ -229,204 +213,4 @@ pub fn keeps_capabilities(setup: &Setup, spec: &kernel::setup::TaskSpec) -> bool
     let root = local_id(setup, &spec.userns, spec.uid, false) == Some(0);
     let creator = !setup.processes.maps.contains_key(&ns.name) && ns.owner == spec.uid;
     root || creator
-}
-
-/// Run the task's ops from flattened position `from` (op `from mod n` of
-/// pass `from / n`) to the end, then exit.
-pub fn run_ops(ctx: &TaskCtx<'_>, from: u64, mut state: TaskState) -> ! {
-    let me = &ctx.instances[ctx.instance];
-    let ops = me.ops(ctx.setup);
-    let n = ops.len() as u64;
-    let total = n.saturating_mul(me.repeat(ctx.setup));
-    for pos in from..total {
-        let index = (pos % n) as usize;
-        let op = &ops[index];
-        let (result, value) = match op {
-            Op::Execve {} => (Err(execve(ctx, pos, &state)), Vec::new()),
-            _ => crate::ops::run(ctx, &mut state, op),
-        };
-        let texts = std::mem::take(&mut state.texts);
-        record(ctx, index, op, result, value, &texts);
-    }
-    finish(state)
-}
-
-pub fn record(
-    ctx: &TaskCtx<'_>,
-    index: usize,
-    op: &Op,
-    result: SysResult<()>,
-    values: Vec<u64>,
-    texts: &[String],
-) {
-    if matches!(op, Op::Sleep { .. }) {
-        return;
-    }
-    let name = match result {
-        Ok(()) => "ok".to_string(),
-        Err(e) => sys::errno_name(e),
-    };
-    let _ = sys::write(
-        ctx.results,
-        call_line(ctx.instance, index, &name, &values, texts).as_bytes(),
-    );
-}
-
-/// The task exits: its children exit first and are reaped.
-fn finish(state: TaskState) -> ! {
-    let kept: Vec<i32> = state
-        .sock
-        .iter()
-        .chain(&state.opened)
-        .chain(state.ns_files.values())
-        .copied()
-        .collect();
-    for child in state.children.into_iter().rev() {
-        let _ = crate::ops::end_child(child);
-    }
-    for fd in kept {
-        sys::close(fd);
-    }
-    sys::exit_now(0)
-}
-
-/// The argument that resumes a task after its execve.
-pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
-    let children: Vec<String> = state
-        .children
-        .iter()
-        .map(|c| format!("{}:{}", c.pid, c.life))
-        .collect();
-    // Names are identifiers: no `:`, `,`, `;` or `=` in them.
-    let ns_files: Vec<String> = state
-        .ns_files
-        .iter()
-        .map(|(name, fd)| format!("{name}:{fd}"))
-        .collect();
-    format!(
-        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};nsfiles={}",
-        ctx.plan,
-        ctx.results,
-        ctx.instance,
-        state.sock.map_or(-1, |s| s as i64),
-        state.opened.map_or(-1, |s| s as i64),
-        children.join(","),
-        ns_files.join(","),
-    )
-}
-
-/// A resumed task's position and state.
-pub struct Resume {
-    pub plan: i32,
-    pub results: i32,
-    pub instance: usize,
-    pub pos: u64,
-    pub state: TaskState,
-}
-
-fn ns_files(text: &str) -> Option<BTreeMap<String, i32>> {
-    if text.is_empty() {
-        return Some(BTreeMap::new());
-    }
-    text.split(',')
-        .map(|f| {
-            let (name, fd) = f.split_once(':')?;
-            Some((name.to_string(), fd.parse().ok()?))
-        })
-        .collect()
-}
-
-fn children(text: &str) -> Option<Vec<Child>> {
-    if text.is_empty() {
-        return Some(Vec::new());
-    }
-    text.split(',')
-        .map(|c| {
-            let (pid, life) = c.split_once(':')?;
-            Some(Child {
-                pid: pid.parse().ok()?,
-                life: life.parse().ok()?,
-            })
-        })
-        .collect()
-}
-
-pub fn parse_resume(arg: &str) -> Option<Resume> {
-    let mut fields: BTreeMap<&str, &str> = BTreeMap::new();
-    for part in arg.split(';') {
-        let (k, v) = part.split_once('=')?;
-        fields.insert(k, v);
-    }
-    let sock: i32 = fields.get("sock")?.parse().ok()?;
-    let opened: i32 = fields.get("opened")?.parse().ok()?;
-    Some(Resume {
-        plan: fields.get("plan")?.parse().ok()?,
-        results: fields.get("results")?.parse().ok()?,
-        instance: fields.get("instance")?.parse().ok()?,
-        pos: fields.get("pos")?.parse().ok()?,
-        state: TaskState {
-            children: children(fields.get("children")?)?,
-            sock: (sock >= 0).then_some(sock),
-            opened: (opened >= 0).then_some(opened),
-            ns_files: ns_files(fields.get("nsfiles")?)?,
-            texts: Vec::new(),
-            shm_ids: Vec::new(),
-        },
-    })
-}
-
-/// `execve` of the executor's own binary, resuming at `pos + 1`; returns
-/// only when the kernel refused it.
-fn execve(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> sys::Errno {
-    let path = sys::cstring("/proc/self/exe");
-    let args = [
-        sys::cstring("nssim"),
-        sys::cstring(crate::RESUME_COMMAND),
-        sys::cstring(&resume_arg(ctx, pos, state)),
-    ];
-    let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-    argv.push(std::ptr::null());
-    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-    unsafe {
-        libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
-    }
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_resume_argument_reads_back() {
-        let setup = Setup::default();
-        let ctx = TaskCtx {
-            setup: &setup,
-            instances: &[],
-            instance: 3,
-            results: 5,
-            plan: 6,
-            files_dir: "",
-        };
-        let state = TaskState {
-            children: vec![Child { pid: 100, life: 8 }, Child { pid: 101, life: 9 }],
-            sock: Some(7),
-            opened: Some(11),
-            ns_files: [("one".to_string(), 12), ("two".to_string(), 13)].into(),
-            texts: Vec::new(),
-            shm_ids: Vec::new(),
-        };
-        let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
-        assert_eq!(
-            (back.plan, back.results, back.instance, back.pos),
-            (6, 5, 3, 9)
-        );
-        assert_eq!(back.state, state);
-        let empty = TaskState::default();
-        let back = parse_resume(&resume_arg(&ctx, 0, &empty)).unwrap();
-        assert_eq!(back.state, empty);
-        assert!(parse_resume("plan=x").is_none());
-    }
 }

@@ -17,64 +17,14 @@
 //! child user namespace mapping every id to itself: the machine's own
 //! limits are never lowered.
 
-use crate::sys::{self, SysResult};
-use crate::task::{self, TaskCtx};
-use kernel::setup::{ChildSpec, Op, Setup, UidMap, INIT_USER_NS};
+use crate::instance::{instances, set_pid, EVENT_FDS, PID_TABLE_FD};
+use crate::lines::{self, report_error, WorldRun};
+use crate::state::TaskCtx;
+use crate::sys::{self, set_dumpable, write_sysctl, SysResult};
+use crate::task;
+use kernel::setup::{Op, Setup, UidMap, INIT_USER_NS};
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// One task instance, in the order the model numbers them, or a child
-/// that acts (`[[task.child]]`), after every instance.
-#[derive(Debug, Clone)]
-pub struct Instance {
-    /// Index of its task in `Setup::tasks`; for a child, the number of
-    /// tasks plus its index in `Setup::children`.
-    pub task: usize,
-    pub name: String,
-}
-
-impl Instance {
-    /// The ops it runs.
-    pub fn ops<'s>(&self, setup: &'s Setup) -> &'s [Op] {
-        match self.child(setup) {
-            Some(c) => &c.ops,
-            None => &setup.tasks[self.task].ops,
-        }
-    }
-
-    /// How many times it runs them (a child, once).
-    pub fn repeat(&self, setup: &Setup) -> u64 {
-        setup.tasks.get(self.task).map_or(1, |t| t.repeat)
-    }
-
-    /// The child block it runs, if it is a child that acts.
-    pub fn child<'s>(&self, setup: &'s Setup) -> Option<&'s ChildSpec> {
-        let k = self.task.checked_sub(setup.tasks.len())?;
-        setup.children.get(k)
-    }
-}
-
-pub fn instances(setup: &Setup) -> Vec<Instance> {
-    let tasks = setup.tasks.iter().enumerate().flat_map(|(i, t)| {
-        t.instance_names()
-            .into_iter()
-            .map(move |name| Instance { task: i, name })
-    });
-    let children = setup.children.iter().enumerate().map(|(k, c)| Instance {
-        task: setup.tasks.len() + k,
-        name: c.name.clone(),
-    });
-    tasks.chain(children).collect()
-}
-
-/// The instance a task op names: the task itself, or its instance 0.
-pub fn instance_named(instances: &[Instance], name: &str) -> Option<usize> {
-    let zero = format!("{name}.0");
-    instances
-        .iter()
-        .position(|i| i.name == name)
-        .or_else(|| instances.iter().position(|i| i.name == zero))
-}
 
 /// Capabilities no task of the initial user namespace holds in a run,
 /// here or in an exported program: CAP_SYS_RESOURCE, so that a run never
@@ -127,46 +77,18 @@ pub fn needs_stand_in(setup: &Setup) -> bool {
     setup.sysctls.iter().any(|s| s.userns == INIT_USER_NS)
 }
 
-fn spec_of<'a>(setup: &'a Setup, ns: &str) -> Option<&'a kernel::setup::UserNsSpec> {
-    setup.user_namespaces.iter().find(|s| s.name == ns)
-}
-
-fn through(map: &UidMap, outer: u32) -> Option<u32> {
-    let offset = outer.checked_sub(map.outside)?;
-    (offset < map.count).then(|| map.inside + offset)
-}
-
-/// `kuid` as seen in set-up namespace `ns` (the scenario's maps are each
-/// relative to the namespace's parent).
-pub fn local_id(setup: &Setup, ns: &str, kuid: u32, gid: bool) -> Option<u32> {
-    if ns == INIT_USER_NS {
-        return Some(kuid);
-    }
-    let spec = spec_of(setup, ns)?;
-    let outer = local_id(setup, &spec.parent, kuid, gid)?;
-    let maps = if gid {
-        &setup.processes.gid_maps
-    } else {
-        &setup.processes.maps
-    };
-    through(maps.get(ns)?, outer)
-}
-
-/// One call of a run: `(instance, op index, result, values, words)`.
-pub type Call = (usize, usize, String, Vec<u64>, Vec<String>);
-
-/// What one world run gave: every call's result, by instance, in order.
-#[derive(Debug, Default)]
-pub struct WorldRun {
-    /// Every call, in the order they arrived.
-    pub calls: Vec<Call>,
-    /// Why the world could not be built or a task could not start.
-    pub error: Option<String>,
-    pub timed_out: bool,
-    /// The machine's uevent sequence number when the run started: the
-    /// kernel numbers uevents with one counter for the whole machine,
-    /// the model from 0 in each run.
-    pub seqnum_base: u64,
+/// The run's own pid namespace is the first level below the initial one,
+/// shared by every task: a task the model starts alone in a namespace of
+/// level 1 has no counterpart on the kernel.
+pub(crate) fn unsupported_pid_ns_depth(setup: &Setup) -> Option<String> {
+    let (name, _) = setup
+        .processes
+        .pid_ns_depth
+        .iter()
+        .find(|(_, depth)| **depth == 1)?;
+    Some(format!(
+        "task {name} starts 1 pid namespace down (pid_ns_depth = 1): on the kernel that level is the run's own pid namespace, which every task shares"
+    ))
 }
 
 /// The fds a run passes down to its task processes.
@@ -230,8 +152,8 @@ pub fn run_world(setup: &Setup, plan_fd: i32, files_dir: &str, deadline: Instant
     }
     sys::close(ask_r);
     sys::close(ack_w);
-    run.timed_out = !crate::lines::read_lines(results_r, deadline, |line| {
-        crate::lines::parse_line(line, &mut run)
+    run.timed_out = !lines::read_lines(results_r, deadline, |line| {
+        lines::parse_line(line, &mut run)
     });
     if run.timed_out {
         sys::kill(root, libc::SIGKILL);
@@ -257,13 +179,6 @@ fn map_stand_in(root: i32, ask: i32, ack: i32) -> Result<(), String> {
     }
     sys::write(ack, b"m").map_err(|e| format!("world root gone: {}", sys::errno_name(e)))?;
     Ok(())
-}
-
-/// An `E` line: the run could not be built (or an instance not started).
-pub fn report_error(results: i32, instance: Option<usize>, msg: &str) {
-    let who = instance.map_or("-".to_string(), |i| i.to_string());
-    let line = format!("E\t{who}\t{}\n", msg.replace(['\n', '\t'], " "));
-    let _ = sys::write(results, line.as_bytes());
 }
 
 fn quiet_stdio() {
@@ -332,12 +247,6 @@ fn world_root(
     start_tasks(setup, pipes, &userns_fds)
 }
 
-/// The first fd of the scenario's event pipes: event `i` (of
-/// `kernel::setup::event_names`) is read from `EVENT_FDS + 2i` and written
-/// to `EVENT_FDS + 2i + 1`. At fixed numbers and kept across fork and
-/// execve, so every task finds them without being told.
-pub const EVENT_FDS: i32 = 800;
-
 /// One pipe per event of `setup`, at [`EVENT_FDS`]: a post writes a byte,
 /// a wait reads one.
 fn make_event_pipes(setup: &Setup) -> Result<(), String> {
@@ -355,14 +264,6 @@ fn make_event_pipes(setup: &Setup) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-pub fn sysctl_path(name: &str) -> String {
-    format!("/proc/sys/{}", name.replace('.', "/"))
-}
-
-pub fn write_sysctl(name: &str, value: i64) -> SysResult<()> {
-    sys::write_file_once(&sysctl_path(name), &format!("{value}\n"))
 }
 
 /// The set-up user namespaces, parents first, each held by an fd of
@@ -475,18 +376,6 @@ pub fn gid_map_of<'a>(setup: &'a Setup, ns: &str) -> Option<&'a UidMap> {
         .or_else(|| is_parent.then(|| setup.processes.maps.get(ns)).flatten())
 }
 
-pub fn set_dumpable() {
-    unsafe {
-        libc::prctl(libc::PR_SET_DUMPABLE, 1 as libc::c_ulong, 0, 0, 0);
-    }
-}
-
-/// The fd of the pid table: a memfd holding each instance's /proc pid
-/// (4 bytes each, 0 for one not started yet), at a fixed number and kept
-/// across fork and execve, so that every task, and every child forked
-/// later, reads the pids as they are when it needs one.
-pub const PID_TABLE_FD: i32 = EVENT_FDS - 1;
-
 /// Make the pid table for `len` instances at [`PID_TABLE_FD`].
 fn make_pid_table(len: usize) -> Result<(), String> {
     let name = sys::cstring("nssim-pids");
@@ -504,25 +393,6 @@ fn make_pid_table(len: usize) -> Result<(), String> {
             "cannot make the pid table: {}",
             sys::errno_name(err)
         )),
-    }
-}
-
-/// Publish instance `i`'s /proc pid.
-pub fn set_pid(i: usize, pid: u32) {
-    let bytes = pid.to_ne_bytes();
-    let at = (i * 4) as libc::off_t;
-    unsafe { libc::pwrite(PID_TABLE_FD, bytes.as_ptr().cast(), 4, at) };
-}
-
-/// Instance `i`'s /proc pid now (0 for one not started yet).
-pub fn pid_of(i: usize) -> u32 {
-    let mut bytes = [0u8; 4];
-    let at = (i * 4) as libc::off_t;
-    let n = unsafe { libc::pread(PID_TABLE_FD, bytes.as_mut_ptr().cast(), 4, at) };
-    if n == 4 {
-        u32::from_ne_bytes(bytes)
-    } else {
-        0
     }
 }
 
@@ -661,5 +531,19 @@ expect = "pass"
         let here = withheld_here();
         assert!(WITHHELD_IN_INIT.iter().all(|c| here.contains(c)));
         assert!(here.windows(2).all(|w| w[0] < w[1]), "sorted, once each");
+    }
+
+    #[test]
+    fn a_task_one_pid_namespace_down_has_no_kernel_counterpart() {
+        let mut setup = Setup::default();
+        assert_eq!(unsupported_pid_ns_depth(&setup), None);
+        setup.processes.pid_ns_depth.insert("deep".into(), 32);
+        assert_eq!(unsupported_pid_ns_depth(&setup), None);
+        setup.processes.pid_ns_depth.insert("shallow".into(), 1);
+        let why = unsupported_pid_ns_depth(&setup).expect("refused");
+        assert!(
+            why.starts_with("task shallow starts 1 pid namespace down"),
+            "{why}"
+        );
     }
 }
