@@ -118,10 +118,15 @@ struct Verdict {
     on_kernel: serde_json::Value,
 }
 
+/// Where a case's kernel side runs: this machine's kernel, or a lab
+/// kernel; given the case, it answers as `onkernel::on_kernel` does.
+type KernelSide<'a> = dyn Fn(&Scenario) -> OnKernel + 'a;
+
 fn scenario_verdict(
     subsystem: &str,
     sc: &Scenario,
-    patches: &kernel::ActivePatches,
+    profile: &str,
+    on_kernel: &KernelSide,
 ) -> Result<Verdict, CliError> {
     let checks = run::check_model(sc)?;
     let failed: Vec<&(String, bool, String)> = checks.iter().filter(|c| !c.1).collect();
@@ -135,13 +140,7 @@ fn scenario_verdict(
         let labels: Vec<&str> = failed.iter().map(|c| c.0.as_str()).collect();
         format!("NOT as expected ({})", labels.join(", "))
     };
-    let r: OnKernel = onkernel::on_kernel(
-        sc,
-        REPEAT,
-        patches,
-        Search::CONFORMANCE,
-        onkernel::KERNEL_BUDGET,
-    );
+    let r: OnKernel = on_kernel(sc);
     let kernel = match r.verdict {
         KernelVerdict::Skipped => Err(r.reason.clone().unwrap_or_default()),
         v => Ok(format!("{} ({} repeats)", v.name(), r.repeats)),
@@ -153,10 +152,7 @@ fn scenario_verdict(
     };
     if r.verdict == KernelVerdict::ModelMisses {
         // On standard error: standard output is the table or the JSON.
-        eprint!(
-            "{}",
-            onkernel::text(sc, kernel::catalog::host_profile(), &r)
-        );
+        eprint!("{}", onkernel::text(sc, profile, &r));
     }
     Ok(Verdict {
         subsystem: subsystem.to_string(),
@@ -169,8 +165,14 @@ fn scenario_verdict(
     })
 }
 
-/// Run the cases `filter` keeps; `Ok(true)` when none disagrees.
-pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, CliError> {
+/// Run the cases `filter` keeps, on this machine's kernel or on the lab's
+/// kernels `lab` names; `Ok(true)` when none disagrees.
+pub fn conformance(
+    filter: &Filter,
+    format: Format,
+    list: bool,
+    lab: &[String],
+) -> Result<bool, CliError> {
     let all = all_cases()?;
     let known: std::collections::BTreeSet<String> =
         all.iter().map(|c| c.subsystem.clone()).collect();
@@ -195,17 +197,71 @@ pub fn conformance(filter: &Filter, format: Format, list: bool) -> Result<bool, 
         }
         return Ok(true);
     }
+    if !lab.is_empty() {
+        return crate::kernel_lab::on_each_kernel(lab, &[], |lk| {
+            let on_kernel = |sc: &Scenario| {
+                onkernel::on_lab_kernel(
+                    sc,
+                    lk,
+                    REPEAT,
+                    Search::CONFORMANCE,
+                    onkernel::KERNEL_BUDGET,
+                )
+            };
+            let kernel = KernelShown {
+                release: &lk.booted.release,
+                lab: Some(lk.kernel.name()),
+            };
+            run_cases(&cases, lk.profile, &kernel, &on_kernel, format)
+        });
+    }
     let profile = kernel::catalog::host_profile();
     let patches = kernel::resolve_patches(profile, &[])
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
+    let on_kernel = |sc: &Scenario| {
+        onkernel::on_kernel(
+            sc,
+            REPEAT,
+            &patches,
+            Search::CONFORMANCE,
+            onkernel::KERNEL_BUDGET,
+        )
+    };
     let release = kernel::catalog::host_release();
+    let kernel = KernelShown {
+        release: &release,
+        lab: None,
+    };
+    run_cases(&cases, profile, &kernel, &on_kernel, format)
+}
+
+/// The kernel the cases ran on, as the output names it.
+struct KernelShown<'a> {
+    release: &'a str,
+    /// The lab kernel's name; `None` for this machine's kernel.
+    lab: Option<&'a str>,
+}
+
+/// Every case against one kernel, printed; whether none disagrees.
+fn run_cases(
+    cases: &[Case],
+    profile: &str,
+    kernel: &KernelShown,
+    on_kernel: &KernelSide,
+    format: Format,
+) -> Result<bool, CliError> {
     let mut verdicts = Vec::new();
-    for c in &cases {
-        verdicts.push(scenario_verdict(&c.subsystem, &c.scenario, &patches)?);
+    for c in cases {
+        verdicts.push(scenario_verdict(
+            &c.subsystem,
+            &c.scenario,
+            profile,
+            on_kernel,
+        )?);
     }
     match format {
-        Format::Text => print_table(&verdicts, profile, &release),
-        Format::Json => print_json(&verdicts, profile, &release),
+        Format::Text => print_table(&verdicts, profile, kernel),
+        Format::Json => print_json(&verdicts, profile, kernel),
     }
     Ok(verdicts.iter().all(|v| v.agree != Some(false)))
 }
@@ -248,8 +304,17 @@ fn cut(text: &str) -> String {
     }
 }
 
-fn print_table(verdicts: &[Verdict], profile: &str, release: &str) {
-    println!("model: kernel profile {profile}; kernel: the running Linux {release}");
+fn print_table(verdicts: &[Verdict], profile: &str, kernel: &KernelShown) {
+    match kernel.lab {
+        Some(name) => println!(
+            "model: kernel profile {profile}; kernel: lab kernel {name}, Linux {}",
+            kernel.release
+        ),
+        None => println!(
+            "model: kernel profile {profile}; kernel: the running Linux {}",
+            kernel.release
+        ),
+    }
     let rows: Vec<[String; 4]> = verdicts
         .iter()
         .map(|v| {
@@ -295,7 +360,7 @@ fn print_table(verdicts: &[Verdict], profile: &str, release: &str) {
     );
 }
 
-fn print_json(verdicts: &[Verdict], profile: &str, release: &str) {
+fn print_json(verdicts: &[Verdict], profile: &str, kernel: &KernelShown) {
     let cases: Vec<_> = verdicts
         .iter()
         .map(|v| {
@@ -313,7 +378,8 @@ fn print_json(verdicts: &[Verdict], profile: &str, release: &str) {
         .collect();
     let doc = json!({
         "profile": profile,
-        "kernel_release": release,
+        "kernel_release": kernel.release,
+        "lab_kernel": kernel.lab,
         "cases": cases,
     });
     println!("{doc}");

@@ -8,6 +8,7 @@ mod gen;
 mod history;
 mod idmap;
 mod junit;
+mod kernel_lab;
 mod library;
 mod merge;
 mod onkernel;
@@ -261,6 +262,18 @@ enum Command {
             conflicts_with = "repeat"
         )]
         kernel_output: Option<PathBuf>,
+        /// --on-kernel: run on the lab's kernels instead of this machine's, each booted
+        /// in a disposable VM and held to the profile of its release: `all`, or kernel
+        /// names or releases as `nssim lab list` shows them (comma-separated or
+        /// repeated).
+        #[arg(
+            long,
+            value_name = "NAMES",
+            requires = "on_kernel",
+            conflicts_with = "kernel_output",
+            value_delimiter = ','
+        )]
+        lab: Vec<String>,
     },
     /// Write a scenario as a standalone C program that performs its ops on the
     /// running kernel, as `run --on-kernel` does, and prints each call's result.
@@ -420,7 +433,17 @@ enum Command {
         /// every case; with --list a line per case (subsystem, case, question).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Ask the lab's kernels instead of this machine's, each booted in a disposable
+        /// VM with full root and held to the profile of its release: `all`, or kernel
+        /// names or releases as `nssim lab list` shows them (comma-separated or
+        /// repeated). With --format json, a line per kernel.
+        #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+        lab: Vec<String>,
     },
+    /// The kernel lab: real kernels of several eras, each run in a disposable VM
+    /// (`--lab` of `run --on-kernel` and `conformance`).
+    #[command(subcommand)]
+    Lab(kernel_lab::LabCommand),
     /// uid/gid maps: check a map write against a kernel profile's rules.
     #[command(subcommand)]
     Idmap(idmap::IdmapCommand),
@@ -480,6 +503,7 @@ fn kernel_executor() -> Option<u8> {
     let code = match args.nth(1)?.as_str() {
         kexec::EXEC_COMMAND => kexec::exec_main(),
         kexec::state::RESUME_COMMAND => kexec::resume_main(&args.next().unwrap_or_default()),
+        ::lab::initramfs::GUEST_COMMAND => ::lab::guest::guest_main(),
         _ => return None,
     };
     Some(code.clamp(0, 255) as u8)
@@ -542,6 +566,7 @@ fn main() -> ExitCode {
             on_kernel: true,
             repeat,
             kernel_output,
+            lab,
             ..
         } => onkernel::run(
             &paths,
@@ -550,6 +575,7 @@ fn main() -> ExitCode {
             repeat.unwrap_or(onkernel::DEFAULT_REPEAT),
             &overrides,
             kernel_output.as_deref(),
+            &lab,
         ),
         Command::Run {
             paths,
@@ -658,6 +684,7 @@ fn main() -> ExitCode {
             case,
             list,
             format,
+            lab,
         } => conformance::conformance(
             &conformance::Filter {
                 subsystems: subsystem,
@@ -665,7 +692,9 @@ fn main() -> ExitCode {
             },
             format,
             list,
+            &lab,
         ),
+        Command::Lab(command) => kernel_lab::run(&command),
         // The idmap checker's messages are the rest of the tool's errors.
         Command::Idmap(command) => {
             idmap::run(&command).map_err(|m| run::CliError(format!("error: {m}")))

@@ -574,6 +574,7 @@ pub fn run(
     repeat: u32,
     overrides: &crate::Overrides,
     printed: Option<&Path>,
+    lab: &[String],
 ) -> Result<bool, CliError> {
     let toggles = crate::run::parse_toggles(&overrides.patches)?;
     let budget =
@@ -581,6 +582,12 @@ pub fn run(
     let (scenarios, unreadable) = crate::run::load_scenarios(paths, library)?;
     if let Some(file) = printed {
         return unreadable.after(run_printed(&scenarios, file, format, &toggles));
+    }
+    if !lab.is_empty() {
+        let ok = crate::kernel_lab::on_each_kernel(lab, &toggles, |lk| {
+            Ok(run_in_lab(&scenarios, lk, repeat, budget, format))
+        });
+        return unreadable.after(ok);
     }
     let profile = kernel::catalog::host_profile();
     let patches = kernel::resolve_patches(profile, &toggles)
@@ -602,6 +609,60 @@ pub fn run(
         );
     }
     unreadable.after(Ok(n(Verdict::ModelMisses) == 0))
+}
+
+/// Every scenario on one lab kernel; whether none missed.
+fn run_in_lab(
+    scenarios: &[Scenario],
+    lk: &crate::kernel_lab::LabKernel,
+    repeat: u32,
+    budget: Duration,
+    format: Format,
+) -> bool {
+    let label = lk.label();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for sc in scenarios {
+        let r = on_lab_kernel(sc, lk, repeat, Search::LIBRARY, budget);
+        *counts.entry(r.verdict.name()).or_default() += 1;
+        print_record(sc, &label, &r, format);
+    }
+    let n = |v: Verdict| counts.get(v.name()).copied().unwrap_or(0);
+    if format == Format::Text {
+        println!(
+            "{} scenarios on lab kernel {} (Linux {}, profile {}): {} agree, {} model-misses, {} skipped",
+            scenarios.len(),
+            lk.kernel.name(),
+            lk.booted.release,
+            lk.profile,
+            n(Verdict::Agree),
+            n(Verdict::ModelMisses),
+            n(Verdict::Skipped)
+        );
+    }
+    n(Verdict::ModelMisses) == 0
+}
+
+/// Hold `sc` against a lab kernel: each repeat in a fresh restore of it,
+/// nothing withheld from root.
+pub fn on_lab_kernel(
+    sc: &Scenario,
+    lk: &crate::kernel_lab::LabKernel,
+    repeat: u32,
+    width: Search,
+    budget: Duration,
+) -> OnKernel {
+    let file = shown(&sc.path);
+    match lab::execute(&lk.booted, &file, &sc.source, &sc.setup, repeat, budget) {
+        Ok(runs) => judge(
+            sc,
+            &runs,
+            kexec::machine::Machine::Disposable.withheld_in_init(),
+            &lk.patches,
+            width,
+            budget,
+        ),
+        Err(kexec::Skip(why)) => skipped(why),
+    }
 }
 
 fn print_record(sc: &Scenario, profile: &str, r: &OnKernel, format: Format) {
@@ -659,7 +720,7 @@ fn run_printed(
         ..judge(
             sc,
             &runs,
-            kexec::world::WITHHELD_IN_INIT,
+            kexec::machine::WITHHELD_IN_INIT,
             &patches,
             Search::LIBRARY,
             KERNEL_BUDGET,

@@ -49,7 +49,7 @@ pub fn program(sc: &Scenario, file: &str, entry: Option<&KernelRun>) -> Result<S
     if let Some(why) = unsupported_in(&sc.setup) {
         return Err(why);
     }
-    let setup = &world::as_run(&sc.setup, world::WITHHELD_IN_INIT);
+    let setup = &world::as_run(&sc.setup, crate::machine::WITHHELD_IN_INIT);
     let instances = instance::instances(setup);
     let mut out = String::new();
     out.push_str(&opening_comment(sc, file, entry, &instances));

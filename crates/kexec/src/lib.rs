@@ -30,6 +30,7 @@ pub mod export_c;
 pub mod files;
 pub mod instance;
 pub mod lines;
+pub mod machine;
 pub mod netlink;
 pub mod ops;
 pub mod outcome;
@@ -40,6 +41,7 @@ pub mod world;
 
 use kernel::setup::Setup;
 use kernel::{Results, SyscallStats};
+use machine::Machine;
 use serde_json::{json, Value};
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
@@ -64,7 +66,7 @@ pub struct KernelRuns {
 }
 
 /// The first op of the scenario that this executor cannot run, or set-up
-/// it cannot make, with why.
+/// it cannot make, with why, on any machine.
 pub fn unsupported_in(setup: &Setup) -> Option<String> {
     let op = setup.ops_by_name().find_map(|(name, ops)| {
         ops.iter().find_map(|op| {
@@ -72,6 +74,14 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
         })
     });
     op.or_else(|| world::unsupported_pid_ns_depth(setup))
+}
+
+/// Why the machine the executor runs on cannot run the scenario, if it
+/// cannot: checked by the executor itself, where the run happens.
+fn machine_refuses(setup: &Setup) -> Option<String> {
+    machine_can_run()
+        .err()
+        .map(|Skip(why)| why)
         .or_else(|| unnested_here(setup))
 }
 
@@ -132,21 +142,56 @@ pub fn execute(
             )));
         }
     }
-    let request = json!({
-        "file": file,
-        "source": source,
-        "repeat": repeat,
-        "budget_ms": budget.as_millis() as u64,
-    });
+    let request = Request {
+        file,
+        source,
+        repeat,
+        budget,
+        machine: Machine::Shared,
+    };
     let started = Instant::now();
     let lines = run_executor(
         program,
-        &request.to_string(),
+        &request.to_json(),
         budget + Duration::from_secs(10),
     )?;
+    let mut out = runs_from_lines(&lines)?;
+    out.wall = started.elapsed();
+    Ok(out)
+}
+
+/// What the executor (`nssim __kernel-exec`) is asked to run.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The scenario's file, for messages.
+    pub file: &'a str,
+    /// The scenario's text.
+    pub source: &'a str,
+    pub repeat: u32,
+    /// Wall time of all repeats (at least one is tried).
+    pub budget: Duration,
+    pub machine: Machine,
+}
+
+impl Request<'_> {
+    /// The request as the executor reads it on standard input: one line.
+    pub fn to_json(&self) -> String {
+        json!({
+            "file": self.file,
+            "source": self.source,
+            "repeat": self.repeat,
+            "budget_ms": self.budget.as_millis() as u64,
+            "machine": self.machine.name(),
+        })
+        .to_string()
+    }
+}
+
+/// The runs of the executor's lines, or the skip one of them reports.
+pub fn runs_from_lines(lines: &[String]) -> Result<KernelRuns, Skip> {
     let mut out = KernelRuns::default();
     for line in lines {
-        let v: Value = serde_json::from_str(&line)
+        let v: Value = serde_json::from_str(line)
             .map_err(|e| Skip(format!("the executor printed `{line}`: {e}")))?;
         if let Some(skip) = v.get("skip").and_then(Value::as_str) {
             return Err(Skip(skip.to_string()));
@@ -157,7 +202,6 @@ pub fn execute(
         }
         out.runs.push(results_from_json(&v["results"]));
     }
-    out.wall = started.elapsed();
     Ok(out)
 }
 
@@ -377,7 +421,7 @@ pub fn exec_main() -> i32 {
             return 0;
         }
     };
-    if let Err(Skip(why)) = machine_can_run() {
+    if let Some(why) = machine_refuses(&setup) {
         print_line(&json!({ "skip": why }));
         return 0;
     }
@@ -407,7 +451,7 @@ pub fn exec_main() -> i32 {
             break;
         }
         let deadline = started + budget.max(elapsed + Duration::from_secs(1));
-        let run = world::run_world(&setup, plan, &files.dir(), deadline);
+        let run = world::run_world(&setup, machine_of(&request), plan, &files.dir(), deadline);
         if let Some(err) = &run.error {
             print_line(
                 &json!({ "skip": format!("the world could not be built on this kernel: {err}") }),
@@ -429,7 +473,19 @@ fn setup_of(request: &Value) -> Result<Setup, String> {
         .as_str()
         .ok_or("no scenario in the request")?;
     let sc = scenario::parse(file, source).map_err(|e| e.to_string())?;
-    Ok(world::as_run(&sc.setup, world::WITHHELD_IN_INIT))
+    Ok(world::as_run(
+        &sc.setup,
+        machine_of(request).withheld_in_init(),
+    ))
+}
+
+/// The machine the request says the run is on (a shared one when it
+/// does not say).
+fn machine_of(request: &Value) -> Machine {
+    request["machine"]
+        .as_str()
+        .and_then(Machine::from_name)
+        .unwrap_or(Machine::Shared)
 }
 
 /// The request in a memfd that task processes keep across execve.

@@ -19,18 +19,13 @@
 
 use crate::instance::{instances, set_pid, EVENT_FDS, PID_TABLE_FD};
 use crate::lines::{self, report_error, WorldRun};
+use crate::machine::{Machine, WITHHELD_IN_INIT};
 use crate::state::TaskCtx;
 use crate::sys::{self, set_dumpable, write_sysctl, SysResult};
 use crate::task;
 use kernel::setup::{Op, Setup, UidMap, INIT_USER_NS};
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// Capabilities no task of the initial user namespace holds in a run,
-/// here or in an exported program: CAP_SYS_RESOURCE, so that a run never
-/// writes the machine's own `user.max_*` limits (a write to them needs it
-/// over the initial namespace) nor raises a hard limit past the machine's.
-pub const WITHHELD_IN_INIT: &[u32] = &[userns::caps::CAP_SYS_RESOURCE];
 
 /// What a task of the initial namespace lacks in a run on this machine:
 /// [`WITHHELD_IN_INIT`], and whatever the machine's own bounding set
@@ -102,12 +97,18 @@ pub struct Pipes {
 }
 
 /// Run the world of `setup` once, ending it at `deadline`.
-pub fn run_world(setup: &Setup, plan_fd: i32, files_dir: &str, deadline: Instant) -> WorldRun {
+pub fn run_world(
+    setup: &Setup,
+    machine: Machine,
+    plan_fd: i32,
+    files_dir: &str,
+    deadline: Instant,
+) -> WorldRun {
     let (results_r, results_w) = sys::pipe();
     sys::keep_on_exec(results_w);
     let (ask_r, ask_w) = sys::pipe();
     let (ack_r, ack_w) = sys::pipe();
-    let stand_in = needs_stand_in(setup);
+    let stand_in = machine.stand_ins() && needs_stand_in(setup);
     let root = match sys::clone_process(libc::CLONE_NEWPID as u64) {
         Ok(pid) => pid,
         Err(e) => {
@@ -132,7 +133,7 @@ pub fn run_world(setup: &Setup, plan_fd: i32, files_dir: &str, deadline: Instant
             plan: plan_fd,
             files_dir: files_dir.to_string(),
         };
-        let code = match world_root(setup, &pipes, stand_in, ask_w, ack_r) {
+        let code = match world_root(setup, &pipes, machine, stand_in, ask_w, ack_r) {
             Ok(()) => 0,
             Err(msg) => {
                 report_error(pipes.results, None, &msg);
@@ -197,6 +198,7 @@ fn quiet_stdio() {
 fn world_root(
     setup: &Setup,
     pipes: &Pipes,
+    machine: Machine,
     stand_in: bool,
     ask: i32,
     ack: i32,
@@ -212,12 +214,14 @@ fn world_root(
     // The run's network and ipc namespaces come first, so that in a
     // stand-in initial user namespace they are not charged to its limits
     // (the model's initial namespaces are charged to none).
-    sys::unshare((libc::CLONE_NEWNET | libc::CLONE_NEWIPC) as u64).map_err(|e| {
-        format!(
-            "cannot make the run's network and ipc namespaces: {}",
-            sys::errno_name(e)
-        )
-    })?;
+    if machine.stand_ins() {
+        sys::unshare((libc::CLONE_NEWNET | libc::CLONE_NEWIPC) as u64).map_err(|e| {
+            format!(
+                "cannot make the run's network and ipc namespaces: {}",
+                sys::errno_name(e)
+            )
+        })?;
+    }
     if stand_in {
         sys::unshare(libc::CLONE_NEWUSER as u64).map_err(|e| {
             format!(

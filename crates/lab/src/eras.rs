@@ -1,0 +1,103 @@
+//! The lab's default kernels: one per era of the bug history, each named by
+//! its series and found in one suite of Debian's archive. `nssim lab fetch`
+//! without a name fetches these, and `.ci/run` gates on them.
+
+/// One era: a kernel series and the suite that carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Era {
+    /// The name `--lab` takes, and the series its packages match (`6.1`
+    /// takes `linux-image-6.1.0-57-...`, never `6.12`).
+    pub name: &'static str,
+    pub suite: &'static str,
+    /// What the era shows that the others do not.
+    pub why: &'static str,
+}
+
+pub const ERAS: &[Era] = &[
+    Era {
+        name: "5.10",
+        suite: "bullseye-security",
+        why: "before the v5.14 ucounts series: RLIMIT_NPROC counted per kuid; ipc namespaces freed asynchronously, allocation not waiting for the frees",
+    },
+    Era {
+        name: "6.1",
+        suite: "bookworm-security",
+        why: "ucounts per user namespace; the ipc free queue's ENOSPC before the v6.3 fix",
+    },
+    Era {
+        name: "6.12",
+        suite: "bookworm-backports",
+        why: "after the v6.3 ipc fix and the v6.12 signal-count fix",
+    },
+    Era {
+        name: "6.18",
+        suite: "trixie-backports",
+        why: "the newest profile's era, the host's own series",
+    },
+];
+
+pub fn era(name: &str) -> Option<&'static Era> {
+    ERAS.iter().find(|e| e.name == name)
+}
+
+/// Whether the package `name` is a kernel image of the series `series`, of
+/// a flavour the lab boots (the generic or the cloud one; not real-time,
+/// not debug symbols): `(release, preference)`, lower preferred. The cloud
+/// flavour is preferred: its image decompresses faster (LZ4 or zstd, where
+/// the generic one is XZ) and boots in half the time under emulation.
+pub fn image_package(name: &str, series: &str) -> Option<(String, u8)> {
+    let rest = name.strip_prefix("linux-image-")?;
+    let (rest, unsigned) = match rest.strip_suffix("-unsigned") {
+        Some(r) => (r, true),
+        None => (rest, false),
+    };
+    let (release, cloud) = match rest.strip_suffix("-cloud-amd64") {
+        Some(r) => (r, true),
+        None => (rest.strip_suffix("-amd64")?, false),
+    };
+    let after = release.strip_prefix(series)?;
+    // `6.1` must not take `6.12`; `6.1.0-0.deb11.52` is a backport of 6.1.
+    if !after.starts_with('.') || release.ends_with("-rt") || release.contains("dbg") {
+        return None;
+    }
+    let flavour = if cloud { "cloud-amd64" } else { "amd64" };
+    let preference = u8::from(!cloud) * 2 + u8::from(!unsigned);
+    Some((format!("{release}-{flavour}"), preference))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eras_are_named_once_and_sort_by_release() {
+        let names: Vec<&str> = ERAS.iter().map(|e| e.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_by_key(|n| crate::store::release_key(n));
+        sorted.dedup();
+        assert_eq!(names, sorted);
+        assert_eq!(era("6.1").map(|e| e.suite), Some("bookworm-security"));
+    }
+
+    #[test]
+    fn image_packages_of_a_series_and_their_preference() {
+        let p = |n: &str, s: &str| image_package(n, s);
+        assert_eq!(
+            p("linux-image-6.1.0-57-cloud-amd64-unsigned", "6.1"),
+            Some(("6.1.0-57-cloud-amd64".into(), 0))
+        );
+        assert_eq!(
+            p("linux-image-6.1.0-57-amd64-unsigned", "6.1"),
+            Some(("6.1.0-57-amd64".into(), 2))
+        );
+        assert_eq!(
+            p("linux-image-6.18.15+deb13-amd64", "6.18"),
+            Some(("6.18.15+deb13-amd64".into(), 3))
+        );
+        assert_eq!(p("linux-image-6.12.95+deb12-amd64", "6.1"), None);
+        assert_eq!(p("linux-image-6.1.0-57-rt-amd64", "6.1"), None);
+        assert_eq!(p("linux-image-6.1-amd64", "6.1"), None, "a metapackage");
+        assert_eq!(p("linux-image-6.1.0-57-amd64-dbg", "6.1"), None);
+        assert_eq!(p("linux-headers-6.1.0-57-amd64", "6.1"), None);
+    }
+}
