@@ -13,6 +13,7 @@ mod first_hour;
 mod hardening;
 mod help;
 mod idmap;
+mod lab;
 mod lessons;
 mod library;
 mod max_memory;

@@ -615,7 +615,7 @@ declare_ops! {
     /// Fault injection: the task's `nth` allocation at `site` from now on
     /// fails.
     FailAlloc = "fail_alloc" { site: String = FaultSite [label], nth: u64 = Int }
-        "fault injection, as the kernel's failslab with /proc/thread-self/fail-nth but counting one site: the NTH allocation (from 1) that the task's later calls make at the named site fails, once, and the call returns what its error path makes of it. Model only: the running kernel needs CONFIG_FAULT_INJECTION, and its fail-nth counts every site"
+        "fault injection, as the kernel's failslab with /proc/thread-self/fail-nth but counting one site: the NTH allocation (from 1) that the task's later calls make at the named site fails, once, and the call returns what its error path makes of it. On a kernel: the first allocation (NTH 1) under the site's function, through failslab's stack-trace filter, in a disposable VM of the lab (`nssim lab build-fault-kernel`)"
         kernel: ["should_failslab (mm/failslab.c)"];
 }
 

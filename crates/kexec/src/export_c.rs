@@ -34,6 +34,9 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
                 Op::UeventDeviceEvent { .. } => Some(
                     "an untagged device uevent reaches every network namespace of the initial user namespace, the machine's own listeners' too; only `nssim run --on-kernel`, which first checks that there are none, sends one",
                 ),
+                Op::FailAlloc { .. } => Some(
+                    "fault injection sets the kernel's own failslab, which every process shares; only `nssim run --on-kernel --lab` injects faults, in a disposable VM",
+                ),
                 _ => None,
             })?;
             Some(format!("task {name} runs {}: {why}", op.name()))

@@ -27,6 +27,7 @@
 //! points.
 
 pub mod export_c;
+pub mod fault;
 pub mod files;
 pub mod instance;
 pub mod lines;
@@ -78,11 +79,23 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
 
 /// Why the machine the executor runs on cannot run the scenario, if it
 /// cannot: checked by the executor itself, where the run happens.
-fn machine_refuses(setup: &Setup) -> Option<String> {
+fn machine_refuses(setup: &Setup, machine: Machine) -> Option<String> {
     machine_can_run()
         .err()
         .map(|Skip(why)| why)
         .or_else(|| unnested_here(setup))
+        .or_else(|| faults_refused(setup, machine))
+}
+
+/// Why the scenario's `fail_alloc` ops cannot run on `machine`.
+fn faults_refused(setup: &Setup, machine: Machine) -> Option<String> {
+    match (fault::injects_faults(setup), machine) {
+        (false, _) => None,
+        (true, Machine::Shared) => Some(
+            "fail_alloc sets the kernel's own failslab, which every process shares: it runs only in a disposable VM (--lab)".into(),
+        ),
+        (true, Machine::Disposable) => fault::refuses(setup),
+    }
 }
 
 /// Nested pid namespaces need the executor to start from the initial pid
@@ -421,7 +434,7 @@ pub fn exec_main() -> i32 {
             return 0;
         }
     };
-    if let Some(why) = machine_refuses(&setup) {
+    if let Some(why) = machine_refuses(&setup, machine_of(&request)) {
         print_line(&json!({ "skip": why }));
         return 0;
     }

@@ -51,6 +51,16 @@ impl Machine {
     pub fn stand_ins(self) -> bool {
         self == Machine::Shared
     }
+
+    /// Whether the run takes a pid namespace of its own, so that nothing
+    /// of it outlives its world root. In a VM thrown away after the run
+    /// the tasks stay in the initial pid namespace, as the model's do: a
+    /// pid namespace of the run's would be charged to root's count of pid
+    /// namespaces in the initial user namespace, which a scenario's
+    /// `user.max_pid_namespaces` limits.
+    pub fn own_pid_namespace(self) -> bool {
+        self == Machine::Shared
+    }
 }
 
 #[cfg(test)]

@@ -34,9 +34,6 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
             Some("lock and unlock take the scenario's own mutexes, not kernel objects")
         }
         Op::Bug { .. } => Some("a kernel BUG() is not something to set off on the running kernel"),
-        Op::FailAlloc { .. } => Some(
-            "fault injection is the model's (one allocation site counted); the running kernel's needs CONFIG_FAULT_INJECTION and its fail-nth counts every site",
-        ),
         Op::UeventDeviceEvent { devpath, .. } if !is_device_path(devpath) => {
             Some("the device path is not a /devices/... path under sysfs")
         }
@@ -73,6 +70,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Clone { .. }
         | Op::ForkChild { .. }
         | Op::CloneChild { .. }
+        | Op::FailAlloc { .. }
         | Op::Exit {}
         | Op::Setuid { .. }
         | Op::Setresuid { .. }
@@ -430,11 +428,10 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             action,
         )),
         Op::UeventNetdevEvent { .. } => done(netlink::rename_loopback()),
-        Op::MqPathWalk { .. }
-        | Op::Lock { .. }
-        | Op::Unlock { .. }
-        | Op::Bug { .. }
-        | Op::FailAlloc { .. } => done(Err(libc::ENOSYS)),
+        Op::MqPathWalk { .. } | Op::Lock { .. } | Op::Unlock { .. } | Op::Bug { .. } => {
+            done(Err(libc::ENOSYS))
+        }
+        Op::FailAlloc { .. } => done(crate::fault::fail_alloc()),
     }
 }
 

@@ -304,6 +304,12 @@ pub fn drop_bounding(cap: u32) -> SysResult<()> {
         .map(drop)
 }
 
+/// The calling process adopts the orphans among its descendants.
+pub fn become_subreaper() -> SysResult<()> {
+    check_int(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) })
+        .map(drop)
+}
+
 pub fn die_with_parent() {
     unsafe {
         libc::prctl(

@@ -109,7 +109,11 @@ pub fn run_world(
     let (ask_r, ask_w) = sys::pipe();
     let (ack_r, ack_w) = sys::pipe();
     let stand_in = machine.stand_ins() && needs_stand_in(setup);
-    let root = match sys::clone_process(libc::CLONE_NEWPID as u64) {
+    let pid_namespace = match machine.own_pid_namespace() {
+        true => libc::CLONE_NEWPID as u64,
+        false => 0,
+    };
+    let root = match sys::clone_process(pid_namespace) {
         Ok(pid) => pid,
         Err(e) => {
             for fd in [results_r, results_w, ask_r, ask_w, ack_r, ack_w] {
@@ -204,6 +208,12 @@ fn world_root(
     ack: i32,
 ) -> Result<(), String> {
     sys::die_with_parent();
+    if !machine.own_pid_namespace() {
+        // Not pid 1 of a namespace: the orphans of the run's tasks are
+        // still the root's to reap.
+        sys::become_subreaper()
+            .map_err(|e| format!("PR_SET_CHILD_SUBREAPER: {}", sys::errno_name(e)))?;
+    }
     quiet_stdio();
     sys::clear_groups().map_err(|e| format!("setgroups: {}", sys::errno_name(e)))?;
     // The model's tasks start without an RLIMIT_NPROC unless the scenario
@@ -244,6 +254,7 @@ fn world_root(
             .map_err(|e| format!("sysctl {} = {}: {}", s.name, s.value, sys::errno_name(e)))?;
     }
     make_event_pipes(setup)?;
+    crate::fault::arm_failslab(setup)?;
     if let Ok(text) = std::fs::read_to_string("/sys/kernel/uevent_seqnum") {
         let line = format!("B\t{}\n", text.trim());
         let _ = sys::write(pipes.results, line.as_bytes());

@@ -10,7 +10,13 @@ use std::path::Path;
 /// documentation.
 const LAYERS: &[&[&str]] = &[
     // Leaves: the syscalls, the set-up's files, the instances.
-    &["sys.rs", "files.rs", "instance.rs", "machine.rs"],
+    &[
+        "sys.rs",
+        "files.rs",
+        "instance.rs",
+        "machine.rs",
+        "fault.rs",
+    ],
     // What a run's processes pass each other: uevent sockets, the
     // results pipe's lines, a task's state and its resume argument.
     &["netlink.rs", "lines.rs", "state.rs"],

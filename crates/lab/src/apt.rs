@@ -110,12 +110,12 @@ fn strip_options(rest: &str) -> &str {
 }
 
 /// The private apt state of one suite, under the lab's cache.
-struct SuiteApt {
+pub(crate) struct SuiteApt {
     dir: PathBuf,
 }
 
 impl SuiteApt {
-    fn new(lab: &Lab, archives: &Archives, suite: &str) -> Result<SuiteApt, LabError> {
+    pub(crate) fn new(lab: &Lab, archives: &Archives, suite: &str) -> Result<SuiteApt, LabError> {
         let dir = lab.dir.join("apt").join(suite);
         for sub in [
             "lists/partial",
@@ -160,7 +160,7 @@ impl SuiteApt {
         c
     }
 
-    fn update(&self) -> Result<(), LabError> {
+    pub(crate) fn update(&self) -> Result<(), LabError> {
         run(self.command("apt-get").args(["update", "-q"]))?;
         Ok(())
     }
@@ -194,7 +194,7 @@ impl SuiteApt {
     }
 
     /// Download `package` into `into`: its `.deb`.
-    fn download(&self, package: &str, into: &Path) -> Result<PathBuf, LabError> {
+    pub(crate) fn download(&self, package: &str, into: &Path) -> Result<PathBuf, LabError> {
         run(self
             .command("apt-get")
             .args(["download", "-q", package])

@@ -16,6 +16,7 @@ pub mod apt;
 pub mod booted;
 pub mod eras;
 pub mod error;
+pub mod fault;
 pub mod guest;
 pub mod initramfs;
 pub mod qemu;

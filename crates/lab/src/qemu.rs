@@ -200,6 +200,12 @@ impl Vm {
         }
     }
 
+    /// Whether the guest's console says its kernel panicked.
+    pub fn panicked(&self) -> bool {
+        std::fs::read_to_string(self.dir.join("console.log"))
+            .is_ok_and(|text| text.contains("Kernel panic"))
+    }
+
     /// The last lines QEMU and the guest's console wrote.
     pub fn log_tail(&self) -> String {
         let mut out = Vec::new();

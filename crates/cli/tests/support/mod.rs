@@ -66,8 +66,18 @@ pub fn skip(test: &str, why: &str, required: Option<&str>) {
 pub struct KernelTurn(std::fs::File);
 
 pub fn kernel_turn() -> KernelTurn {
+    turn("nssim-tests-kernel.lock")
+}
+
+/// Held while a test runs the lab's VMs: under emulation a VM is slow
+/// enough already without others beside it on the same cores.
+pub fn lab_turn() -> KernelTurn {
+    turn("nssim-tests-lab.lock")
+}
+
+fn turn(name: &str) -> KernelTurn {
     use std::os::fd::AsRawFd;
-    let path = std::env::temp_dir().join("nssim-tests-kernel.lock");
+    let path = std::env::temp_dir().join(name);
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
