@@ -124,16 +124,16 @@ fn list(format: Format) -> Result<bool, CliError> {
     match format {
         Format::Text => {
             println!(
-                "{:<6} {:<28} {:<8} {:<22} {:<24} features",
+                "{:<10} {:<28} {:<33} {:<26} {:<24} features",
                 "name", "release", "profile", "origin", "version"
             );
             for k in &kernels {
                 let origin = format!("{:?} {}", k.meta.origin, k.meta.suite).to_lowercase();
                 println!(
-                    "{:<6} {:<28} {:<8} {:<22} {:<24} {}",
+                    "{:<10} {:<28} {:<33} {:<26} {:<24} {}",
                     k.name(),
                     k.meta.release,
-                    k.profile(),
+                    k.held_to(),
                     origin,
                     k.meta.version,
                     features(k, accel)
@@ -154,6 +154,7 @@ fn list(format: Format) -> Result<bool, CliError> {
                         "name": k.name(),
                         "release": k.meta.release,
                         "profile": k.profile(),
+                        "backports": k.backports(),
                         "package": k.meta.package,
                         "version": k.meta.version,
                         "suite": k.meta.suite,
@@ -176,10 +177,20 @@ pub struct LabKernel {
     pub patches: kernel::ActivePatches,
 }
 
+/// The patch toggles a lab kernel is held to: its backports, then `toggles`.
+fn with_backports(kernel: &lab::Kernel, toggles: &[(String, bool)]) -> Vec<(String, bool)> {
+    let backports = kernel
+        .backports()
+        .into_iter()
+        .map(|p| (p.to_string(), true));
+    backports.chain(toggles.iter().cloned()).collect()
+}
+
 impl LabKernel {
     /// How records name it: the kernel, then the profile it is held to.
     pub fn label(&self) -> String {
-        format!("{}:{}", self.kernel.name(), self.profile)
+        let held_to = self.kernel.held_to();
+        format!("{}:{}", self.kernel.name(), held_to)
     }
 }
 
@@ -199,14 +210,15 @@ pub fn on_each_kernel(
         let booted = session.boot(&kernel).map_err(lab_error)?;
         let profile = kernel::catalog::profile_for_release(&booted.release)
             .map_or_else(kernel::catalog::host_profile, |p| p.name);
-        let patches = kernel::resolve_patches(profile, toggles)
+        let patches = kernel::resolve_patches(profile, &with_backports(&kernel, toggles))
             .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
         eprintln!(
-            "lab kernel {} (Linux {}, {} {}), profile {profile}: booted and saved in {:.1} s under {}",
+            "lab kernel {} (Linux {}, {} {}), profile {}: booted and saved in {:.1} s under {}",
             kernel.name(),
             booted.release,
             kernel.meta.package,
             kernel.meta.version,
+            kernel.held_to(),
             booted.boot_time.as_secs_f64(),
             session.accel.name()
         );

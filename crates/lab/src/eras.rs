@@ -36,6 +36,51 @@ pub const ERAS: &[Era] = &[
     },
 ];
 
+/// A fix that Debian's kernels of a series carry although the release
+/// that merged it is newer than the series (a stable backport): the lab
+/// holds those kernels to their release's profile with the patch on.
+/// Each was found by a scenario whose outcome on the kernel the profile
+/// alone does not reach (`evidence`); `crates/cli/tests/lab.rs` runs it
+/// with the patch and without.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backport {
+    /// The upstream series (`5.10`: every `5.10.*` release).
+    pub series: &'static str,
+    /// The patch of the model's catalog (`nssim kernels`).
+    pub patch: &'static str,
+    /// The library scenario that shows it, by name.
+    pub evidence: &'static str,
+    /// What the scenario shows on the kernel.
+    pub shows: &'static str,
+}
+
+pub const BACKPORTS: &[Backport] = &[
+    Backport {
+        series: "5.10",
+        patch: "idmap-setfcap-root",
+        evidence: "security-unprivileged",
+        shows: "mapping uid 0 without CAP_SETFCAP is refused (EPERM), as from v5.12",
+    },
+    Backport {
+        series: "6.1",
+        patch: "ucounts-rlimit-get-no-leak",
+        evidence: "ucounts-sigpending-leak",
+        shows: "a refused signal leaks no count: the third sigqueue is queued, as from v6.12",
+    },
+];
+
+/// The backports of the kernel release `release`.
+pub fn backports(release: &str) -> Vec<&'static Backport> {
+    BACKPORTS
+        .iter()
+        .filter(|b| {
+            release
+                .strip_prefix(b.series)
+                .is_some_and(|rest| rest.starts_with('.'))
+        })
+        .collect()
+}
+
 pub fn era(name: &str) -> Option<&'static Era> {
     ERAS.iter().find(|e| e.name == name)
 }
@@ -99,5 +144,23 @@ mod tests {
         assert_eq!(p("linux-image-6.1-amd64", "6.1"), None, "a metapackage");
         assert_eq!(p("linux-image-6.1.0-57-amd64-dbg", "6.1"), None);
         assert_eq!(p("linux-headers-6.1.0-57-amd64", "6.1"), None);
+    }
+
+    #[test]
+    fn every_backport_is_a_later_patch_shown_by_a_library_scenario() {
+        for b in BACKPORTS {
+            let patch = kernel::catalog::patch(b.patch).unwrap_or_else(|| panic!("{b:?}"));
+            let merged = kernel::catalog::release_number(patch.merged_in.expect("merged"));
+            let series = kernel::catalog::release_number(&format!("v{}", b.series));
+            assert!(merged > series, "{b:?} is merged in {merged:?}, not later");
+            let file = format!(
+                "{}/../../sim-scenarios/{}.toml",
+                env!("CARGO_MANIFEST_DIR"),
+                b.evidence
+            );
+            assert!(std::path::Path::new(&file).is_file(), "{file}");
+        }
+        assert_eq!(backports("5.10.0-46-cloud-amd64").len(), 1);
+        assert!(backports("5.100.1").is_empty());
     }
 }

@@ -76,6 +76,25 @@ impl Kernel {
     pub fn profile(&self) -> &'static str {
         kernel::catalog::profile_for_release(&self.meta.release).map_or("-", |p| p.name)
     }
+
+    /// The patches its series carries before the release that merged them
+    /// ([`crate::eras::BACKPORTS`]).
+    pub fn backports(&self) -> Vec<&'static str> {
+        crate::eras::backports(&self.meta.release)
+            .into_iter()
+            .map(|b| b.patch)
+            .collect()
+    }
+
+    /// The profile it is held to, with its backports: `v5.7+idmap-setfcap-root`.
+    pub fn held_to(&self) -> String {
+        let mut s = self.profile().to_string();
+        for patch in self.backports() {
+            s.push('+');
+            s.push_str(patch);
+        }
+        s
+    }
 }
 
 /// The lab's cache directory.
