@@ -11,8 +11,9 @@ use scenario::Scenario;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-/// Repeats of each conformance scenario on the kernel: the cases ask one
-/// question each, whose answer does not depend on timing.
+/// Repeats of each conformance scenario on the kernel unless `--repeat`
+/// says otherwise: the cases ask one question each, whose answer does not
+/// depend on timing.
 pub const REPEAT: u32 = 5;
 
 /// The directory of the conformance scenarios: `sim-scenarios/conformance`
@@ -172,6 +173,7 @@ pub fn conformance(
     format: Format,
     list: bool,
     lab: &[String],
+    repeat: u32,
 ) -> Result<bool, CliError> {
     let all = all_cases()?;
     let known: std::collections::BTreeSet<String> =
@@ -203,7 +205,7 @@ pub fn conformance(
                 onkernel::on_lab_kernel(
                     sc,
                     lk,
-                    REPEAT,
+                    repeat,
                     Search::CONFORMANCE,
                     onkernel::KERNEL_BUDGET,
                 )
@@ -212,7 +214,7 @@ pub fn conformance(
                 release: &lk.booted.release,
                 lab: Some(lk.kernel.name()),
             };
-            run_cases(&cases, lk.profile, &kernel, &on_kernel, format)
+            run_cases(&cases, &lk.kernel.held_to(), &kernel, &on_kernel, format)
         });
     }
     let profile = kernel::catalog::host_profile();
@@ -221,7 +223,7 @@ pub fn conformance(
     let on_kernel = |sc: &Scenario| {
         onkernel::on_kernel(
             sc,
-            REPEAT,
+            repeat,
             &patches,
             Search::CONFORMANCE,
             onkernel::KERNEL_BUDGET,

@@ -6,6 +6,7 @@ mod conformance;
 mod export;
 mod gen;
 mod history;
+mod history_lab;
 mod idmap;
 mod junit;
 mod kernel_lab;
@@ -388,6 +389,16 @@ enum Command {
         /// `expect`) and `passes`.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Run each bug's scenarios on the lab's kernels (`all`, or names or releases
+        /// as `nssim lab list` shows them) and show, for each kernel, whether it has
+        /// the fix, the model's verdict on its profile, and what the kernel did. With
+        /// --format json, a line per bug and scenario with a `kernels` list.
+        #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+        lab: Vec<String>,
+        /// --lab: runs of each scenario on each kernel (default 3).
+        #[arg(long, value_name = "N", requires = "lab",
+              value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: Option<u32>,
     },
     /// List kernel profiles, patches, invariants and cost-table entries.
     Kernels {
@@ -439,6 +450,10 @@ enum Command {
         /// repeated). With --format json, a line per kernel.
         #[arg(long, value_name = "NAMES", value_delimiter = ',')]
         lab: Vec<String>,
+        /// Runs of each case on the kernel (default 5; fewer for a quick gate, as CI's
+        /// lab step).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: Option<u32>,
     },
     /// The kernel lab: real kernels of several eras, each run in a disposable VM
     /// (`--lab` of `run --on-kernel` and `conformance`).
@@ -652,7 +667,14 @@ fn main() -> ExitCode {
             output::print_kernels(format);
             Ok(true)
         }
-        Command::History { format } => history::print(format),
+        Command::History {
+            format,
+            lab,
+            repeat,
+        } => match lab.is_empty() {
+            true => history::print(format),
+            false => history_lab::print(&lab, repeat.unwrap_or(3), format),
+        },
         Command::Ops { format } => {
             output::print_ops(format);
             Ok(true)
@@ -685,6 +707,7 @@ fn main() -> ExitCode {
             list,
             format,
             lab,
+            repeat,
         } => conformance::conformance(
             &conformance::Filter {
                 subsystems: subsystem,
@@ -693,6 +716,7 @@ fn main() -> ExitCode {
             format,
             list,
             &lab,
+            repeat.unwrap_or(conformance::REPEAT),
         ),
         Command::Lab(command) => kernel_lab::run(&command),
         // The idmap checker's messages are the rest of the tool's errors.

@@ -99,8 +99,18 @@ impl Booted {
             .map_err(|e| LabError::vm(&vm.name, format!("sending the request: {e}")))?;
         let mut lines = Vec::new();
         loop {
-            let Some(line) = data.read_line(deadline) else {
+            let Some(line) = data.read_line(deadline.min(Instant::now() + Duration::from_secs(1)))
+            else {
                 vm.check_alive()?;
+                if vm.panicked() {
+                    return Err(LabError::vm(
+                        &vm.name,
+                        format!("the kernel panicked during the run: {}", vm.log_tail()),
+                    ));
+                }
+                if Instant::now() < deadline {
+                    continue;
+                }
                 return Err(LabError::vm(
                     &vm.name,
                     format!("no end of the run within {} s", bound.as_secs()),
