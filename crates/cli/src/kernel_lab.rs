@@ -124,13 +124,13 @@ fn list(format: Format) -> Result<bool, CliError> {
     match format {
         Format::Text => {
             println!(
-                "{:<10} {:<28} {:<33} {:<26} {:<24} features",
+                "{:<10} {:<28} {:<58} {:<26} {:<24} features",
                 "name", "release", "profile", "origin", "version"
             );
             for k in &kernels {
                 let origin = format!("{:?} {}", k.meta.origin, k.meta.suite).to_lowercase();
                 println!(
-                    "{:<10} {:<28} {:<33} {:<26} {:<24} {}",
+                    "{:<10} {:<28} {:<58} {:<26} {:<24} {}",
                     k.name(),
                     k.meta.release,
                     k.held_to(),

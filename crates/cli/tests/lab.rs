@@ -12,8 +12,8 @@ const REQUIRED: Option<&str> = Some("NSSIM_REQUIRE_LAB");
 /// The Debian kernels `nssim lab fetch` gets, one per era, with the
 /// profile each is held to.
 const ERAS: [(&str, &str); 4] = [
-    ("5.10", "v5.7"),
-    ("6.1", "v5.17"),
+    ("5.10", "v5.10"),
+    ("6.1", "v6.1"),
     ("6.12", "v6.12"),
     ("6.18", "v6.16"),
 ];

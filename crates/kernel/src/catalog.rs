@@ -126,6 +126,8 @@ declare_patches! {
     ShmDestroyOwnNamespace = "shm-destroy-own-namespace", merged_in: Some("v5.16"), area: Shm,
         fixes: "shm: extend forced shm destroy to support objects from several IPC nses",
         "exit_shm destroys each segment the task created in the ipc namespace the segment was made in (while that namespace is alive and has shm_rmid_forced set), and a segment's removal takes it off its creator's list under the creator's lock; before, exit_shm destroyed them through the namespace the task was in at exit, so after a setns the segment was freed while its own namespace still listed it";
+    IpcSysctlNamespaceRoot = "ipc-sysctl-namespace-root", merged_in: Some("v6.1"), area: Shm,
+        "the System V ipc sysctls of an ipc namespace (kernel.shm_rmid_forced among them) belong to root of the namespace's owning user namespace, who may write them; before, only a task whose euid is the initial namespace's root could (EACCES for root of a container)";
     SysctlStoreBeforePermission = "sysctl-store-before-permission", merged_in: None, area: Sysctl,
         "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
     UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"), area: Userns,
@@ -264,6 +266,10 @@ pub const PROFILES: &[ProfileInfo] = &[
         summary: "ipc namespaces freed asynchronously by free_ipc_work, one grace period each",
     },
     ProfileInfo {
+        name: "v5.10",
+        summary: "as v5.7: nothing the model covers changed in v5.8 to v5.10 (Debian's bullseye kernel)",
+    },
+    ProfileInfo {
         name: "v5.11",
         summary: "last release where mapping parent uid 0 needs no CAP_SETFCAP",
     },
@@ -294,6 +300,10 @@ pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
         name: "v5.17",
         summary: "RLIMIT_NPROC enforced exactly, PF_NPROC_EXCEEDED on the new user, ucounts keyed on the real uid, no limit recorded for root-created namespaces",
+    },
+    ProfileInfo {
+        name: "v6.1",
+        summary: "the System V ipc sysctls of an ipc namespace belong to root of its owner (Debian's bookworm kernel)",
     },
     ProfileInfo {
         name: "v6.2",

@@ -110,14 +110,15 @@ impl World {
 
     /// A write of `value` to `/proc/sys/kernel/shm_rmid_forced` of the
     /// task's ipc namespace: EACCES unless the task's euid is root of the
-    /// namespace's owner (`ipc_permissions`; the others may read it),
-    /// EINVAL outside 0..=1. Setting it destroys the orphaned segments.
+    /// namespace's owner (`ipc_permissions`, patch
+    /// `ipc-sysctl-namespace-root`; before it, the initial namespace's
+    /// root: the table's owner in `test_perm`), EINVAL outside 0..=1.
+    /// Setting it destroys the orphaned segments.
     pub(super) fn write_shm_rmid_forced(&self, task: &Task, value: u64) -> Result<(), Errno> {
         sim::point("proc_sys_write", ObjId::NONE, &SYSCALL);
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        let root = ns
-            .owner()
-            .map_or(0, |owner| userns::map_write::make_kuid(owner, 0));
+        let owner = ns.owner().filter(|_| self.ipc_sysctl_namespace_root);
+        let root = owner.map_or(0, |owner| userns::map_write::make_kuid(owner, 0));
         if task.cred().euid != root {
             return Err(Errno::EACCES);
         }

@@ -143,6 +143,7 @@ impl World {
             uses_signals: _,
             pidns_patches: _,
             unshare_puts_nsproxy: _,
+            ipc_sysctl_namespace_root: _,
             // Labels the namespaces tasks make, nothing more.
             userns_made: _,
             tasks,

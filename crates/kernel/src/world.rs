@@ -200,6 +200,9 @@ struct World {
     /// "unshare: fix nsproxy leak in ksys_unshare() on set_cred_ucounts()
     /// failure" is in force.
     unshare_puts_nsproxy: bool,
+    /// `ipc-sysctl-namespace-root`: an ipc namespace's sysctls belong to
+    /// root of its owner.
+    ipc_sysctl_namespace_root: bool,
     /// The nsproxies `ksys_unshare` leaked without that fix.
     leaked_nsproxies: HostMutex<Vec<Arc<Nsproxy>>>,
 }
@@ -479,6 +482,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             pidns_patches: spec.patches.pidns(),
             faults,
             unshare_puts_nsproxy: spec.patches.has(Patch::UnshareNsproxyLeakFix),
+            ipc_sysctl_namespace_root: spec.patches.has(Patch::IpcSysctlNamespaceRoot),
             leaked_nsproxies: HostMutex::new("the leaked nsproxies", Vec::new()),
             wq: Arc::clone(&wq),
         });

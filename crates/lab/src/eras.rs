@@ -48,7 +48,8 @@ pub struct Backport {
     pub series: &'static str,
     /// The patch of the model's catalog (`nssim kernels`).
     pub patch: &'static str,
-    /// The library scenario that shows it, by name.
+    /// The library scenario that shows it: its file under `sim-scenarios/`,
+    /// without `.toml`.
     pub evidence: &'static str,
     /// What the scenario shows on the kernel.
     pub shows: &'static str,
@@ -60,6 +61,24 @@ pub const BACKPORTS: &[Backport] = &[
         patch: "idmap-setfcap-root",
         evidence: "security-unprivileged",
         shows: "mapping uid 0 without CAP_SETFCAP is refused (EPERM), as from v5.12",
+    },
+    Backport {
+        series: "5.10",
+        patch: "netlink-rmem-after-charge",
+        evidence: "conformance/uevent/listener.overrun_enobufs_once",
+        shows: "a listener with the smallest receive buffer keeps 3 short uevents, not 4: the skb is charged before the buffer is compared",
+    },
+    Backport {
+        series: "6.1",
+        patch: "netlink-rmem-after-charge",
+        evidence: "conformance/uevent/listener.overrun_enobufs_once",
+        shows: "a listener with the smallest receive buffer keeps 3 short uevents, not 4: the skb is charged before the buffer is compared",
+    },
+    Backport {
+        series: "6.12",
+        patch: "netlink-rmem-after-charge",
+        evidence: "conformance/uevent/listener.overrun_enobufs_once",
+        shows: "a listener with the smallest receive buffer keeps 2 short uevents, not 3: the skb is charged before the buffer is compared",
     },
     Backport {
         series: "6.1",
@@ -160,7 +179,7 @@ mod tests {
             );
             assert!(std::path::Path::new(&file).is_file(), "{file}");
         }
-        assert_eq!(backports("5.10.0-46-cloud-amd64").len(), 1);
+        assert_eq!(backports("5.10.0-46-cloud-amd64").len(), 2);
         assert!(backports("5.100.1").is_empty());
     }
 }
