@@ -141,6 +141,25 @@ impl Vm {
         let log =
             std::fs::File::create(dir.join("qemu.log")).map_err(|e| LabError::cache(&dir, e))?;
         let log2 = log.try_clone().map_err(|e| LabError::cache(&dir, e))?;
+        // The VM dies with the process that started it, also when that
+        // process is killed and its Drop never runs.
+        // SAFETY: prctl is async-signal-safe; nothing else runs between
+        // fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         let child = cmd
             .stdin(Stdio::null())
             .stdout(log)
