@@ -597,6 +597,9 @@ pub fn run(
         let r = on_kernel(sc, repeat, &patches, Search::LIBRARY, budget);
         *counts.entry(r.verdict.name()).or_default() += 1;
         print_record(sc, profile, &r, format);
+        if format == Format::Text && r.verdict == Verdict::ModelMisses {
+            print!("{}", host_noise_note());
+        }
     }
     let n = |v: Verdict| counts.get(v.name()).copied().unwrap_or(0);
     if format == Format::Text {
@@ -663,6 +666,38 @@ pub fn on_lab_kernel(
         ),
         Err(kexec::Skip(why)) => skipped(why),
     }
+}
+
+/// What else running on this machine can change what its kernel shows a
+/// scenario, each with the outcome it gives: a disagreement on the host
+/// may be one of them, never in the lab's VMs.
+pub const HOST_NOISE: &[(&str, &str)] = &[
+    (
+        "a device uevent another process raises reaches the scenario's listeners",
+        "uevent_recv gets an event no task of the scenario sent",
+    ),
+    (
+        "namespaces a repeat made are freed after it ends, a grace period later",
+        "the next repeat's namespace creation meets their charges (ENOSPC)",
+    ),
+    (
+        "root's counts are the machine's (pending signals, locked memory, message queue bytes)",
+        "EAGAIN, ENOMEM or EMFILE where the model's root had room",
+    ),
+];
+
+/// The note under a disagreement on this machine's kernel.
+fn host_noise_note() -> String {
+    let mut out = String::from(
+        "    note: this machine is shared; what else runs on it can change what the kernel shows:\n",
+    );
+    for (source, shows) in HOST_NOISE {
+        out.push_str(&format!("      - {source} ({shows})\n"));
+    }
+    out.push_str(
+        "      `--lab` runs the scenario on a kernel of its own, each repeat freshly booted\n",
+    );
+    out
 }
 
 fn print_record(sc: &Scenario, profile: &str, r: &OnKernel, format: Format) {

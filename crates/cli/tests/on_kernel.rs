@@ -81,6 +81,14 @@ fn a_model_without_the_user_namespace_charge_misses_what_the_kernel_shows() {
     assert_eq!(wrong.status.code(), Some(1), "{text}");
     assert!(text.contains(" model-misses ("), "{text}");
     assert!(text.contains("NOT REACHED BY THE MODEL"), "{text}");
+    // A disagreement on the shared host names what else on the machine
+    // could have caused it; an agreement says nothing of the kind.
+    assert!(text.contains("note: this machine is shared"), "{text}");
+    assert!(
+        text.contains("device uevent") && text.contains("`--lab`"),
+        "{text}"
+    );
+    assert!(!stdout(&faithful).contains("this machine is shared"));
 }
 
 #[test]
