@@ -119,6 +119,8 @@ impl Lab {
 
     /// Scratch space for one task (a fetch, a VM); the caller removes it.
     pub fn scratch(&self, what: &str) -> Result<PathBuf, LabError> {
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| self.sweep_scratch());
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = self
@@ -127,6 +129,23 @@ impl Lab {
             .join(format!("{what}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| LabError::cache(&dir, e))?;
         Ok(dir)
+    }
+
+    /// Remove the scratch folders of processes that no longer run: a run
+    /// killed before its Drop leaves its folder (a VM's saved state is
+    /// about 90 MB) behind. A folder's name ends in `-PID-N`.
+    pub fn sweep_scratch(&self) {
+        let Ok(entries) = std::fs::read_dir(self.dir.join("tmp")) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let owner = name.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok());
+            let gone = owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+            if gone {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
     }
 
     /// Every kernel, oldest release first.
@@ -243,6 +262,26 @@ mod tests {
             suite: "test".into(),
             origin: Origin::Debian,
         }
+    }
+
+    #[test]
+    fn scratch_folders_of_processes_that_ended_are_swept() {
+        let dir = std::env::temp_dir().join(format!("nssim-lab-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let lab = Lab::at(&dir);
+        // No process has the largest pid a kernel can give plus one.
+        let stale = dir.join("tmp").join("boot-6.1-4194305-3");
+        let mine = dir
+            .join("tmp")
+            .join(format!("run-{}-0", std::process::id()));
+        let unnamed = dir.join("tmp").join("kept");
+        for d in [&stale, &mine, &unnamed] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        lab.sweep_scratch();
+        assert!(!stale.exists());
+        assert!(mine.exists() && unnamed.exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
