@@ -39,14 +39,9 @@ fn model_verdict(sc: &Scenario, row: &Row, lk: &LabKernel) -> Result<String, Cli
     let mut on_profile = sc.clone();
     let mut run = entry.clone();
     run.profile = lk.profile.to_string();
-    run.patches = lk
-        .kernel
-        .backports()
+    run.patches = crate::kernel_lab::with_backports(&lk.kernel, &[])
         .into_iter()
-        .map(|name| scenario::PatchToggle {
-            name: name.to_string(),
-            enable: true,
-        })
+        .map(|(name, enable)| scenario::PatchToggle { name, enable })
         .collect();
     run.label = lk.kernel.held_to();
     on_profile.runs = vec![run];

@@ -178,7 +178,7 @@ pub struct LabKernel {
 }
 
 /// The patch toggles a lab kernel is held to: its backports, then `toggles`.
-fn with_backports(kernel: &lab::Kernel, toggles: &[(String, bool)]) -> Vec<(String, bool)> {
+pub fn with_backports(kernel: &lab::Kernel, toggles: &[(String, bool)]) -> Vec<(String, bool)> {
     let backports = kernel
         .backports()
         .into_iter()

@@ -11,7 +11,7 @@
 //! VM.
 
 use crate::error::LabError;
-use crate::qemu::{Accel, Machine, Vm};
+use crate::qemu::{Accel, Channel, Machine, Vm};
 use crate::store::{Kernel, Lab};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -57,7 +57,7 @@ impl Booted {
         let dir = lab.scratch(&format!("boot-{}", kernel.name()))?;
         let state = dir.join("state");
         let release = match save(lab, &machine, &state, Instant::now() + BOOT_BOUND) {
-            Err(first) if first.to_string().contains("Kernel panic") => {
+            Err(first @ LabError::KernelPanic { .. }) => {
                 // Under emulation a boot now and then panics early on (seen
                 // with 6.12 on a loaded machine: a different fault each
                 // time, and the next boot is clean); one more boot tells a
@@ -99,18 +99,7 @@ impl Booted {
             .map_err(|e| LabError::vm(&vm.name, format!("sending the request: {e}")))?;
         let mut lines = Vec::new();
         loop {
-            let Some(line) = data.read_line(deadline.min(Instant::now() + Duration::from_secs(1)))
-            else {
-                vm.check_alive()?;
-                if vm.panicked() {
-                    return Err(LabError::vm(
-                        &vm.name,
-                        format!("the kernel panicked during the run: {}", vm.log_tail()),
-                    ));
-                }
-                if Instant::now() < deadline {
-                    continue;
-                }
+            let Some(line) = next_line(&mut vm, &mut data, deadline, "during the run")? else {
                 return Err(LabError::vm(
                     &vm.name,
                     format!("no end of the run within {} s", bound.as_secs()),
@@ -125,23 +114,45 @@ impl Booted {
     }
 }
 
+/// The VM's next line on its data channel, or `None` at `deadline`;
+/// looked for a second at a time, so that a kernel that panicked
+/// (`when`: while booting, during the run) is told at once rather than
+/// waited for until the deadline.
+fn next_line(
+    vm: &mut Vm,
+    data: &mut Channel,
+    deadline: Instant,
+    when: &'static str,
+) -> Result<Option<String>, LabError> {
+    loop {
+        let second = deadline.min(Instant::now() + Duration::from_secs(1));
+        if let Some(line) = data.read_line(second) {
+            return Ok(Some(line));
+        }
+        vm.check_alive()?;
+        if vm.panicked() {
+            return Err(LabError::KernelPanic {
+                kernel: vm.name.clone(),
+                when,
+                console: vm.log_tail(),
+            });
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+    }
+}
+
 /// Boot to the guest's `READY`, save the VM's state into `state`; the release.
 fn save(lab: &Lab, machine: &Machine, state: &Path, deadline: Instant) -> Result<String, LabError> {
     let mut vm = Vm::start(machine, lab.scratch("snapshot")?, None)?;
     let mut data = vm.data(deadline)?;
     let release = loop {
-        // A second at a time, so that a kernel that panicked is not waited
-        // for until the deadline.
-        let Some(line) = data.read_line(deadline.min(Instant::now() + Duration::from_secs(1)))
-        else {
-            vm.check_alive()?;
-            if Instant::now() >= deadline || vm.panicked() {
-                return Err(LabError::vm(
-                    &machine.name,
-                    format!("did not boot to the guest: {}", vm.log_tail()),
-                ));
-            }
-            continue;
+        let Some(line) = next_line(&mut vm, &mut data, deadline, "while booting")? else {
+            return Err(LabError::vm(
+                &machine.name,
+                format!("did not boot to the guest: {}", vm.log_tail()),
+            ));
         };
         if let Some(r) = line.strip_prefix("READY ") {
             break r.trim().to_string();

@@ -27,6 +27,12 @@ pub enum LabError {
     Empty,
     #[error("the VM of {kernel}: {detail}")]
     Vm { kernel: String, detail: String },
+    #[error("the VM of {kernel}: the kernel panicked {when}: {console}")]
+    KernelPanic {
+        kernel: String,
+        when: &'static str,
+        console: String,
+    },
 }
 
 impl LabError {
