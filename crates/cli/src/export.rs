@@ -35,6 +35,59 @@ fn entry<'a>(sc: &'a Scenario, kernel: Option<&str>) -> Result<Option<&'a Kernel
         })
 }
 
+/// Where the model shows `entry`'s expected violation in call results,
+/// when its `results` name no errno to look for: the invariant's symptom
+/// (`kernel::Invariant::symptom`) and the calls of the model's violating
+/// execution that returned it.
+fn model_symptom(
+    sc: &Scenario,
+    entry: &KernelRun,
+) -> Result<Option<kexec::export_c::symptom::ModelSymptom>, CliError> {
+    let names_an_errno = entry
+        .expect
+        .results
+        .iter()
+        .any(|r| r.results.iter().any(|x| x != "ok"));
+    let Some(invariant) = entry
+        .expect
+        .invariant
+        .as_deref()
+        .filter(|_| !names_an_errno)
+    else {
+        return Ok(None);
+    };
+    let Some(errno) = kernel::invariants::Invariant::from_name(invariant).and_then(|i| i.symptom())
+    else {
+        return Ok(None);
+    };
+    let ov = crate::Overrides {
+        kernels: vec![entry.label.clone()],
+        ..crate::Overrides::default()
+    };
+    let runs = crate::run::run_quietly(sc, &ov)?;
+    let Some((_, run)) = runs.iter().find(|(label, _)| *label == entry.label) else {
+        return Ok(None);
+    };
+    let record = &run.record;
+    if record.invariant.as_deref() != Some(invariant) {
+        return Ok(None);
+    }
+    let calls = record
+        .results
+        .iter()
+        .flat_map(|(task, ops)| {
+            ops.iter()
+                .filter(|(_, op)| op.results.contains_key(errno))
+                .map(move |(label, _)| (task.clone(), label.clone()))
+        })
+        .collect();
+    Ok(Some(kexec::export_c::symptom::ModelSymptom {
+        invariant: invariant.to_string(),
+        errno: errno.to_string(),
+        calls,
+    }))
+}
+
 pub fn export_c(
     scenario: &Path,
     output: Option<&Path>,
@@ -43,7 +96,11 @@ pub fn export_c(
     let sc = crate::library::load_one(scenario)?;
     let entry = entry(&sc, kernel)?;
     let file = shown(&sc.path);
-    let program = kexec::export_c::program(&sc, &file, entry).map_err(|why| {
+    let model = match entry {
+        Some(e) => model_symptom(&sc, e)?,
+        None => None,
+    };
+    let program = kexec::export_c::program(&sc, &file, entry, model.as_ref()).map_err(|why| {
         CliError(format!(
             "error: {file}: {why}; `nssim export --c` cannot write this scenario"
         ))

@@ -8,6 +8,8 @@ use std::fmt::Write;
 pub struct Case {
     pub scenario: String,
     pub kernel: String,
+    /// Wall-clock milliseconds the run took.
+    pub wall_ms: u64,
     pub passed: bool,
     /// Why the run was skipped (another shard makes it), if it was.
     pub skipped: Option<String>,
@@ -32,6 +34,11 @@ fn escape(s: &str) -> String {
     out
 }
 
+/// Milliseconds as JUnit's seconds (`1.250`).
+fn seconds(ms: u64) -> String {
+    format!("{}.{:03}", ms / 1000, ms % 1000)
+}
+
 /// The whole report, as one `<testsuites>` with a suite per scenario.
 pub fn render(cases: &[Case]) -> String {
     let mut suites: Vec<(&str, Vec<&Case>)> = Vec::new();
@@ -42,26 +49,29 @@ pub fn render(cases: &[Case]) -> String {
         }
     }
     let failures = cases.iter().filter(|c| !c.passed).count();
+    let total = seconds(cases.iter().map(|c| c.wall_ms).sum());
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"nssim\" tests=\"{}\" failures=\"{failures}\">",
+        "<testsuites name=\"nssim\" tests=\"{}\" failures=\"{failures}\" time=\"{total}\">",
         cases.len()
     );
     for (name, list) in suites {
         let failed = list.iter().filter(|c| !c.passed).count();
+        let time = seconds(list.iter().map(|c| c.wall_ms).sum());
         let _ = writeln!(
             out,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\">",
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\" time=\"{time}\">",
             escape(name),
             list.len()
         );
         for c in list {
             let _ = write!(
                 out,
-                "    <testcase classname=\"{}\" name=\"{}\"",
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{}\"",
                 escape(&c.scenario),
-                escape(&c.kernel)
+                escape(&c.kernel),
+                seconds(c.wall_ms)
             );
             if let Some(why) = &c.skipped {
                 let _ = writeln!(
@@ -96,6 +106,7 @@ mod tests {
             Case {
                 scenario: "a<b".into(),
                 kernel: "v6.2".into(),
+                wall_ms: 1250,
                 passed: false,
                 skipped: None,
                 message: "violation & more".into(),
@@ -104,6 +115,7 @@ mod tests {
             Case {
                 scenario: "a<b".into(),
                 kernel: "v6.3".into(),
+                wall_ms: 5,
                 passed: true,
                 skipped: None,
                 message: String::new(),
@@ -112,15 +124,19 @@ mod tests {
             Case {
                 scenario: "a<b".into(),
                 kernel: "v6.9".into(),
+                wall_ms: 0,
                 passed: true,
                 skipped: Some("not in this shard".into()),
                 message: String::new(),
                 details: String::new(),
             },
         ]);
-        assert!(xml.contains("<testsuite name=\"a&lt;b\" tests=\"3\" failures=\"1\">"));
-        assert!(xml.contains("<testcase classname=\"a&lt;b\" name=\"v6.9\">\n      <skipped message=\"not in this shard\"/>"));
+        assert!(
+            xml.contains("<testsuite name=\"a&lt;b\" tests=\"3\" failures=\"1\" time=\"1.255\">")
+        );
+        assert!(xml.contains("<testcase classname=\"a&lt;b\" name=\"v6.9\" time=\"0.000\">\n      <skipped message=\"not in this shard\"/>"));
         assert!(xml.contains("<failure message=\"violation &amp; more\">"));
-        assert!(xml.contains("<testcase classname=\"a&lt;b\" name=\"v6.3\"/>"));
+        assert!(xml.contains("<testcase classname=\"a&lt;b\" name=\"v6.2\" time=\"1.250\">"));
+        assert!(xml.contains("<testcase classname=\"a&lt;b\" name=\"v6.3\" time=\"0.005\"/>"));
     }
 }

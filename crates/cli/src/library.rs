@@ -98,7 +98,10 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, CliError> {
 /// `*.toml` files, and where a path is not on the disk, the library's
 /// files it names. A file that does not parse does not stop the others:
 /// its error is among the second list, for the caller to report.
-pub fn load(paths: &[PathBuf]) -> Result<(Vec<Scenario>, Vec<CliError>), CliError> {
+/// The scenario files that could not be read, each with its error.
+pub type Unparsed = Vec<(PathBuf, CliError)>;
+
+pub fn load(paths: &[PathBuf]) -> Result<(Vec<Scenario>, Unparsed), CliError> {
     let mut out = Vec::new();
     let mut bad = Vec::new();
     for path in paths {
@@ -120,7 +123,7 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<Scenario>, Vec<CliError>), CliErro
         for f in files {
             match scenario::load(&f) {
                 Ok(sc) => out.push(sc),
-                Err(e) => bad.push(CliError::from(e)),
+                Err(e) => bad.push((f, CliError::from(e))),
             }
         }
     }

@@ -243,8 +243,9 @@ enum Command {
         /// Run each scenario on the running kernel (as root, with user namespaces) and
         /// check that every outcome the kernel shows is one the model reaches under
         /// the profile matching the kernel's release, with --patch toggles on top
-        /// (exit status 1 when not). --timeout bounds the kernel side of each
-        /// scenario (15 s at most); other exploration options do not apply.
+        /// (exit status 1 when not). --timeout bounds each scenario whole: its
+        /// kernel side (15 s at most), then the model's search in what is left;
+        /// other exploration options do not apply.
         #[arg(long)]
         on_kernel: bool,
         /// --on-kernel: runs of each scenario on the kernel (bounded by 15 s of

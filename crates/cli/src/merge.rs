@@ -13,7 +13,7 @@
 //! iteration, after that iteration plus one executions.
 
 use crate::junit;
-use crate::output::{self, Record, SkippedRecord};
+use crate::output::{self, Record, SkippedRecord, UnreadableRecord};
 use crate::run::{shown, CliError};
 use crate::Format;
 use serde_json::Value;
@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 enum Entry {
     Ran(Box<Record>),
     Skipped(SkippedRecord),
+    Unreadable(UnreadableRecord),
 }
 
 impl Entry {
@@ -30,16 +31,34 @@ impl Entry {
         match self {
             Entry::Ran(r) => &r.shard,
             Entry::Skipped(s) => &s.shard,
+            Entry::Unreadable(u) => &u.shard,
         }
     }
 
-    /// The run it is: (scenario file, kernel label).
+    fn origin(&self) -> Option<&output::RunOrigin> {
+        match self {
+            Entry::Ran(r) => Some(&r.origin),
+            Entry::Skipped(s) => Some(&s.origin),
+            Entry::Unreadable(_) => None,
+        }
+    }
+
+    /// The run it is: (scenario file, kernel label); an unreadable file's
+    /// kernel is empty.
     fn key(&self) -> (&str, &str) {
         match self {
             Entry::Ran(r) => (&r.file, &r.kernel),
             Entry::Skipped(s) => (&s.file, &s.kernel),
+            Entry::Unreadable(u) => (&u.file, ""),
         }
     }
+}
+
+/// A merged entry: the unsharded run's record, or a file it could not
+/// read.
+enum Merged {
+    Ran(Box<Record>),
+    Unreadable(UnreadableRecord),
 }
 
 /// One shard's output.
@@ -74,7 +93,11 @@ fn parse_entry(path: &Path, line: usize, text: &str) -> Result<Entry, CliError> 
             ),
         )
     };
-    if value.get("skipped") == Some(&Value::Bool(true)) {
+    if value.get("unreadable") == Some(&Value::Bool(true)) {
+        Ok(Entry::Unreadable(
+            serde_json::from_value(value).map_err(not_a_record)?,
+        ))
+    } else if value.get("skipped") == Some(&Value::Bool(true)) {
         Ok(Entry::Skipped(
             serde_json::from_value(value).map_err(not_a_record)?,
         ))
@@ -202,18 +225,43 @@ fn read_shards(paths: &[PathBuf]) -> Result<Vec<Shard>, CliError> {
                     ),
                 ));
             }
+            let differs = e
+                .origin()
+                .zip(f.origin())
+                .and_then(|(a, b)| a.first_difference(b));
+            if let Some((field, mine, theirs)) = differs {
+                let (file, kernel) = e.key();
+                return Err(error(
+                    &s.path,
+                    *line,
+                    format!(
+                        "{file} [{kernel}] was run with {field} {mine} where {} has {field} {theirs}: not the shards of one run",
+                        shown(&first.path)
+                    ),
+                ));
+            }
         }
     }
     Ok(shards)
 }
 
-/// The unsharded run's record of one run, from its shards' entries.
-fn combine(entries: &[&Entry]) -> Result<Record, CliError> {
+/// The unsharded run's entry of one run, from its shards' entries.
+fn combine(entries: &[&Entry]) -> Result<Merged, CliError> {
+    if let Entry::Unreadable(u) = entries[0] {
+        let mut u = u.clone();
+        u.shard = output::shard_text(None);
+        return Ok(Merged::Unreadable(u));
+    }
+    Ok(Merged::Ran(Box::new(combine_runs(entries)?)))
+}
+
+/// The unsharded run's record of one run, from its shards' records.
+fn combine_runs(entries: &[&Entry]) -> Result<Record, CliError> {
     let ran: Vec<&Record> = entries
         .iter()
         .filter_map(|e| match e {
             Entry::Ran(r) => Some(r.as_ref()),
-            Entry::Skipped(_) => None,
+            _ => None,
         })
         .collect();
     let mut merged = match ran.as_slice() {
@@ -240,6 +288,8 @@ fn combine(entries: &[&Entry]) -> Result<Record, CliError> {
         }
     };
     merged.shard = output::shard_text(None);
+    merged.wall_ms = ran.iter().map(|r| r.wall_ms).sum();
+    merged.add_succeeded(&ran);
     // Expectations are judged once, on the merged record.
     merged.judge_again();
     Ok(merged)
@@ -352,9 +402,21 @@ pub fn merge(
         let entries: Vec<&Entry> = shards.iter().map(|s| &s.entries[i].1).collect();
         records.push(combine(&entries)?);
     }
-    for r in &records {
-        output::print_record(r, format);
+    let mut cases: Vec<junit::Case> = Vec::new();
+    for merged in &records {
+        match merged {
+            Merged::Ran(r) => {
+                output::print_record(r, format);
+                cases.push(r.junit_case());
+            }
+            Merged::Unreadable(u) => {
+                if format == Format::Text {
+                    eprintln!("{}\n", sim::echo::escape_controls(&u.error));
+                }
+                output::print_unreadable(u, format);
+                cases.push(u.junit_case());
+            }
+        }
     }
-    let cases: Vec<junit::Case> = records.iter().map(Record::junit_case).collect();
     output::finish(&cases, format, junit_file)
 }

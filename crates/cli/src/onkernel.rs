@@ -40,6 +40,9 @@ pub struct Search {
     /// Executions of each sampling search (random, then PCT of depth 2
     /// and 3 when a kernel outcome is still missing).
     pub samples: u64,
+    /// The wall-clock instant (`--timeout` after the scenario began) at
+    /// which every search stops, whatever is left of the step budget.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Search {
@@ -48,6 +51,7 @@ impl Search {
     pub const LIBRARY: Search = Search {
         dfs_executions: 2_000,
         samples: 1_000,
+        deadline: None,
     };
     /// `nssim conformance`: a case asks whether the model reaches what the
     /// kernel shows, so the first searches are smaller (a missing outcome
@@ -55,8 +59,23 @@ impl Search {
     pub const CONFORMANCE: Search = Search {
         dfs_executions: 200,
         samples: 100,
+        deadline: None,
     };
+
+    /// The same search, stopped at `deadline` (`--timeout` after the
+    /// scenario began).
+    pub fn until(self, deadline: Option<std::time::Instant>) -> Search {
+        Search { deadline, ..self }
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+    }
 }
+
+/// What a search list says when `--timeout` stopped the model's search.
+const STOPPED_AT_DEADLINE: &str = "stopped at the --timeout deadline";
 /// Outcomes only the model reached that the text output shows (the most
 /// frequent first).
 const MODEL_ONLY_SHOWN: usize = 5;
@@ -107,11 +126,13 @@ fn spec_explore(
     seed: u64,
     iterations: u64,
     sc: &Scenario,
+    deadline: Option<std::time::Instant>,
 ) -> ExploreConfig {
-    let exec = match sc.runs.first() {
+    let mut exec = match sc.runs.first() {
         Some(run) => crate::run::exec_config(sc, &run.explore),
         None => ExecConfig::default(),
     };
+    exec.deadline = deadline;
     let mut e = ExploreConfig::new(strategy, seed, iterations, exec);
     e.shrink = false;
     e
@@ -145,7 +166,7 @@ pub fn model_outcomes(
                 setup: &setup,
                 patches,
                 invariants: &[],
-                explore: spec_explore(strategy, seed, iterations, sc),
+                explore: spec_explore(strategy, seed, iterations, sc, width.deadline),
             };
             let (report, seen) = kernel::explore_outcomes(&spec, &outcome);
             for (o, n) in seen {
@@ -210,6 +231,10 @@ pub fn model_outcomes(
         StrategySpec::Pct { depth: 3 },
     ];
     while (!exhausted && round == 0) || missing(&all) {
+        if width.past_deadline() {
+            searches.push(STOPPED_AT_DEADLINE.to_string());
+            break;
+        }
         if round == 3 {
             // The outcomes that one round of samples did not reach: a
             // directed search for each.
@@ -218,7 +243,7 @@ pub fn model_outcomes(
                 &setup,
                 patches,
                 wanted,
-                budget / 2,
+                (budget / 2, width.deadline),
                 &mut all,
                 &mut searches,
             );
@@ -278,14 +303,14 @@ pub fn model_outcomes(
 }
 
 /// For each kernel outcome in `wanted` not in `all`, a directed search
-/// with an even share of `budget` steps; what they reached goes into
+/// with an even share of `budget` steps, stopped at `deadline`; what they reached goes into
 /// `all`, a line each into `searches`. Returns the steps spent.
 fn directed_searches(
     sc: &Scenario,
     setup: &Arc<kernel::setup::Setup>,
     patches: &kernel::ActivePatches,
     wanted: &BTreeMap<String, kernel::Results>,
-    budget: u64,
+    (budget, deadline): (u64, Option<std::time::Instant>),
     all: &mut BTreeMap<String, u64>,
     searches: &mut Vec<String>,
 ) -> u64 {
@@ -306,7 +331,7 @@ fn directed_searches(
             setup,
             patches,
             invariants: &[],
-            explore: spec_explore(StrategySpec::Fair, 0, 1, sc),
+            explore: spec_explore(StrategySpec::Fair, 0, 1, sc, deadline),
         };
         let found = kernel::directed::search(&spec, &wanted_outcome(setup, w, target), share);
         spent += found.steps;
@@ -577,15 +602,18 @@ pub fn run(
     lab: &[String],
 ) -> Result<bool, CliError> {
     let toggles = crate::run::parse_toggles(&overrides.patches)?;
-    let budget =
-        crate::run::timeout_given(overrides)?.map_or(KERNEL_BUDGET, |t| t.min(KERNEL_BUDGET));
+    let timeout = crate::run::timeout_given(overrides)?;
+    let budget = timeout.map_or(KERNEL_BUDGET, |t| t.min(KERNEL_BUDGET));
+    // --timeout bounds each scenario whole: the kernel's side, then the
+    // model's search in what is left of it.
+    let search = || Search::LIBRARY.until(timeout.map(|t| std::time::Instant::now() + t));
     let (scenarios, unreadable) = crate::run::load_scenarios(paths, library)?;
     if let Some(file) = printed {
-        return unreadable.after(run_printed(&scenarios, file, format, &toggles));
+        return unreadable.after(run_printed(&scenarios, file, format, &toggles, search()));
     }
     if !lab.is_empty() {
         let ok = crate::kernel_lab::on_each_kernel(lab, &toggles, |lk| {
-            Ok(run_in_lab(&scenarios, lk, repeat, budget, format))
+            Ok(run_in_lab(&scenarios, lk, repeat, budget, format, &search))
         });
         return unreadable.after(ok);
     }
@@ -594,7 +622,7 @@ pub fn run(
         .map_err(|m| CliError(format!("error: profile {profile}: {m}")))?;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for sc in &scenarios {
-        let r = on_kernel(sc, repeat, &patches, Search::LIBRARY, budget);
+        let r = on_kernel(sc, repeat, &patches, search(), budget);
         *counts.entry(r.verdict.name()).or_default() += 1;
         print_record(sc, profile, &r, format);
         if format == Format::Text && r.verdict == Verdict::ModelMisses {
@@ -621,11 +649,12 @@ fn run_in_lab(
     repeat: u32,
     budget: Duration,
     format: Format,
+    search: &dyn Fn() -> Search,
 ) -> bool {
     let label = lk.label();
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for sc in scenarios {
-        let r = on_lab_kernel(sc, lk, repeat, Search::LIBRARY, budget);
+        let r = on_lab_kernel(sc, lk, repeat, search(), budget);
         *counts.entry(r.verdict.name()).or_default() += 1;
         print_record(sc, &label, &r, format);
     }
@@ -715,6 +744,7 @@ fn run_printed(
     file: &Path,
     format: Format,
     toggles: &[(String, bool)],
+    search: Search,
 ) -> Result<bool, CliError> {
     let [sc] = scenarios else {
         return Err(CliError(format!(
@@ -757,7 +787,7 @@ fn run_printed(
             &runs,
             kexec::machine::WITHHELD_IN_INIT,
             &patches,
-            Search::LIBRARY,
+            search,
             KERNEL_BUDGET,
         )
     };

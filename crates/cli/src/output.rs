@@ -56,7 +56,79 @@ pub struct Record {
     /// A shard's part of a dfs search (absent unsharded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dfs_shard: Option<DfsShardRecord>,
+    /// A shard's part of a run split over the shards: `as_expected` says
+    /// only that nothing in it is wrong whatever the other shards hold;
+    /// the run's expectation is judged by `nssim merge`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub judged_when_merged: bool,
+    pub origin: RunOrigin,
+    /// Wall-clock milliseconds the run took (the only field that differs
+    /// between two runs of the same command; merged, the shards' sum).
+    pub wall_ms: u64,
+    /// What a pass exercised: whether each task instance had a call
+    /// succeed in some execution (empty for a run that did not pass, and
+    /// for a dfs search its budget cut).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub succeeded: BTreeMap<String, bool>,
 }
+
+/// What makes the records of several shards parts of one run: `nssim
+/// merge` refuses records whose origins differ, naming the first field
+/// that does (in this order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunOrigin {
+    /// The version of nssim that made the record.
+    pub nssim: String,
+    /// A digest of the scenario: its content, expectations and
+    /// explorations (`Scenario::definition_digest`).
+    pub scenario: String,
+    pub strategy: String,
+    pub seed: u64,
+    pub iterations: u64,
+    pub pct_depth: u32,
+    pub preemption_bound: u32,
+    pub cpus: u32,
+    pub max_steps: u64,
+    pub max_virtual_ns: u64,
+    /// The command line's patch toggles (`+NAME`, `-NAME`).
+    pub patch_toggles: Vec<String>,
+    pub reduction: bool,
+    pub state_cache: bool,
+    pub shrink: bool,
+}
+
+impl RunOrigin {
+    /// The first field in which `other` differs: its name and both values.
+    pub fn first_difference(&self, other: &RunOrigin) -> Option<(String, String, String)> {
+        let (Value::Object(mine), Value::Object(theirs)) = (json!(self), json!(other)) else {
+            unreachable!("a struct serializes to an object")
+        };
+        ORIGIN_FIELDS.iter().find_map(|field| {
+            let (a, b) = (&mine[*field], &theirs[*field]);
+            (a != b).then(|| (field.to_string(), a.to_string(), b.to_string()))
+        })
+    }
+}
+
+/// `RunOrigin`'s fields in declaration order (a test holds the two
+/// together).
+const ORIGIN_FIELDS: &[&str] = &[
+    "nssim",
+    "scenario",
+    "strategy",
+    "seed",
+    "iterations",
+    "pct_depth",
+    "preemption_bound",
+    "cpus",
+    "max_steps",
+    "max_virtual_ns",
+    "patch_toggles",
+    "reduction",
+    "state_cache",
+    "shrink",
+];
 
 /// What a shard's record of a dfs run carries for `nssim merge`: its
 /// subtrees of the search (`sim::merge_dfs_shards` makes the unsharded
@@ -97,6 +169,44 @@ pub struct SkippedRecord {
     pub shard: String,
     pub skipped: bool,
     pub reason: String,
+    pub origin: RunOrigin,
+}
+
+/// A scenario file that could not be read, as JSON lists it (and JUnit,
+/// as a failed test case): every shard lists it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnreadableRecord {
+    pub file: String,
+    pub unreadable: bool,
+    pub error: String,
+    pub as_expected: bool,
+    pub shard: String,
+}
+
+impl UnreadableRecord {
+    pub fn new(path: &std::path::Path, error: &str, shard: Option<(u64, u64)>) -> Self {
+        UnreadableRecord {
+            file: path.display().to_string(),
+            unreadable: true,
+            error: error.to_string(),
+            as_expected: false,
+            shard: shard_text(shard),
+        }
+    }
+
+    /// The file as JUnit lists it: a failed test case named after it.
+    pub fn junit_case(&self) -> junit::Case {
+        junit::Case {
+            scenario: self.file.clone(),
+            kernel: "unreadable".into(),
+            wall_ms: 0,
+            passed: false,
+            skipped: None,
+            message: self.error.lines().next().unwrap_or_default().to_string(),
+            details: self.error.clone(),
+        }
+    }
 }
 
 /// Why a shard skips a run.
@@ -158,11 +268,12 @@ fn results_text(results: &BTreeMap<String, BTreeMap<String, OpRecord>>) -> Strin
     lines.join("\n")
 }
 
-/// Where a record's run sits in the whole run.
-#[derive(Debug, Clone, Copy)]
+/// Where a record's run sits in the whole run, and which run it is.
+#[derive(Debug, Clone)]
 pub struct Place {
     pub shard: Option<(u64, u64)>,
     pub iteration: u64,
+    pub origin: RunOrigin,
 }
 
 impl RunRecord {
@@ -213,12 +324,37 @@ impl RunRecord {
             shard: shard_text(place.shard),
             iteration: place.iteration,
             dfs_shard: None,
+            judged_when_merged: false,
+            origin: place.origin,
+            wall_ms: 0,
+            succeeded: BTreeMap::new(),
         };
         record.judge(expect.is_some_and(|e| e.exhausted));
         RunRecord {
             as_expected: record.as_expected,
             record,
         }
+    }
+
+    /// What the run exercised: whether each task had a call succeed in
+    /// some execution. A pass in which none did tested nothing, unless the
+    /// entry's `results` say that is what it shows.
+    pub fn with_succeeded(
+        mut self,
+        expect: Option<&Expect>,
+        succeeded: kernel::Succeeded,
+    ) -> RunRecord {
+        if !self.record.counts_calls() {
+            return self;
+        }
+        self.record.succeeded = succeeded;
+        let listed_results = expect.is_some_and(|e| !e.results.is_empty());
+        if let Some(why) = self.record.nothing_tested().filter(|_| !listed_results) {
+            self.record.result_mismatches.push(why);
+            self.record.judge_again();
+            self.as_expected = self.record.as_expected;
+        }
+        self
     }
 
     /// Add notes on what the run could not do in time.
@@ -255,6 +391,9 @@ impl RunRecord {
     }
 }
 
+/// How the mismatch of a pass that tested nothing begins.
+const NOTHING_TESTED: &str = "nothing was tested";
+
 /// How the mismatch of a search expected exhausted begins.
 const NOT_EXHAUSTED: &str = "the search was not exhausted";
 
@@ -263,16 +402,28 @@ impl Record {
     /// included (again, when `nssim merge` made its counts): a mismatch
     /// of an unexhausted search is made from them.
     pub fn judge(&mut self, expect_exhausted: bool) {
+        self.judged_when_merged = false;
         self.result_mismatches
             .retain(|m| !m.starts_with(NOT_EXHAUSTED));
         if expect_exhausted && !self.exhausted {
-            self.result_mismatches.push(format!(
-                "{NOT_EXHAUSTED}: {} executions reached the iteration limit before every schedule within the bounds was explored (raise `iterations`)",
-                self.executions
-            ));
+            let why = match self.strategy.as_str() {
+                "dfs" => format!(
+                    "{} executions reached the iteration limit before every schedule within the bounds was explored (raise `iterations`)",
+                    self.executions
+                ),
+                other => format!(
+                    "the entry expects its exhaustive (dfs) search to finish, and a {other} run never exhausts one (run it without --strategy)"
+                ),
+            };
+            self.result_mismatches
+                .push(format!("{NOT_EXHAUSTED}: {why}"));
         }
+        // A run without an expectation (a kernel the file does not list)
+        // is as expected only when it passes: a violation there is a claim
+        // about that kernel, which a dashboard must show.
+        let pass = sim::Outcome::Pass.kind();
         self.as_expected = self.result_mismatches.is_empty()
-            && self.expected.as_ref().is_none_or(|e| *e == self.outcome)
+            && *self.expected.as_deref().unwrap_or(pass) == self.outcome
             && self
                 .expected_invariant
                 .as_ref()
@@ -291,22 +442,83 @@ impl Record {
         self.judge(expect_exhausted);
     }
 
-    /// Attach a dfs shard's part of the search. The part is judged as far
-    /// as it can be: a failure it found counts against an expectation it
-    /// does not meet, but a part that passes is as expected (the failure
-    /// expected may be in another shard's subtrees, and the search is
-    /// exhausted or not only as a whole): `nssim merge` judges the search.
+    /// Attach a dfs shard's part of the search (judged as a part).
     pub fn with_dfs_shard(mut self, part: DfsShardRecord) -> Record {
         self.dfs_shard = Some(part);
-        self.as_expected |= self.outcome == sim::Outcome::Pass.kind();
+        self.judge_as_shard_part();
         self
+    }
+
+    /// Judge a shard's part of a run split over the shards: it is wrong
+    /// whatever the other shards hold only when it found a failure where
+    /// the entry expects a pass. Whether an expected failure was found,
+    /// which execution the run reports (and so its results) and whether a
+    /// search was exhausted are the merged run's (`nssim merge` judges
+    /// it).
+    pub fn judge_as_shard_part(&mut self) {
+        let pass = sim::Outcome::Pass.kind();
+        self.judged_when_merged = true;
+        self.as_expected = !(self.expected.as_deref() == Some(pass) && self.outcome != pass);
+    }
+
+    /// Why a pass tested nothing, if it did not: no call of any task
+    /// succeeded in any execution (a user namespace with a uid map and no
+    /// gid map gets EPERM everywhere), so that no invariant had a call to
+    /// judge.
+    fn nothing_tested(&self) -> Option<String> {
+        let pass = sim::Outcome::Pass.kind();
+        if self.outcome != pass
+            || self.succeeded.is_empty()
+            || self.succeeded.values().any(|ok| *ok)
+        {
+            return None;
+        }
+        let mut failures: BTreeMap<&str, u64> = BTreeMap::new();
+        for stats in self.results.values().flat_map(|ops| ops.values()) {
+            for (result, n) in &stats.results {
+                *failures.entry(result).or_default() += n;
+            }
+        }
+        let counts: Vec<String> = failures.iter().map(|(e, n)| format!("{n} {e}")).collect();
+        Some(format!(
+            "{NOTHING_TESTED}: no call of any task succeeded in any of the {} execution(s) (the reported one: {}), so no invariant had a call to judge (a `results` expectation says when that is what the entry shows)",
+            self.executions,
+            counts.join(", ")
+        ))
+    }
+
+    /// Whether what the run exercised is told exactly: only a pass
+    /// ran every execution of its budget, and only a dfs search that was
+    /// exhausted ran no more (a run that stops at a failure, or a dfs
+    /// search at its budget, may have run others beside it on other
+    /// threads, and `--jobs` must not change a record).
+    fn counts_calls(&self) -> bool {
+        let cut_dfs = self.strategy == "dfs" && !self.exhausted;
+        self.outcome == sim::Outcome::Pass.kind() && !cut_dfs
+    }
+
+    /// Merged shards: what they exercised together, and whether that was
+    /// nothing (each shard judged only its own executions).
+    pub fn add_succeeded(&mut self, parts: &[&Record]) {
+        let mut all = kernel::Succeeded::new();
+        if self.counts_calls() {
+            for (task, ok) in parts.iter().flat_map(|p| &p.succeeded) {
+                *all.entry(task.clone()).or_default() |= ok;
+            }
+        }
+        self.succeeded = all;
+        let nothing = !self.succeeded.is_empty() && !self.succeeded.values().any(|ok| *ok);
+        if !nothing {
+            self.result_mismatches
+                .retain(|m| !m.starts_with(NOTHING_TESTED));
+        }
     }
 
     fn expectation(&self) -> String {
         match (&self.expected, &self.expected_invariant) {
             (Some(e), Some(i)) => format!("expected {e} of {i}"),
             (Some(e), None) => format!("expected {e}"),
-            (None, _) => "no expectation".into(),
+            (None, _) => "not listed in the file: expected pass".into(),
         }
     }
 
@@ -338,8 +550,19 @@ impl Record {
         if let Some(detail) = &self.detail {
             text.push_str(&format!("\n    {detail}"));
         }
+        let differs = if self.judged_when_merged {
+            "this part differs from the expectation"
+        } else {
+            "not as expected"
+        };
         for m in &self.result_mismatches {
-            text.push_str(&format!("\n    not as expected: {m}"));
+            text.push_str(&format!("\n    {differs}: {m}"));
+        }
+        if self.judged_when_merged {
+            text.push_str(&format!(
+                "\n    shard {} of a run split over the shards: its expectation is judged by `nssim merge`",
+                self.shard
+            ));
         }
         if let Some(s) = &self.shrink {
             text.push_str(&format!(
@@ -381,6 +604,7 @@ impl Record {
         junit::Case {
             scenario: self.scenario.clone(),
             kernel: self.kernel.clone(),
+            wall_ms: self.wall_ms,
             passed: self.as_expected,
             skipped: None,
             message: format!(
@@ -402,8 +626,14 @@ impl Record {
 }
 
 impl SkippedRecord {
-    pub fn new(sc: &Scenario, label: &str, shard: Option<(u64, u64)>) -> SkippedRecord {
+    pub fn new(
+        sc: &Scenario,
+        label: &str,
+        shard: Option<(u64, u64)>,
+        origin: RunOrigin,
+    ) -> SkippedRecord {
         SkippedRecord {
+            origin,
             scenario: sc.name.clone(),
             file: sc.path.display().to_string(),
             kernel: label.to_string(),
@@ -418,6 +648,7 @@ impl SkippedRecord {
         junit::Case {
             scenario: self.scenario.clone(),
             kernel: self.kernel.clone(),
+            wall_ms: 0,
             passed: true,
             skipped: Some(self.reason.clone()),
             message: String::new(),
@@ -495,6 +726,14 @@ fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -
 
 /// A run this shard leaves to another (fair runs, and dfs runs without
 /// reduction, belong to shard 1): a line of text, a JSON record.
+/// A file that could not be read: text output has already said why, on
+/// standard error; JSON lists it.
+pub fn print_unreadable(r: &UnreadableRecord, format: Format) {
+    if format == Format::Json {
+        println!("{}", json!(r));
+    }
+}
+
 pub fn print_skipped(r: &SkippedRecord, format: Format) {
     match format {
         Format::Text => println!(
@@ -695,4 +934,46 @@ fn kernels_json() -> Vec<serde_json::Value> {
         .chain(costs)
         .chain(known)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_fields_are_the_structs_fields() {
+        let origin = RunOrigin {
+            nssim: String::new(),
+            scenario: String::new(),
+            strategy: String::new(),
+            seed: 0,
+            iterations: 0,
+            pct_depth: 0,
+            preemption_bound: 0,
+            cpus: 0,
+            max_steps: 0,
+            max_virtual_ns: 0,
+            patch_toggles: Vec::new(),
+            reduction: false,
+            state_cache: false,
+            shrink: false,
+        };
+        let Value::Object(fields) = json!(origin) else {
+            panic!("an object")
+        };
+        let mut declared: Vec<&str> = ORIGIN_FIELDS.to_vec();
+        declared.sort_unstable();
+        let serialized: Vec<&str> = fields.keys().map(String::as_str).collect();
+        assert_eq!(declared, serialized);
+        let other = RunOrigin {
+            seed: 9,
+            cpus: 4,
+            ..origin.clone()
+        };
+        assert_eq!(
+            origin.first_difference(&other),
+            Some(("seed".into(), "0".into(), "9".into()))
+        );
+        assert_eq!(origin.first_difference(&origin), None);
+    }
 }

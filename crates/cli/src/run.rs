@@ -57,6 +57,28 @@ struct Plan {
 }
 
 impl Plan {
+    /// Which run this is, as its records say it (`nssim merge` compares
+    /// them).
+    fn origin(&self, sc: &Scenario) -> output::RunOrigin {
+        let e = &self.explore;
+        output::RunOrigin {
+            nssim: env!("CARGO_PKG_VERSION").to_string(),
+            scenario: format!("{:032x}", sc.definition_digest()),
+            strategy: e.strategy.as_str().to_string(),
+            seed: e.seed,
+            iterations: e.iterations,
+            pct_depth: e.pct_depth,
+            preemption_bound: e.preemption_bound,
+            cpus: e.cpus,
+            max_steps: e.max_steps,
+            max_virtual_ns: e.max_virtual_ns,
+            patch_toggles: self.cli_patches.clone(),
+            reduction: self.reduction,
+            state_cache: self.state_cache,
+            shrink: self.shrink,
+        }
+    }
+
     /// A run of `label` (profile `profile`) with the command line's settings.
     fn new(
         label: &str,
@@ -308,7 +330,8 @@ fn check_kernels(scenarios: &[Scenario], ov: &Overrides) -> Result<(), CliError>
             let labels = scenarios
                 .iter()
                 .flat_map(|s| s.runs.iter().map(|r| r.label.as_str()));
-            let hint = scenario::did_you_mean(k, known.iter().copied().chain(labels))
+            let hint = catalog::release_hint(k)
+                .or_else(|| scenario::did_you_mean(k, known.iter().copied().chain(labels)))
                 .map_or(String::new(), |h| format!("\n  = help: {h}"));
             return Err(CliError(format!(
                 "error: unknown kernel `{}` in --kernel (profiles: {}; or a label of a scenario's [[kernel]] entry){hint}",
@@ -338,41 +361,50 @@ pub(crate) fn load_scenarios(
     scenarios.extend(found);
     if scenarios.is_empty() {
         return Err(match bad.len() {
-            1 => bad.remove(0),
+            1 => bad.remove(0).1,
             0 => CliError("error: no scenario files (*.toml) found in the given paths".into()),
             _ => {
-                report_unreadable(&bad);
-                Unreadable(bad.len()).error()
+                let unreadable = Unreadable::reported(bad);
+                unreadable.error()
             }
         });
     }
-    report_unreadable(&bad);
-    Ok((scenarios, Unreadable(bad.len())))
+    Ok((scenarios, Unreadable::reported(bad)))
 }
 
-fn report_unreadable(bad: &[CliError]) {
-    for e in bad {
-        eprintln!("{}\n", sim::echo::escape_controls(&e.0));
-    }
-}
-
-/// How many scenario files given to a command could not be read (each
-/// reported as it was found): the command runs the others, then fails.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Unreadable(pub usize);
+/// The scenario files given to a command that could not be read, each
+/// reported as it was found: the command runs the others, then fails.
+#[derive(Debug, Clone)]
+pub(crate) struct Unreadable(pub Vec<(PathBuf, String)>);
 
 impl Unreadable {
-    fn error(self) -> CliError {
+    /// Report each file's error on standard error.
+    fn reported(bad: crate::library::Unparsed) -> Unreadable {
+        for (_, e) in &bad {
+            eprintln!("{}\n", sim::echo::escape_controls(&e.0));
+        }
+        Unreadable(bad.into_iter().map(|(path, e)| (path, e.0)).collect())
+    }
+
+    fn error(&self) -> CliError {
         CliError(format!(
             "error: {} scenario file{} could not be read (above)",
-            self.0,
-            if self.0 == 1 { "" } else { "s" }
+            self.0.len(),
+            if self.0.len() == 1 { "" } else { "s" }
         ))
     }
 
+    /// The files as records, for JSON and JUnit outputs.
+    pub(crate) fn records(&self, shard: Option<(u64, u64)>) -> Vec<output::UnreadableRecord> {
+        self.0
+            .iter()
+            .map(|(path, error)| output::UnreadableRecord::new(path, error, shard))
+            .collect()
+    }
+
     /// The command's result once the readable scenarios have run.
-    pub(crate) fn after(self, ran: Result<bool, CliError>) -> Result<bool, CliError> {
-        match self.0 {
+    pub(crate) fn after(&self, ran: Result<bool, CliError>) -> Result<bool, CliError> {
+        match self.0.len() {
             0 => ran,
             _ => ran.and(Err(self.error())),
         }
@@ -401,6 +433,10 @@ pub fn run(
     let single = all.len() == 1;
     let jobs = all.first().map_or(1, |(_, plan)| plan.jobs);
     let mut cases = Vec::new();
+    for record in unreadable.records(ov.shard) {
+        output::print_unreadable(&record, format);
+        cases.push(record.junit_case());
+    }
     let mut emit = |slot: Slot| match slot {
         Slot::Skipped(skipped) => {
             output::print_skipped(&skipped, format);
@@ -436,7 +472,7 @@ pub fn run(
 
 /// What a run prints: its record, or that another shard makes it.
 enum Slot {
-    Skipped(output::SkippedRecord),
+    Skipped(Box<output::SkippedRecord>),
     Ran(Box<RunRecord>),
 }
 
@@ -464,9 +500,9 @@ fn make_slot(
 ) -> Result<side_by_side::Done<Slot>, CliError> {
     let patches = plan_patches(sc, plan)?;
     if !run_spec(sc, plan, &patches).explore.runs_in_shard() {
-        let skipped = output::SkippedRecord::new(sc, &plan.label, plan.shard);
+        let skipped = output::SkippedRecord::new(sc, &plan.label, plan.shard, plan.origin(sc));
         return Ok(side_by_side::Done {
-            value: Slot::Skipped(skipped),
+            value: Slot::Skipped(Box::new(skipped)),
             again_alone: false,
         });
     }
@@ -698,17 +734,27 @@ fn execute(
         output::Place {
             shard: plan.shard,
             iteration: out.explore.iteration,
+            origin: plan.origin(sc),
         },
     )
     .with_notes(notes)
     .with_states(out.explore.states)
-    .with_strategy(&spec.explore.strategy);
+    .with_strategy(&spec.explore.strategy)
+    .with_succeeded(plan.expect.as_ref(), out.succeeded);
     if let Some(part) = &out.explore.dfs_shard {
         let part = dfs_shard_record(sc, plan, &spec, &token, part);
         record.record = record.record.with_dfs_shard(part);
-        record.as_expected = record.record.as_expected;
+    } else if spec.explore.split_over_shards() {
+        record.record.judge_as_shard_part();
     }
+    record.as_expected = record.record.as_expected;
+    record.record.wall_ms = elapsed_ms(start);
     Ok((record, process_limit))
+}
+
+/// Wall-clock milliseconds since `start`.
+fn elapsed_ms(start: std::time::Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The record of `plan` should the watchdog end it: outcome `limit`
@@ -718,7 +764,7 @@ fn overdue_record(sc: &Scenario, plan: &Plan, patches: &ActivePatches) -> RunRec
         which: "wall-time".into(),
         value: sim::Outcome::INSIDE_A_STEP,
     });
-    RunRecord::new(
+    let mut record = RunRecord::new(
         sc,
         &plan.label,
         patches,
@@ -734,11 +780,14 @@ fn overdue_record(sc: &Scenario, plan: &Plan, patches: &ActivePatches) -> RunRec
         output::Place {
             shard: plan.shard,
             iteration: 0,
+            origin: plan.origin(sc),
         },
     )
     .with_notes(vec![
         "a step did not return by the --timeout deadline: the watchdog ended the run from outside its thread (no token: its schedule never came back)".to_string(),
-    ])
+    ]);
+    record.record.wall_ms = u64::try_from(plan.timeout.as_millis()).unwrap_or(u64::MAX);
+    record
 }
 
 /// A dfs shard's part of the search, for `nssim merge`: shard 1 adds the
@@ -775,6 +824,7 @@ fn dfs_shard_record(
             output::Place {
                 shard: None,
                 iteration: 0,
+                origin: plan.origin(sc),
             },
         )
         .with_strategy(&spec.explore.strategy);
@@ -948,7 +998,7 @@ pub fn replay(
             (plan.explore.strategy.as_str(), plan.explore.seed, 0)
         }
     };
-    let record = RunRecord::new(
+    let mut record = RunRecord::new(
         &sc,
         &plan.label,
         &patches,
@@ -964,8 +1014,10 @@ pub fn replay(
         output::Place {
             shard: None,
             iteration,
+            origin: plan.origin(&sc),
         },
     );
+    record.record.wall_ms = elapsed_ms(start);
     if format == Format::Text && !outputs.views.timeline {
         output::print_steps(&report);
     }

@@ -238,3 +238,17 @@ fn the_lessons_are_among_the_book_files() {
     let commands: usize = lessons.iter().map(|p| examples_in(p).len()).sum();
     assert!(commands >= 8, "the lessons show {commands} commands");
 }
+
+/// The README's figures are the tool's: its count of conformance cases is
+/// what `nssim conformance --list` lists.
+#[test]
+fn the_readmes_figures_are_the_tools() {
+    let listed = support::nssim(&["conformance", "--list"]);
+    assert_eq!(listed.status.code(), Some(0));
+    let cases = support::stdout(&listed).lines().count();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("({cases} cases on this project's machine)")),
+        "README.md should say `({cases} cases on this project's machine)`"
+    );
+}

@@ -5,7 +5,7 @@ use crate::support;
 
 use serde_json::Value;
 use std::process::{Command, Output};
-use support::{nssim, root, stderr, stdout};
+use support::{nssim, root, stderr, stdout, timeless};
 
 fn json_lines(o: &Output) -> Vec<Value> {
     stdout(o)
@@ -109,7 +109,11 @@ fn replay_reproduces_the_trace_hash_and_runs_are_repeatable() {
     ];
     let first = nssim(&args);
     let second = nssim(&args);
-    assert_eq!(stdout(&first), stdout(&second), "same seed, same output");
+    assert_eq!(
+        timeless(&stdout(&first)),
+        timeless(&stdout(&second)),
+        "same seed, same output"
+    );
     for line in json_lines(&first) {
         let token = line["token"].as_str().unwrap();
         let r = nssim(&[
@@ -415,7 +419,7 @@ fn the_whole_library_runs_as_expected_and_deterministically() {
         .env("NSSIM_UNRELATED", "x".repeat(1000))
         .output()
         .unwrap();
-    assert_eq!(stdout(&o), stdout(&again));
+    assert_eq!(timeless(&stdout(&o)), timeless(&stdout(&again)));
     let _ = std::fs::remove_dir_all(&elsewhere);
 }
 
@@ -545,7 +549,7 @@ fn jobs_do_not_change_the_results() {
     ] {
         let one = nssim(&["run", file, "--format", "json", "--jobs", "1"]);
         let two = nssim(&["run", file, "--format", "json", "--jobs", "2"]);
-        assert_eq!(stdout(&one), stdout(&two), "{file}");
+        assert_eq!(timeless(&stdout(&one)), timeless(&stdout(&two)), "{file}");
     }
 }
 
@@ -1000,4 +1004,212 @@ fn a_search_without_a_preemption_bound_exhausts_a_small_scenario() {
         text.contains("search exhausted without a preemption bound"),
         "{text}"
     );
+}
+
+/// What a dashboard reads holds everything: a scenario file that does not
+/// parse is a record in JSON and a failed test case in JUnit (the command
+/// still exits 2), every test case has its time, and a violation on a
+/// kernel the file does not list is a failure.
+#[test]
+fn junit_and_json_show_unreadable_files_times_and_unlisted_kernels() {
+    let dir = support::empty_dir("dashboard");
+    std::fs::write(dir.join("broken.toml"), "name = \"broken\"\n[[task]\n").unwrap();
+    std::fs::copy(
+        root().join("sim-scenarios/ipc-alloc-vs-free.toml"),
+        dir.join("ipc-alloc-vs-free.toml"),
+    )
+    .unwrap();
+    let xml = dir.join("out.xml");
+    let out = nssim(&[
+        "run",
+        dir.to_str().unwrap(),
+        "--format",
+        "json",
+        "--junit",
+        xml.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let records = json_lines(&out);
+    let unreadable: Vec<&Value> = records.iter().filter(|r| r["unreadable"] == true).collect();
+    assert_eq!(unreadable.len(), 1, "{records:?}");
+    assert!(unreadable[0]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("broken.toml"));
+    assert!(
+        unreadable[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("broken.toml:2:"),
+        "{}",
+        unreadable[0]["error"]
+    );
+    assert_eq!(unreadable[0]["as_expected"], false);
+    let text = std::fs::read_to_string(&xml).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(
+        cases.len(),
+        4,
+        "three kernels and the unreadable file: {text}"
+    );
+    for case in &cases {
+        let time = case
+            .attribute("time")
+            .expect("every test case has its time");
+        assert!(time.parse::<f64>().is_ok_and(|t| t >= 0.0), "{time}");
+    }
+    let failed: Vec<_> = cases
+        .iter()
+        .filter(|c| c.children().any(|n| n.has_tag_name("failure")))
+        .collect();
+    assert_eq!(failed.len(), 1, "{text}");
+    assert!(failed[0]
+        .attribute("classname")
+        .unwrap()
+        .ends_with("broken.toml"));
+    let root_node = doc.root_element();
+    assert_eq!(root_node.attribute("failures"), Some("1"));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let unlisted = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v6.1",
+    ]);
+    assert_eq!(unlisted.status.code(), Some(1), "{}", stdout(&unlisted));
+    assert!(
+        stdout(&unlisted).contains(
+            "FAIL ipc-alloc-vs-free [v6.1] violation (not listed in the file: expected pass)"
+        ),
+        "{}",
+        stdout(&unlisted)
+    );
+}
+
+/// A kernel named as a release no profile is named after is pointed at the
+/// profile that models it, not at the name spelt most alike (`v4.17`).
+#[test]
+fn a_release_between_profiles_suggests_the_profile_that_models_it() {
+    let out = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--kernel",
+        "v6.17",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("help: Linux 6.17 is modelled by `v6.16`"),
+        "{err}"
+    );
+    assert!(!err.contains("v4.17`?"), "{err}");
+}
+
+/// An entry that expects its dfs search exhausted, run with another
+/// strategy, is told why it cannot be: raising `iterations` would not help.
+#[test]
+fn an_exhaustive_entry_run_with_random_is_told_why_it_cannot_be_exhausted() {
+    let out = nssim(&[
+        "run",
+        "sim-scenarios/ipc-v6.3-window.toml",
+        "--kernel",
+        "v6.3+fix",
+        "--strategy",
+        "random",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("a random run never exhausts one"), "{text}");
+    assert!(!text.contains("raise `iterations`"), "{text}");
+}
+
+/// A container with a uid map and no gid map: every call of every task
+/// gets EPERM, so the invariant under test never has a call to judge.
+const VACUOUS: &str = r#"name = "vacuous"
+summary = "a container with a uid map and no gid map: every call fails"
+invariants = ["userns.no_false_enospc"]
+
+[explore]
+strategy = "random"
+iterations = 20
+
+[[userns]]
+name = "container"
+owner = 1000
+map = "0 1000 1"
+
+[[task]]
+name = "nester"
+userns = "container"
+uid = 0
+repeat = 3
+ops = ["unshare(CLONE_NEWUSER)"]
+
+[[kernel]]
+profile = "v6.16"
+expect = "pass"
+"#;
+
+/// A pass that tested nothing is not as expected, in every format and
+/// when sharded (the merge judges the shards' executions together),
+/// unless the entry's `results` say that every call fails.
+#[test]
+fn a_pass_in_which_no_call_succeeded_is_not_as_expected() {
+    let dir = support::empty_dir("vacuous");
+    let file = dir.join("vacuous.toml");
+    std::fs::write(&file, VACUOUS).unwrap();
+    let path = file.to_str().unwrap();
+    let text = nssim(&["run", path]);
+    assert_eq!(text.status.code(), Some(1), "{}", stdout(&text));
+    assert!(
+        stdout(&text).contains("not as expected: nothing was tested: no call of any task succeeded in any of the 20 execution(s) (the reported one: 3 EPERM)"),
+        "{}",
+        stdout(&text)
+    );
+    let json = nssim(&["run", path, "--format", "json"]);
+    let record = &json_lines(&json)[0];
+    assert_eq!(record["as_expected"], false);
+    assert_eq!(record["succeeded"], serde_json::json!({ "nester": false }));
+    let shards: Vec<String> = (1..=2)
+        .map(|k| {
+            let out = nssim(&[
+                "run",
+                path,
+                "--shard",
+                &format!("{k}/2"),
+                "--format",
+                "json",
+            ]);
+            assert_eq!(out.status.code(), Some(0), "shard {k}: {}", stdout(&out));
+            let shard = dir.join(format!("shard-{k}.json"));
+            std::fs::write(&shard, &out.stdout).unwrap();
+            shard.display().to_string()
+        })
+        .collect();
+    let merged = nssim(&["merge", &shards[0], &shards[1]]);
+    assert_eq!(merged.status.code(), Some(1), "{}", stdout(&merged));
+    assert!(stdout(&merged).contains("nothing was tested"));
+    let said = VACUOUS.replace(
+        "expect = \"pass\"",
+        "expect = { outcome = \"pass\", results = { nester = { unshare = \"EPERM\" } } }",
+    );
+    std::fs::write(&file, said).unwrap();
+    let expected = nssim(&["run", path]);
+    assert_eq!(expected.status.code(), Some(0), "{}", stdout(&expected));
+    // One task that succeeds once is something tested.
+    let works = nssim(&[
+        "run",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+        "--format",
+        "json",
+    ]);
+    for record in json_lines(&works).iter().filter(|r| r["outcome"] == "pass") {
+        assert!(record["succeeded"]["looper"] == true, "{record}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,6 +6,7 @@
 //! `timeout.rs` is a binary of its own (Cargo.toml says why).
 
 mod book;
+mod ci_recipes;
 mod cli;
 mod conformance;
 mod export_c;

@@ -7,7 +7,7 @@ use crate::support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use support::{nssim, root, stderr, stdout};
+use support::{nssim, root, stderr, stdout, timeless, timeless_junit};
 
 /// Runs of every strategy: PCT and random runs that fail in different
 /// shards at different iterations, random runs that pass, a dfs and fair
@@ -60,15 +60,19 @@ fn three_shards_merge_into_the_unsharded_run() {
     let whole = run(&["--format", "json"]);
     let merged = merge(&files, &["--format", "json"]);
     assert_eq!(merged.status.code(), whole.status.code());
-    assert_eq!(stdout(&merged), stdout(&whole), "JSON, byte for byte");
+    assert_eq!(
+        timeless(&stdout(&merged)),
+        timeless(&stdout(&whole)),
+        "JSON, byte for byte but for the wall time"
+    );
     assert_eq!(stderr(&merged), stderr(&whole), "the summary line");
     assert_eq!(stdout(&merge(&files, &[])), stdout(&run(&[])), "text");
     let (whole_xml, merged_xml) = (dir.join("whole.xml"), dir.join("merged.xml"));
     run(&["--junit", whole_xml.to_str().unwrap()]);
     merge(&files, &["--junit", merged_xml.to_str().unwrap()]);
     assert_eq!(
-        std::fs::read_to_string(&merged_xml).unwrap(),
-        std::fs::read_to_string(&whole_xml).unwrap(),
+        timeless_junit(&std::fs::read_to_string(&merged_xml).unwrap()),
+        timeless_junit(&std::fs::read_to_string(&whole_xml).unwrap()),
         "JUnit"
     );
     // The merge is not trivial: the failures came from different shards,
@@ -109,7 +113,9 @@ fn three_shards_merge_into_the_unsharded_run() {
     run(&["--shard", "2/3", "--junit", shard_xml.to_str().unwrap()]);
     let xml = std::fs::read_to_string(&shard_xml).unwrap();
     assert!(
-        xml.contains("name=\"v6.3\">\n      <skipped message=\"not in this shard\"/>"),
+        xml.contains(
+            "name=\"v6.3\" time=\"0.000\">\n      <skipped message=\"not in this shard\"/>"
+        ),
         "{xml}"
     );
     // Every shard searched its own subtrees of each dfs search.
@@ -162,7 +168,11 @@ fn dfs_shards_merge_where_the_budget_runs_out() {
         let whole = with(&["--format", "json"]);
         let merged = merge(&files, &["--format", "json"]);
         assert_eq!(merged.status.code(), whole.status.code(), "{iterations}");
-        assert_eq!(stdout(&merged), stdout(&whole), "{iterations}: JSON");
+        assert_eq!(
+            timeless(&stdout(&merged)),
+            timeless(&stdout(&whole)),
+            "{iterations}: JSON"
+        );
         assert_eq!(
             stdout(&merge(&files, &[])),
             stdout(&with(&[])),
@@ -342,4 +352,68 @@ fn an_error_about_a_long_value_quotes_it_cut() {
     );
     assert!(err.len() < 2_000, "{} bytes of error", err.len());
     assert!(!err.contains('\u{1b}'), "{err:?}");
+}
+
+/// Shards made with another seed, budget or scenario content are not
+/// shards of one run: the merge refuses them (exit status 2), naming the
+/// first difference, instead of printing what neither run would.
+#[test]
+fn shards_of_different_runs_are_refused_naming_the_first_difference() {
+    let dir = scratch("origins");
+    let scenario = dir.join("window.toml");
+    let original = std::fs::read_to_string(root().join(SCENARIOS[0])).unwrap();
+    std::fs::write(&scenario, &original).unwrap();
+    let scenario = scenario.display().to_string();
+    let shard = |k: u64, extra: &[&str]| {
+        let shard = format!("{k}/3");
+        let mut args = vec![
+            "run",
+            scenario.as_str(),
+            "--shard",
+            &shard,
+            "--format",
+            "json",
+        ];
+        args.extend(extra);
+        let out = nssim(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let file = dir.join(format!("{k}{}.json", extra.join("")));
+        std::fs::write(&file, &out.stdout).unwrap();
+        file.display().to_string()
+    };
+    let refused = |files: [&String; 3], want: &str| {
+        let out = nssim(&["merge", files[0], files[1], files[2]]);
+        assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+        assert!(stderr(&out).contains(want), "{}", stderr(&out));
+        assert!(stdout(&out).is_empty());
+    };
+    let (one, two, three) = (
+        shard(1, &["--seed", "1"]),
+        shard(2, &["--seed", "9"]),
+        shard(3, &["--seed", "9"]),
+    );
+    refused([&one, &two, &three], "was run with seed 9 where");
+    let fewer = shard(2, &["--seed", "1", "--iterations", "50"]);
+    let three_same = shard(3, &["--seed", "1"]);
+    refused(
+        [&one, &fewer, &three_same],
+        "was run with iterations 50 where",
+    );
+    // The same file, an expectation changed between shards.
+    std::fs::write(
+        &scenario,
+        original.replacen(
+            "expect = { outcome = \"pass\", exhausted = true }",
+            "expect = { outcome = \"violation\", invariant = \"ipc.no_false_enospc\" }",
+            1,
+        ),
+    )
+    .unwrap();
+    let edited = shard(2, &["--seed", "1"]);
+    refused([&one, &edited, &three_same], "was run with scenario ");
+    std::fs::write(&scenario, &original).unwrap();
+    let same = shard(2, &["--seed", "1"]);
+    let merged = nssim(&["merge", &one, &same, &three_same]);
+    assert_ne!(merged.status.code(), Some(2), "{}", stderr(&merged));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

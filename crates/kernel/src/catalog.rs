@@ -383,8 +383,28 @@ pub fn profile_for_release(release: &str) -> Option<&'static ProfileInfo> {
         .max_by(|a, b| release_number(a.name).cmp(&release_number(b.name)))
 }
 
-/// The profile that models the running kernel (the newest one when the
-/// release cannot be read).
+/// The help for a kernel name that is no profile but reads as a release
+/// (`v6.17`, `6.17`): the profile that models it, the newest at or before
+/// it, rather than the profile whose name is spelt most alike.
+pub fn release_hint(name: &str) -> Option<String> {
+    let bare = name.strip_prefix('v').unwrap_or(name);
+    let mut parts = bare.split('.');
+    let numeric =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    if !(numeric(parts.next()) && numeric(parts.next())) {
+        return None;
+    }
+    let modelled = profile_for_release(bare)?;
+    if modelled.name.strip_prefix('v') == Some(bare) {
+        // A profile of that very release, spelt without its `v`: a typo.
+        return Some(format!("did you mean `{}`?", modelled.name));
+    }
+    Some(format!(
+        "Linux {bare} is modelled by `{}`, the newest profile at or before it (a profile is named after the release where something it models changed)",
+        modelled.name
+    ))
+}
+
 /// The running kernel's release (`6.18.0-...`), or `unknown`.
 pub fn host_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -392,6 +412,8 @@ pub fn host_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// The profile that models the running kernel (the newest one when the
+/// release cannot be read).
 pub fn host_profile() -> &'static str {
     profile_for_release(&host_release())
         .or(PROFILES.last())
@@ -434,4 +456,21 @@ pub fn costs() -> Vec<&'static sim::CostKey> {
 /// Look up a cost-table entry by name.
 pub fn cost(name: &str) -> Option<&'static sim::CostKey> {
     costs().into_iter().find(|c| c.name == name)
+}
+
+#[cfg(test)]
+mod release_hint_tests {
+    use super::release_hint;
+
+    #[test]
+    fn a_release_between_profiles_is_pointed_at_the_profile_that_models_it() {
+        let hint = release_hint("v6.17").unwrap();
+        assert!(hint.contains("`v6.16`"), "{hint}");
+        assert!(release_hint("6.4").unwrap().contains("`v6.3`"));
+        assert!(release_hint("v5.8").unwrap().contains("`v5.7`"));
+        assert_eq!(release_hint("v2.6"), None, "older than every profile");
+        assert_eq!(release_hint("v6.3+fix"), None);
+        assert_eq!(release_hint("latest"), None);
+        assert_eq!(release_hint("6.2").unwrap(), "did you mean `v6.2`?");
+    }
 }

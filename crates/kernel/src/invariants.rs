@@ -42,6 +42,35 @@ impl Invariant {
         self.info().name
     }
 
+    /// The errno a call returns where a kernel shows this invariant's
+    /// violation, when it shows in call results at all: what a reproducer
+    /// (`nssim export --c`) looks for. A false ENOSPC is the call's own
+    /// ENOSPC; a fork refused for a sibling's processes, its EAGAIN. The
+    /// others show in state no call returns (a count, a map, a queue).
+    pub fn symptom(self) -> Option<&'static str> {
+        use Invariant::*;
+        match self {
+            IpcNoFalseEnospc | UsernsNoFalseEnospc | NetnsNoFalseEnospc => Some("ENOSPC"),
+            NprocIsolated => Some("EAGAIN"),
+            UcountsBalanced
+            | IpcFreedEventually
+            | IdmapPublishedWhole
+            | IdmapRoundtrip
+            | IdmapConfined
+            | UsernsDepth
+            | UcountsWithinLimits
+            | UcountsNoLeak
+            | NprocRealUid
+            | NprocExecveEnforced
+            | UeventSeqnumInOrder
+            | UeventNoLeakIntoUnprivileged
+            | UeventInjectionPermitted
+            | UeventNoSilentLoss
+            | SecurityDeniedChangesNothing
+            | Lifetime => None,
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<Invariant> {
         INVARIANTS
             .iter()

@@ -42,5 +42,5 @@ pub use profile::{resolve_patches, ActivePatches};
 pub use world::{
     cut_by_deadline, explore_outcomes, explore_profile, explore_run, explore_steps,
     number_namespaces, replay_run, results_summary, OutcomeOf, Results, RunOutput, RunSpec,
-    SyscallStats,
+    Succeeded, SyscallStats,
 };

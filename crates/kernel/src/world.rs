@@ -224,7 +224,14 @@ pub struct RunOutput {
     /// (`ExecConfig::report_deadline`) cut the replay that collects the
     /// results: they are those of the steps it ran.
     pub results_complete: bool,
+    /// Whether each task instance had a call succeed in some execution of
+    /// the search that ran to its end: what the run exercised.
+    pub succeeded: Succeeded,
 }
+
+/// Task instance -> whether one of its calls succeeded (see
+/// [`RunOutput::succeeded`]).
+pub type Succeeded = BTreeMap<String, bool>;
 
 /// Explore a run; the report is its first failing execution or its last.
 /// Its syscall results are those of that execution: kept from the one
@@ -236,8 +243,14 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
     // another's world would free all of it across threads).
     let fair = matches!(spec.explore.strategy, sim::StrategySpec::Fair);
     let last: Mutex<Option<Arc<World>>> = Mutex::new(None);
+    let succeeded: Arc<Mutex<Succeeded>> = Arc::default();
     let build = |e: &mut Execution| {
         let world = build_world(e, spec);
+        let (w, seen) = (Arc::clone(&world), Arc::clone(&succeeded));
+        e.check_at_end(move || {
+            w.add_succeeded(&mut seen.lock());
+            None
+        });
         if fair {
             *last.lock() = Some(world);
         }
@@ -261,10 +274,12 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
             (results, !cut_by_deadline(&report, &explore.report))
         }
     };
+    let succeeded = succeeded.lock().clone();
     RunOutput {
         explore,
         results,
         results_complete,
+        succeeded,
     }
 }
 
@@ -879,6 +894,15 @@ impl World {
         // be reported, with the result above.
         self.userns.oracle.returned();
         self.net.uevent.netns_oracle.returned();
+    }
+
+    /// Note in `seen` which task instances had a call succeed in this
+    /// execution.
+    fn add_succeeded(&self, seen: &mut Succeeded) {
+        for (task, ops) in self.results.lock().iter() {
+            let ok = ops.values().any(|s| s.results.contains_key("ok"));
+            *seen.entry(task.clone()).or_default() |= ok;
+        }
     }
 
     /// The results so far, namespaces numbered (`number_namespaces`).

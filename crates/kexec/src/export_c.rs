@@ -11,6 +11,9 @@
 //! instance an op names, the credentials' capability rule, the gid maps),
 //! with the executor's own functions, so the two cannot drift apart.
 
+#[path = "export_c/symptom.rs"]
+pub mod symptom;
+
 use crate::instance::{self, instance_named, Instance};
 use crate::world;
 use kernel::setup::{Op, Setup, INIT_USER_NS};
@@ -48,18 +51,25 @@ pub fn unsupported_in(setup: &Setup) -> Option<String> {
 /// The C program of scenario `sc` (read from `file`), with `entry`'s
 /// expectation in its opening comment; `Err` names the op it cannot
 /// perform.
-pub fn program(sc: &Scenario, file: &str, entry: Option<&KernelRun>) -> Result<String, String> {
+pub fn program(
+    sc: &Scenario,
+    file: &str,
+    entry: Option<&KernelRun>,
+    model: Option<&symptom::ModelSymptom>,
+) -> Result<String, String> {
     if let Some(why) = unsupported_in(&sc.setup) {
         return Err(why);
     }
     let setup = &world::as_run(&sc.setup, crate::machine::WITHHELD_IN_INIT);
     let instances = instance::instances(setup);
+    let symptoms = symptom::symptoms(setup, &instances, entry, model);
     let mut out = String::new();
-    out.push_str(&opening_comment(sc, file, entry, &instances));
+    out.push_str(&opening_comment(sc, file, entry, &instances, &symptoms));
     out.push_str(HEAD);
     out.push_str("\n/* ---- the scenario ---- */\n\n");
     out.push_str(&errno_names());
     out.push_str(&tables(setup, &instances));
+    out.push_str(&symptom_tables(&symptoms));
     out.push('\n');
     out.push_str(BODY);
     Ok(out)
@@ -260,11 +270,52 @@ fn world_lines(setup: &Setup, instances: &[Instance]) -> Vec<(usize, String)> {
     lines
 }
 
+/// The groups of calls that show the bug, as the program's tables.
+fn symptom_tables(symptoms: &[symptom::Symptom]) -> String {
+    let mut out = format!("#define N_SYMPTOMS {}\n", symptoms.len());
+    let shows: Vec<String> = symptoms.iter().map(|s| c_string(&s.shows)).collect();
+    out.push_str(&c_array("char *const SYMPTOM_SHOWS", &shows, "NULL"));
+    let calls: Vec<String> = symptoms
+        .iter()
+        .enumerate()
+        .flat_map(|(g, s)| {
+            s.calls.iter().flat_map(move |(i, op)| {
+                s.results.iter().map(move |r| {
+                    format!(
+                        "{{ .group = {g}, .instance = {i}, .op = {op}, .result = {} }}",
+                        c_string(r)
+                    )
+                })
+            })
+        })
+        .collect();
+    out.push_str(&c_array(
+        "struct symptom_call SYMPTOM_CALLS",
+        &calls,
+        "{ .group = -1 }",
+    ));
+    let _ = writeln!(out, "#define N_SYMPTOM_CALLS {}\n", calls.len());
+    out
+}
+
+/// What the program's verdict looks for, for its opening comment.
+fn verdict_text(symptoms: &[symptom::Symptom]) -> String {
+    if symptoms.is_empty() {
+        return "Its verdict: none. The entry names no symptom a call returns (no `results` errno, and no invariant whose violation a call's result shows), so it prints `no verdict` after its runs and exits 0; compare its output with the model (below).".to_string();
+    }
+    let shows: Vec<&str> = symptoms.iter().map(|s| s.shows.as_str()).collect();
+    format!(
+        "Its verdict: the bug reproduced in a run where {}. After its runs it prints `reproduced in K of N runs (first: run R): ...` and exits 1 when one did, else `not reproduced in N runs` and exits 0 (2: it could not run).",
+        shows.join("; and ")
+    )
+}
+
 fn opening_comment(
     sc: &Scenario,
     file: &str,
     entry: Option<&KernelRun>,
     instances: &[Instance],
+    symptoms: &[symptom::Symptom],
 ) -> String {
     let mut c = String::from("/*\n");
     c.push_str(&wrapped(
@@ -282,6 +333,8 @@ fn opening_comment(
         c.push_str(" *\n");
         c.push_str(&wrapped(" * ", &comment_text(&expectation(entry))));
     }
+    c.push_str(" *\n");
+    c.push_str(&wrapped(" * ", &comment_text(&verdict_text(symptoms))));
     c.push_str(" *\n * The kernel functions the ops run through:\n");
     for line in kernel_lines(&sc.setup) {
         c.push_str(&wrapped(" *   ", &comment_text(&line)));
@@ -300,7 +353,7 @@ fn opening_comment(
 fn usage(sc: &Scenario, file: &str) -> String {
     let execs = sc.setup.every_op().any(|op| matches!(op, Op::Execve {}));
     let mut c = String::from(
-        " *\n * Build:  cc -Wall -Wextra -O2 -o repro repro.c\n * Run:    ./repro [-n REPEATS] [-t SECONDS-PER-RUN], as root\n",
+        " *\n * Build:  cc -Wall -Wextra -O2 -o repro repro.c\n * Run:    ./repro [--runs N] [-t SECONDS-PER-RUN], as root (-n N is --runs N)\n",
     );
     if execs {
         c.push_str(" *         from a directory the scenario's uids may search: an execve op\n *         runs the program again as the task's uid\n");

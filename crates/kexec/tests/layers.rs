@@ -24,8 +24,8 @@ const LAYERS: &[&[&str]] = &[
     &["ops.rs", "outcome.rs"],
     // The run: an instance's start, and the world root that starts them.
     &["task.rs", "world.rs"],
-    // The run as a C program.
-    &["export_c.rs"],
+    // The run as a C program, and what its verdict looks for.
+    &["export_c/symptom.rs", "export_c.rs"],
     &["lib.rs"],
 ];
 

@@ -80,6 +80,20 @@ const CHILD_DEPTH_MAX: usize = 8;
 const KERNEL_KEYS: &[&str] = &["profile", "patches", "label", "expect", "explore"];
 const EXPECT_KEYS: &[&str] = &["outcome", "invariant", "results", "exhausted", "bug"];
 
+/// Every table of the format and the keys it accepts, each with the
+/// heading of its section in `docs/scenario-format.md`, which documents
+/// every key (a test holds the two together).
+pub const FORMAT_KEYS: &[(&str, &[&str])] = &[
+    ("Top level", ROOT_KEYS),
+    ("`[explore]`", EXPLORE_KEYS),
+    ("`[[userns]]`", USERNS_KEYS),
+    ("`[[file]]`", FILE_KEYS),
+    ("`[[task]]`", TASK_KEYS),
+    ("Children that act: `[[task.child]]`", CHILD_KEYS),
+    ("`[[kernel]]`", KERNEL_KEYS),
+    ("`expect`", EXPECT_KEYS),
+];
+
 struct Ctx<'s> {
     file: &'s str,
     src: &'s str,
@@ -1332,7 +1346,10 @@ fn kernels(
                     format!("unknown kernel profile `{}`", echo(profile_name)),
                 )
                 .with_expected(one_of(profiles()))
-                .with_help_opt(did_you_mean(profile_name, profiles())));
+                .with_help_opt(
+                    catalog::release_hint(profile_name)
+                        .or_else(|| did_you_mean(profile_name, profiles())),
+                ));
         };
         let mut patches: Vec<PatchToggle> = Vec::new();
         let mut toggles_text = String::new();

@@ -44,6 +44,7 @@ mod strings;
 mod suggest;
 mod tables;
 
+pub use check::FORMAT_KEYS;
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
 pub use ops::signature as op_signature;
@@ -79,6 +80,14 @@ impl Scenario {
     /// tell that the scenario changed since the token was made.
     pub fn content_hash(&self) -> sim::ContentHash {
         sim::ContentHash::Digest(content_digest(self.content_text().as_bytes()))
+    }
+
+    /// A digest of everything the scenario says about its runs: its content
+    /// ([`Scenario::content_text`]) and each entry's expectation and
+    /// exploration. Shards of one run have the same (`nssim merge`).
+    pub fn definition_digest(&self) -> u128 {
+        let text = format!("{:?}", (self.content_text(), &self.runs));
+        content_digest(text.as_bytes())
     }
 
     /// The text [`Scenario::content_hash`] digests (and a token of format

@@ -144,3 +144,39 @@ fn the_site_argument_kind_lists_every_fault_site() {
         );
     }
 }
+
+/// The section of the format reference under `heading` (a `##` or `###`
+/// heading), up to the next heading of its level or above.
+fn section(heading: &str) -> &'static str {
+    let (start, level) = ["## ", "### "]
+        .iter()
+        .find_map(|hashes| {
+            let marker = format!("\n{hashes}{heading}\n");
+            DOC.find(&marker)
+                .map(|at| (at + marker.len(), hashes.len() - 1))
+        })
+        .unwrap_or_else(|| panic!("docs/scenario-format.md has no section `{heading}`"));
+    let rest = &DOC[start..];
+    let end = rest
+        .match_indices("\n#")
+        .find(|(at, _)| {
+            let hashes = rest[at + 1..].chars().take_while(|c| *c == '#').count();
+            hashes <= level
+        })
+        .map_or(rest.len(), |(at, _)| at);
+    &rest[..end]
+}
+
+/// Every key the parser accepts is documented in its table's section.
+#[test]
+fn every_key_the_parser_accepts_is_in_the_format_chapter() {
+    for (heading, keys) in scenario::FORMAT_KEYS {
+        let text = section(heading);
+        for key in *keys {
+            assert!(
+                text.contains(&format!("`{key}`")),
+                "docs/scenario-format.md, section {heading}, does not document `{key}`"
+            );
+        }
+    }
+}

@@ -498,7 +498,7 @@ error: unknown kernel profile `v9.9`
    |
  7 | profile = \"v9.9\"
    |           ^^^^^^ expected one of: {}
-   = help: did you mean `v4.9`?",
+   = help: Linux 9.9 is modelled by `v6.16`, the newest profile at or before it (a profile is named after the release where something it models changed)",
         profiles.join(", ")
     );
     assert_eq!(err.to_string(), want);

@@ -99,6 +99,18 @@ impl ExploreConfig {
         }
     }
 
+    /// Whether the run's executions are divided among several shards (a
+    /// random or PCT run's iterations, a reduced dfs search's subtrees),
+    /// so that no shard alone sees the whole run.
+    pub fn split_over_shards(&self) -> bool {
+        match (self.shard, self.strategy) {
+            (None, _) | (Some((_, 1)), _) => false,
+            (Some(_), StrategySpec::Dfs { .. }) => self.reduction,
+            (Some(_), StrategySpec::Fair) => false,
+            (Some(_), _) => self.iterations > 1,
+        }
+    }
+
     /// False when this shard has nothing of the run to do.
     pub fn runs_in_shard(&self) -> bool {
         match (self.shard, self.strategy) {

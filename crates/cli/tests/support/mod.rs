@@ -108,3 +108,34 @@ pub fn ends_within(args: &[&str], guard: std::time::Duration) -> String {
     assert!(took < guard, "{args:?} took {took:?}\n{}", stdout(&o));
     stdout(&o)
 }
+
+/// JSON-lines output without each record's `wall_ms`, the one field that
+/// differs between two runs of the same command.
+pub fn timeless(json_lines: &str) -> String {
+    json_lines
+        .lines()
+        .map(
+            |line| match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(serde_json::Value::Object(mut record)) => {
+                    record.remove("wall_ms");
+                    serde_json::Value::Object(record).to_string()
+                }
+                _ => line.to_string(),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// JUnit XML without its `time` attributes.
+pub fn timeless_junit(xml: &str) -> String {
+    let mut out = String::with_capacity(xml.len());
+    let mut rest = xml;
+    while let Some(at) = rest.find(" time=\"") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 7..];
+        rest = &after[after.find('"').map_or(after.len(), |end| end + 1)..];
+    }
+    out.push_str(rest);
+    out
+}

@@ -1329,9 +1329,39 @@ static double now(void)
 
 /* Copy the results pipe to standard output until every writer is gone
  * (1) or the deadline passes (0); *failed is set when an `E` line went by. */
+/* Which groups of SYMPTOM_CALLS the current run has shown. */
+static int symptom_seen[N_SYMPTOMS > 0 ? N_SYMPTOMS : 1];
+
+/* An R line of the run: note the groups whose call it is. */
+static void look_for_symptoms(const char *line)
+{
+    int instance, op, n = 0;
+    if (sscanf(line, "R\t%d\t%d\t%n", &instance, &op, &n) != 2 || n == 0)
+        return;
+    const char *result = line + n;
+    size_t len = strcspn(result, "\t\n");
+    for (int i = 0; i < N_SYMPTOM_CALLS; i++) {
+        const struct symptom_call *c = &SYMPTOM_CALLS[i];
+        if (c->instance == instance && c->op == op && strlen(c->result) == len &&
+            strncmp(c->result, result, len) == 0)
+            symptom_seen[c->group] = 1;
+    }
+}
+
+/* Whether the run showed every group. */
+static int run_showed_the_bug(void)
+{
+    for (int g = 0; g < N_SYMPTOMS; g++)
+        if (!symptom_seen[g])
+            return 0;
+    return N_SYMPTOMS > 0;
+}
+
 static int forward_lines(int fd, double deadline, int *failed)
 {
     char buf[4096];
+    char line[512];
+    size_t line_len = 0;
     char prev = '\n';
     for (;;) {
         double left = deadline - now();
@@ -1346,9 +1376,17 @@ static int forward_lines(int fd, double deadline, int *failed)
             continue;
         if (n <= 0)
             return 1;
-        for (ssize_t i = 0; i < n; prev = buf[i++])
+        for (ssize_t i = 0; i < n; prev = buf[i++]) {
             if (prev == '\n' && buf[i] == 'E')
                 *failed = 1;
+            if (buf[i] == '\n') {
+                line[line_len] = '\0';
+                look_for_symptoms(line);
+                line_len = 0;
+            } else if (line_len + 1 < sizeof line) {
+                line[line_len++] = buf[i];
+            }
+        }
         if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
             return 1;
         fflush(stdout);
@@ -1416,10 +1454,31 @@ static int run_world(double deadline)
 
 static int usage(const char *prog)
 {
-    fprintf(stderr, "usage: %s [-n REPEATS] [-t SECONDS]\n"
-            "  -n REPEATS  runs of the scenario's world (default 1, at most 1000)\n"
-            "  -t SECONDS  wall-clock time one run may take (default 15)\n", prog);
+    fprintf(stderr, "usage: %s [--runs N] [-t SECONDS]\n"
+            "  --runs N, -n N  runs of the scenario's world (default 1, at most 1000)\n"
+            "  -t SECONDS      wall-clock time one run may take (default 15)\n"
+            "exit status: 1 when a run reproduced the bug, 0 when none did, 2 when it could not run\n",
+            prog);
     return 2;
+}
+
+/* The verdict after the runs: 1 when one reproduced the bug. */
+static int verdict(long runs, long reproduced, long first)
+{
+    if (N_SYMPTOMS == 0) {
+        printf("no verdict: the scenario's entry names no symptom a call returns; "
+               "compare this output with the model (nssim run --on-kernel --kernel-output)\n");
+        return 0;
+    }
+    if (reproduced == 0) {
+        printf("not reproduced in %ld runs\n", runs);
+        return 0;
+    }
+    printf("reproduced in %ld of %ld runs (first: run %ld): ", reproduced, runs, first);
+    for (int g = 0; g < N_SYMPTOMS; g++)
+        printf("%s%s", g ? "; and " : "", SYMPTOM_SHOWS[g]);
+    printf("\n");
+    return 1;
 }
 
 /* The set-up's files, in a directory of their own that every task may
@@ -1464,7 +1523,12 @@ int main(int argc, char **argv)
     int c;
     if (argc > 1 && strcmp(argv[1], "--resume") == 0)
         return resume_main(argc, argv);
-    while ((c = getopt(argc, argv, "n:t:h")) != -1) {
+    static const struct option options[] = {
+        { "runs", required_argument, NULL, 'n' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    while ((c = getopt_long(argc, argv, "n:t:h", options, NULL)) != -1) {
         char *end;
         if (c == 'n') {
             repeats = strtol(optarg, &end, 10);
@@ -1482,14 +1546,16 @@ int main(int argc, char **argv)
         return usage(argv[0]);
     if (geteuid() != 0) {
         fprintf(stderr, "%s: needs root (it makes namespaces and sets uids)\n", argv[0]);
-        return 1;
+        return 2;
     }
     if (N_FILES > 0 && make_files() != 0)
-        return 1;
+        return 2;
     struct utsname u;
     printf("K\t%s\n", uname(&u) == 0 ? u.release : "");
+    long reproduced = 0, first = 0;
     for (long r = 0; r < repeats; r++) {
         printf("N\t%ld\n", r);
+        memset(symptom_seen, 0, sizeof symptom_seen);
         int ran = run_world(now() + seconds);
         if (ran == RUN_CUT_OFF)
             printf("T\t%ld\n", r);
@@ -1499,10 +1565,12 @@ int main(int argc, char **argv)
                     argv[0]);
             if (N_FILES > 0)
                 remove_files();
-            return 1;
+            return 2;
         }
+        if (run_showed_the_bug() && reproduced++ == 0)
+            first = r + 1;
     }
     if (N_FILES > 0)
         remove_files();
-    return 0;
+    return verdict(repeats, reproduced, first);
 }

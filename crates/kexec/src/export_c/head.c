@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <grp.h>
 #include <limits.h>
 #include <mqueue.h>
@@ -126,4 +127,13 @@ struct task_spec {
 struct instance {
     int task;                 /* index in TASKS (its children after the tasks) */
     const char *name;
+};
+
+/* A call that shows the bug when it returns result: a run shows it when
+ * each group has such a call (SYMPTOM_SHOWS says what each group is). */
+struct symptom_call {
+    int group;
+    int instance;
+    int op;
+    const char *result;
 };
