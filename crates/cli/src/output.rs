@@ -406,7 +406,15 @@ impl Record {
         self.result_mismatches
             .retain(|m| !m.starts_with(NOT_EXHAUSTED));
         if expect_exhausted && !self.exhausted {
+            let timed_out = self
+                .detail
+                .as_deref()
+                .is_some_and(|d| d.contains("wall-time limit (--timeout)"));
             let why = match self.strategy.as_str() {
+                "dfs" if timed_out => format!(
+                    "the --timeout deadline stopped the search after {} executions, before every schedule within the bounds was explored (raise --timeout)",
+                    self.executions
+                ),
                 "dfs" => format!(
                     "{} executions reached the iteration limit before every schedule within the bounds was explored (raise `iterations`)",
                     self.executions

@@ -247,8 +247,10 @@ pub(crate) fn timeout_given(ov: &Overrides) -> Result<Option<std::time::Duration
 /// the step limit, so that a replay stops at the same point, on any
 /// machine, with the same trace hash.
 fn pin_resource_limit(exec: &mut sim::ExecConfig, report: &sim::ExecReport) {
-    if let sim::Outcome::Limit { which, .. } = &report.outcome {
-        if which == "wall-time" || which == "memory" {
+    if let sim::Outcome::Limit { which, value } = &report.outcome {
+        // Reached between executions, the execution reported ran whole.
+        let between = *value == sim::Outcome::BETWEEN_EXECUTIONS;
+        if (which == "wall-time" && !between) || which == "memory" {
             exec.max_steps = report.steps;
         }
     }

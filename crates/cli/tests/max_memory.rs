@@ -103,3 +103,43 @@ fn executions_that_end_with_work_queued_leave_nothing_behind() {
         "{out}"
     );
 }
+
+/// A world of 16 000 tasks is built and started before its first step:
+/// the bound is looked at as its tasks are made and start (every 64), so
+/// that the run stops within a few percent of `--max-memory 64m` (it held
+/// 115 MiB when the bound was first looked at after the world was
+/// built). The measure is the run's own, at the moment it stopped.
+#[test]
+fn a_world_of_many_tasks_stops_within_a_few_percent_of_the_bound() {
+    let dir = std::env::temp_dir().join(format!("nssim-max-memory-16k-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text =
+        std::fs::read_to_string(support::root().join("sim-scenarios/ipc-alloc-vs-free.toml"))
+            .unwrap();
+    let file = dir.join("many.toml");
+    std::fs::write(
+        &file,
+        text.replace("repeat = 20", "instances = 16000\nrepeat = 3"),
+    )
+    .unwrap();
+    let (code, out, _) = nssim_with_peak(&[
+        "run",
+        file.to_str().unwrap(),
+        "--kernel",
+        "v6.3",
+        "--max-memory",
+        "64m",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    let held = out
+        .split("limit: the process held ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MiB, past --max-memory 64m").next())
+        .and_then(|mib| mib.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("a memory limit: {out}"));
+    assert!(
+        held <= 64.0 * 1.05,
+        "held {held} MiB under --max-memory 64m"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

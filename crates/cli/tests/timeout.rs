@@ -90,3 +90,53 @@ fn a_timeout_bounds_the_search_shrinking_and_reporting() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A search the deadline stops between two executions reports, in every
+/// format, the executions it reached and why it stopped, and an execution
+/// that ran (its first, whole) whose token replays it: not "step 0" of an
+/// execution that never began.
+#[test]
+fn a_search_stopped_between_executions_reports_what_ran() {
+    for (kernel, strategy) in [("v6.3+fix", "dfs"), ("v6.3+fix", "pct")] {
+        let out = ends_within(
+            &[
+                "run",
+                "sim-scenarios/ipc-v6.3-window-loopers.toml",
+                "--kernel",
+                kernel,
+                "--strategy",
+                strategy,
+                "--preemption-bound",
+                "4",
+                "--iterations",
+                "100000000",
+                "--timeout",
+                "1s",
+                "--format",
+                "json",
+            ],
+            Duration::from_secs(3),
+        );
+        let record: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(record["outcome"], "limit", "{record}");
+        let detail = record["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("reached between two executions, which ended the search"),
+            "{detail}"
+        );
+        assert!(record["steps"].as_u64().unwrap() > 0, "{record}");
+        assert!(record["executions"].as_u64().unwrap() > 1, "{record}");
+        let token = record["token"].as_str().unwrap();
+        let replayed = support::nssim(&[
+            "replay",
+            "sim-scenarios/ipc-v6.3-window-loopers.toml",
+            token,
+            "--format",
+            "json",
+        ]);
+        let again: serde_json::Value =
+            serde_json::from_str(support::stdout(&replayed).trim()).unwrap();
+        assert_eq!(again["trace_hash"], record["trace_hash"], "{again}");
+        assert_eq!(again["steps"], record["steps"], "{again}");
+    }
+}

@@ -265,8 +265,10 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
                 explore: spec.explore.clone(),
                 ..*spec
             };
-            if let sim::Outcome::Limit { which, .. } = &explore.report.outcome {
-                if which == "wall-time" || which == "memory" {
+            if let sim::Outcome::Limit { which, value } = &explore.report.outcome {
+                // Reached between executions, the one reported ran whole.
+                let between = *value == sim::Outcome::BETWEEN_EXECUTIONS;
+                if (which == "wall-time" && !between) || which == "memory" {
                     pinned.explore.exec.max_steps = explore.report.steps;
                 }
             }

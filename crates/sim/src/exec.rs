@@ -270,8 +270,23 @@ impl Execution {
     fn start_spawned(&mut self) {
         let spawned: Vec<(TaskId, TaskFn)> = std::mem::take(&mut self.shared().sched.spawned);
         let size = self.core.shared.borrow().sched.config.stack_size;
-        let mut spawned = spawned.into_iter();
-        while let Some((id, f)) = spawned.next() {
+        let mut spawned = spawned.into_iter().enumerate();
+        while let Some((started, (id, f))) = spawned.next() {
+            // Each task touches its stack as it starts: the memory bound is
+            // looked at every 64 of them, a world of thousands starting at
+            // once.
+            let held = started
+                .is_multiple_of(64)
+                .then(crate::mem::held_over_limit)
+                .flatten();
+            if let Some(bytes) = held {
+                self.shared().sched.abort_unless_aborted(Outcome::Limit {
+                    which: "memory".into(),
+                    value: bytes as u64,
+                });
+                self.core.outside_tasks(|| drop((f, spawned)));
+                return;
+            }
             let pooled = STACKS.with(|p| {
                 let mut pool = p.borrow_mut();
                 let i = pool.iter().position(|s| stack_size_of(s) >= size)?;

@@ -28,6 +28,9 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
     };
     let run = |schedule: &Schedule| run_with(&exec, schedule);
     let mut found = search(cfg, &run, build);
+    if began_past_deadline(&found) {
+        report_first_whole(&mut found, cfg, &exec, &run_with);
+    }
     let limit = matches!(found.report.outcome, Outcome::Limit { .. });
     if found.report.outcome.is_failure() && cfg.strategy != StrategySpec::Fair && !limit {
         exec.log_steps = true;
@@ -54,6 +57,75 @@ pub fn explore(cfg: &ExploreConfig, build: &(dyn Fn(&mut Execution) + Sync)) -> 
     }
     crate::fiber::exploration_done();
     found
+}
+
+/// Whether the search ended at an execution the deadline stopped before
+/// its first step: it stopped between two executions.
+fn began_past_deadline(found: &ExploreReport) -> bool {
+    let at_start = matches!(
+        &found.report.outcome,
+        Outcome::Limit { which, value: 0 } if which == "wall-time"
+    );
+    at_start && found.report.steps == 0 && found.executions > 1
+}
+
+/// The search's first execution, as its schedule names it.
+fn first_schedule(cfg: &ExploreConfig, stopped: &Schedule) -> Option<Schedule> {
+    let first = cfg.shard.map_or(0, |(k, _)| k - 1);
+    match (cfg.strategy, stopped) {
+        (StrategySpec::Random, _) => Some(Schedule::Random {
+            seed: cfg.seed,
+            iteration: first,
+        }),
+        (
+            StrategySpec::Pct { .. },
+            Schedule::Pct {
+                seed,
+                depth,
+                steps_hint,
+                ..
+            },
+        ) => Some(Schedule::Pct {
+            seed: *seed,
+            iteration: first,
+            depth: *depth,
+            steps_hint: *steps_hint,
+        }),
+        (StrategySpec::Dfs { .. }, _) => Some(Schedule::Choices(Vec::new())),
+        _ => None,
+    }
+}
+
+/// The deadline passed between two executions: nothing of the one it
+/// stopped had run, so the search reports its first execution instead,
+/// run whole within the reporting deadline, its outcome the limit (with
+/// [`Outcome::BETWEEN_EXECUTIONS`]): a token that replays what ran.
+fn report_first_whole(
+    found: &mut ExploreReport,
+    cfg: &ExploreConfig,
+    exec: &ExecConfig,
+    run_with: &dyn Fn(&ExecConfig, &Schedule) -> ExecReport,
+) {
+    let Some(schedule) = first_schedule(cfg, &found.schedule) else {
+        return;
+    };
+    let mut whole = exec.clone();
+    whole.deadline = exec.report_deadline;
+    let mut report = run_with(&whole, &schedule);
+    if report.outcome.is_failure() {
+        return;
+    }
+    report.outcome = Outcome::Limit {
+        which: "wall-time".into(),
+        value: Outcome::BETWEEN_EXECUTIONS,
+    };
+    if let Schedule::Random { iteration, .. } | Schedule::Pct { iteration, .. } = &schedule {
+        found.iteration = *iteration;
+    } else {
+        found.iteration = 0;
+    }
+    found.report = report;
+    found.schedule = schedule;
 }
 
 /// Replace a failing execution's schedule by named segments, shrunk first

@@ -9,7 +9,9 @@
 //! allocator keeps after a free), so executions also compare the
 //! process's resident set (`/proc/self/statm`) with the limit, every 16th
 //! time they look at the clock and each time the heap has grown by 16 MiB
-//! since the last look. Like the wall-clock timeout, the bound is a
+//! since the last look; a world's tasks are built and started before its
+//! first step, so the bound is also looked at every 64 tasks made and
+//! every 64 tasks started. Like the wall-clock timeout, the bound is a
 //! resource of the process, not part of the model: it stops a run, it
 //! never steers one.
 
@@ -157,6 +159,21 @@ pub(crate) fn resident_over_limit() -> Option<usize> {
         .unwrap_or(false);
     if !due {
         return None;
+    }
+    resident_bytes().filter(|r| *r > limit)
+}
+
+/// What the process holds, when a limit is set and it is past it: the live
+/// bytes, else the resident set read now (for the moments when a world
+/// grows without a step: its tasks built and started).
+pub(crate) fn held_over_limit() -> Option<usize> {
+    let limit = LIMIT.load(Ordering::Relaxed);
+    if limit == usize::MAX {
+        return None;
+    }
+    let live = reported();
+    if live > limit {
+        return Some(live);
     }
     resident_bytes().filter(|r| *r > limit)
 }

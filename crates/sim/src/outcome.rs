@@ -44,6 +44,11 @@ impl Outcome {
     /// watchdog outside the execution's thread reports.
     pub const INSIDE_A_STEP: u64 = u64::MAX;
 
+    /// The `value` of a `wall-time` limit reached between two executions
+    /// of a search: the search stopped, and the execution it reports is
+    /// its first, run whole (nothing of the next one had run).
+    pub const BETWEEN_EXECUTIONS: u64 = u64::MAX - 1;
+
     /// A limit of the whole process (its memory, its stacks), not of the
     /// execution: another thread's use may have brought it about, so an
     /// execution it stopped beside others is run again alone.
@@ -114,6 +119,10 @@ impl fmt::Display for Outcome {
                 "wall-time" if *value == Outcome::INSIDE_A_STEP => write!(
                     f,
                     "limit: the wall-time limit (--timeout) was reached inside a step that did not return"
+                ),
+                "wall-time" if *value == Outcome::BETWEEN_EXECUTIONS => write!(
+                    f,
+                    "limit: the wall-time limit (--timeout) was reached between two executions, which ended the search; the execution shown is its first, run whole"
                 ),
                 "wall-time" => write!(
                     f,

@@ -165,6 +165,17 @@ impl Shared {
             });
             return None;
         }
+        // A world of many tasks is built before its first step: the
+        // memory bound is looked at as it grows, every 64 tasks.
+        if self.tasks.len().is_multiple_of(64) {
+            if let Some(bytes) = crate::mem::held_over_limit() {
+                self.sched.abort_unless_aborted(Outcome::Limit {
+                    which: "memory".into(),
+                    value: bytes as u64,
+                });
+                return None;
+            }
+        }
         self.live += 1;
         let id = self.tasks.len();
         self.tasks.push(task);
