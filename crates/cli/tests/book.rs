@@ -1,6 +1,7 @@
 //! Every `nssim` command shown in the book runs, and prints the lines the
-//! book shows under it. A shown line may end in `...` (a prefix of the real
-//! line), `...` alone skips lines, and a trailing `<- remark` is commentary.
+//! book shows under it, in that order. A shown line may end in `...` (a
+//! prefix of the real line), `...` alone skips lines, and a trailing
+//! `<- remark` is commentary.
 //! So do the book's C reproducers: a `cc` line that builds one under
 //! [`SCRATCH`], and a program there, run by the shell on this machine's
 //! kernel.
@@ -124,14 +125,20 @@ fn examples_in(file: &Path) -> Vec<Example> {
     out
 }
 
-fn shown_line_matches(shown: &str, actual: &[String]) -> bool {
-    let shown = shown.split("  <-").next().unwrap_or(shown).trim_end();
-    let shown = shown.trim();
-    if let Some(prefix) = shown.strip_suffix("...") {
-        let prefix = prefix.trim();
-        return actual.iter().any(|a| a.trim().starts_with(prefix));
+/// Whether `actual` line is what `shown` shows (a line ending in `...` is a
+/// prefix of it; a trailing `<- remark` is commentary).
+fn shown_line_matches(shown: &str, actual: &str) -> bool {
+    let shown = shown.split("  <-").next().unwrap_or(shown).trim();
+    match shown.strip_suffix("...") {
+        Some(prefix) => actual.trim().starts_with(prefix.trim()),
+        None => actual.trim() == shown,
     }
-    actual.iter().any(|a| a.trim() == shown)
+}
+
+/// The index in `actual`, at `from` or after, of the line `shown` shows:
+/// the shown lines come in the order the command prints them.
+fn next_match(shown: &str, actual: &[String], from: usize) -> Option<usize> {
+    (from..actual.len()).find(|&i| shown_line_matches(shown, &actual[i]))
 }
 
 /// The Markdown files directly in `dir`.
@@ -184,18 +191,21 @@ fn every_command_in_the_book_runs_as_shown() {
                 .lines()
                 .map(str::to_string)
                 .collect();
+            let mut at = 0;
             for shown in &ex.shown {
                 if shown.trim().is_empty() || shown.trim() == "..." {
                     continue;
                 }
+                let found = next_match(shown, &actual, at);
                 assert!(
-                    shown_line_matches(shown, &actual),
-                    "{}:{}: `{}` does not print\n  {shown}\nit prints:\n{}",
+                    found.is_some(),
+                    "{}:{}: `{}` does not print, after the lines shown above it,\n  {shown}\nit prints:\n{}",
                     ex.file,
                     ex.line,
                     ex.program.text(),
                     actual.join("\n")
                 );
+                at = found.map_or(at, |i| i + 1);
             }
             checked += 1;
             c_checked += usize::from(matches!(ex.program, Program::Shell(_)));
