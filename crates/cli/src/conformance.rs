@@ -4,9 +4,10 @@
 //! and run on the running kernel as `nssim run --on-kernel` runs it (every
 //! outcome the kernel shows must be one the model reaches).
 
+use crate::error::{shown, CliError};
 use crate::onkernel::{self, OnKernel, Search, Verdict as KernelVerdict};
-use crate::run::{self, shown, CliError};
-use crate::Format;
+use crate::options::Format;
+use crate::run;
 use scenario::Scenario;
 use serde_json::json;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `nssim export SCENARIO --c`: the scenario as a standalone C program
 //! (`kexec::export_c`), to standard output or a file.
 
-use crate::run::{shown, CliError};
+use crate::error::{shown, CliError};
 use scenario::{KernelRun, Scenario};
 use sim::echo::{echo, echo_path};
 use std::io::Write;
@@ -60,9 +60,9 @@ fn model_symptom(
     else {
         return Ok(None);
     };
-    let ov = crate::Overrides {
+    let ov = crate::options::Overrides {
         kernels: vec![entry.label.clone()],
-        ..crate::Overrides::default()
+        ..crate::options::Overrides::default()
     };
     let runs = crate::run::run_quietly(sc, &ov)?;
     let Some((_, run)) = runs.iter().find(|(label, _)| *label == entry.label) else {

@@ -12,10 +12,10 @@
 //! Exit status 1 when something is unexplained, a model-miss, a panic, a
 //! deadlock, a use after free or a run past its `--timeout`.
 
+use crate::error::CliError;
 use crate::onkernel::{self, Search, Verdict};
+use crate::options::Overrides;
 use crate::output::RunRecord;
-use crate::run::CliError;
-use crate::Overrides;
 use scenario::gen::{generate, newest_profile, shrink, Generated};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,7 +61,7 @@ pub fn gen(plan: &GenPlan<'_>) -> Result<bool, CliError> {
         std::fs::create_dir_all(dir).map_err(|e| {
             CliError(format!(
                 "error: cannot make --out {}: {e}",
-                crate::run::shown(dir)
+                crate::error::shown(dir)
             ))
         })?;
     }
@@ -90,7 +90,7 @@ fn write(file: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(file, text).map_err(|e| {
         CliError(format!(
             "error: cannot write {}: {e}",
-            crate::run::shown(file)
+            crate::error::shown(file)
         ))
     })
 }
@@ -225,7 +225,7 @@ fn report_unexplained(
         Some(dir) => {
             let file: PathBuf = dir.join(format!("{}-shrunk.toml", g.name()));
             write(&file, &text)?;
-            println!("    shrunk to {}", crate::run::shown(&file));
+            println!("    shrunk to {}", crate::error::shown(&file));
         }
         None => println!("    shrunk to:\n{text}"),
     }
@@ -277,7 +277,7 @@ fn check_kernel(seeds: std::ops::Range<u64>, plan: &GenPlan<'_>) -> Result<bool,
                     write(&file, &text)?;
                     println!(
                         "    (nssim gen --seed {seed}) shrunk to {}",
-                        crate::run::shown(&file)
+                        crate::error::shown(&file)
                     );
                 }
                 None => println!("    (nssim gen --seed {seed}) shrunk to:\n{text}"),

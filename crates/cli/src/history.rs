@@ -7,9 +7,9 @@
 //! beside it. Nothing is listed by hand: a new bug is a patch declaration,
 //! its model change and a scenario.
 
+use crate::error::CliError;
 use crate::library;
-use crate::run::CliError;
-use crate::Format;
+use crate::options::Format;
 use kernel::catalog::{PatchInfo, PATCHES};
 use scenario::{ExpectedOutcome, KernelRun, Scenario};
 use serde_json::json;

@@ -5,12 +5,13 @@
 //! what the scenario did on the kernel, judged as `nssim run --on-kernel`
 //! judges it. The kernels before a fix and after it are then side by side.
 
+use crate::error::CliError;
 use crate::history::{self, Row};
 use crate::kernel_lab::LabKernel;
 use crate::library;
 use crate::onkernel::{self, OnKernel, Search};
-use crate::run::{self, CliError};
-use crate::Format;
+use crate::options::Format;
+use crate::run;
 use scenario::Scenario;
 use serde_json::json;
 

@@ -9,7 +9,7 @@
 //! The map text goes through the model's `map_write` under the kernel
 //! profile given by `--kernel`.
 
-use crate::Format;
+use crate::options::Format;
 use kernel::catalog;
 use std::io::Read;
 use std::path::PathBuf;
@@ -109,17 +109,17 @@ fn read_text(path: Option<&PathBuf>) -> Result<Vec<u8>, String> {
             // standard input. A file or a device is read a page at most.
             use std::os::unix::fs::FileTypeExt;
             let kind = std::fs::metadata(p)
-                .map_err(|e| format!("cannot read {}: {e}", crate::run::shown(p)))?
+                .map_err(|e| format!("cannot read {}: {e}", crate::error::shown(p)))?
                 .file_type();
             if kind.is_fifo() || kind.is_socket() || kind.is_dir() {
                 return Err(format!(
                     "cannot read {}: not a file or a device (give a pipe as `-`, standard input)",
-                    crate::run::shown(p)
+                    crate::error::shown(p)
                 ));
             }
             std::fs::File::open(p)
                 .and_then(|f| f.take(limit).read_to_end(&mut buf))
-                .map_err(|e| format!("cannot read {}: {e}", crate::run::shown(p)))?
+                .map_err(|e| format!("cannot read {}: {e}", crate::error::shown(p)))?
         }
         _ => std::io::stdin()
             .take(limit)

@@ -2,8 +2,8 @@
 //! kernel checks of `run --on-kernel` and `conformance` run on them, each
 //! kernel held to the profile of its release.
 
-use crate::run::CliError;
-use crate::Format;
+use crate::error::CliError;
+use crate::options::Format;
 use clap::Subcommand;
 use serde_json::json;
 use std::time::Instant;

@@ -7,8 +7,8 @@
 //! replay commands nssim prints work from any directory, and the records
 //! are those of a run in the checkout, byte for byte.
 
-use crate::run::CliError;
-use crate::Format;
+use crate::error::CliError;
+use crate::options::Format;
 use scenario::Scenario;
 use serde_json::json;
 use sim::echo::echo;

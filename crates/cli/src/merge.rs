@@ -12,10 +12,10 @@
 //! unsharded run reports the failure of lowest iteration, or else its last
 //! iteration, after that iteration plus one executions.
 
+use crate::error::{shown, CliError};
 use crate::junit;
+use crate::options::Format;
 use crate::output::{self, Record, SkippedRecord, UnreadableRecord};
-use crate::run::{shown, CliError};
-use crate::Format;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

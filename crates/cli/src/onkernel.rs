@@ -8,8 +8,8 @@
 //! what the results show, failing execution or not), and reduces each
 //! execution to the same outcome string (`kexec::outcome`).
 
-use crate::run::{shown, CliError};
-use crate::Format;
+use crate::error::{shown, CliError};
+use crate::options::Format;
 use kernel::{OutcomeOf, RunSpec};
 use scenario::Scenario;
 use serde_json::json;
@@ -597,7 +597,7 @@ pub fn run(
     library: bool,
     format: Format,
     repeat: u32,
-    overrides: &crate::Overrides,
+    overrides: &crate::options::Overrides,
     printed: Option<&Path>,
     lab: &[String],
 ) -> Result<bool, CliError> {

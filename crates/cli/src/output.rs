@@ -1,7 +1,7 @@
 //! What `nssim` prints.
 
 use crate::junit;
-use crate::Format;
+use crate::options::Format;
 use kernel::{catalog, ActivePatches, Errno, Results};
 use scenario::{Expect, Scenario};
 use serde::{Deserialize, Serialize};
@@ -601,7 +601,7 @@ impl Record {
         text.push_str(&format!(
             "\n    token {}\n    replay: nssim replay {} {}",
             self.token,
-            crate::run::shown(std::path::Path::new(&self.file)),
+            crate::error::shown(std::path::Path::new(&self.file)),
             self.token
         ));
         text
@@ -764,15 +764,15 @@ pub fn finish(
     cases: &[junit::Case],
     format: Format,
     junit_file: Option<&std::path::Path>,
-) -> Result<bool, crate::run::CliError> {
+) -> Result<bool, crate::error::CliError> {
     let failed = cases.iter().filter(|c| !c.passed).count();
     let ran = cases.iter().filter(|c| c.skipped.is_none()).count();
     print_summary(ran - failed, failed, format);
     if let Some(file) = junit_file {
         std::fs::write(file, junit::render(cases)).map_err(|e| {
-            crate::run::CliError(format!(
+            crate::error::CliError(format!(
                 "error: cannot write JUnit XML to {}: {e}",
-                crate::run::shown(file)
+                crate::error::shown(file)
             ))
         })?;
     }

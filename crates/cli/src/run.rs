@@ -1,39 +1,18 @@
 //! `nssim run` and `nssim replay`.
 
+use crate::error::{shown, CliError};
+use crate::options::{Format, Overrides, StrategyArg};
 use crate::output::{self, RunRecord};
 use crate::progress;
 use crate::side_by_side;
 use crate::tracefile;
 use crate::views::{self, ViewArgs, ViewContext};
-use crate::{Format, Overrides, StrategyArg};
 use kernel::{catalog, explore_run, replay_run, resolve_patches, ActivePatches, RunSpec};
 use scenario::{Expect, Explore, KernelRun, Scenario, StrategyName};
-use sim::echo::{echo, echo_path};
+use sim::echo::echo;
 use sim::limits;
 use sim::{CostTable, ExecConfig, ExploreConfig, Schedule, Token};
-use std::fmt;
 use std::path::{Path, PathBuf};
-
-/// A file name for a message: escaped, and cut if absurdly long.
-pub fn shown(path: &Path) -> String {
-    echo_path(&path.display().to_string())
-}
-
-/// An error that ends the command with exit status 2.
-#[derive(Debug)]
-pub struct CliError(pub String);
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<scenario::ScenarioError> for CliError {
-    fn from(e: scenario::ScenarioError) -> Self {
-        CliError(e.to_string())
-    }
-}
 
 /// One (scenario, kernel) run to do.
 struct Plan {

@@ -2,7 +2,7 @@
 //! and every event, stamped with a format version and the nssim version.
 //! `nssim replay SCENARIO FILE` replays the execution a trace file holds.
 
-use crate::run::CliError;
+use crate::error::CliError;
 use scenario::Scenario;
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
@@ -260,7 +260,7 @@ fn syntax_position(text: &[u8], line: usize, column: usize) -> (usize, usize) {
 
 /// Read a trace file, with errors that say where and what is wrong.
 pub fn load(path: &Path) -> Result<Loaded, CliError> {
-    let at = crate::run::shown(path);
+    let at = crate::error::shown(path);
     let text = sim::input::read_input(path)
         .map_err(|e| CliError(format!("error: cannot read trace file {at}: {e}")))?;
     let doc: Value = serde_json::from_slice(&text).map_err(|e| {
@@ -382,7 +382,7 @@ pub fn write(path: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(path, text).map_err(|e| {
         CliError(format!(
             "error: cannot write trace file {}: {e}",
-            crate::run::shown(path)
+            crate::error::shown(path)
         ))
     })
 }

@@ -1,7 +1,7 @@
 //! Views of one execution for people: the terminal timeline, Perfetto
 //! trace-event JSON and the self-contained HTML report.
 
-use crate::run::CliError;
+use crate::error::CliError;
 use kernel::{catalog, ActivePatches, Errno};
 use report::{html, perfetto, timeline, Lexicon, Model};
 use scenario::Scenario;
@@ -151,17 +151,17 @@ fn write_view(path: &Path, ctx: &ViewContext<'_>, what: &str, text: &str) -> Res
         std::fs::create_dir_all(dir).map_err(|e| {
             CliError(format!(
                 "error: cannot make {} for the {what}: {e}",
-                crate::run::shown(dir)
+                crate::error::shown(dir)
             ))
         })?;
     }
     std::fs::write(&path, text).map_err(|e| {
         CliError(format!(
             "error: cannot write the {what} to {}: {e}",
-            crate::run::shown(&path)
+            crate::error::shown(&path)
         ))
     })?;
-    eprintln!("wrote the {what}: {}", crate::run::shown(&path));
+    eprintln!("wrote the {what}: {}", crate::error::shown(&path));
     Ok(())
 }
 

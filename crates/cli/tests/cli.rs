@@ -1213,3 +1213,55 @@ fn a_pass_in_which_no_call_succeeded_is_not_as_expected() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A false ENOSPC refused by an ancestor's limit names that level (its
+/// namespace, uid and limit), the leaf's own limit beside it, and that
+/// namespaces released but not yet freed held the rest of the count.
+#[test]
+fn a_false_enospc_names_the_level_whose_limit_refused_it() {
+    let dir = support::empty_dir("refusing-level");
+    let file = dir.join("nested.toml");
+    std::fs::write(
+        &file,
+        r#"name = "nested-limit"
+summary = "a container's loop of unshare -U true refused by the initial namespace's limit for its owner"
+invariants = ["userns.no_false_enospc"]
+
+[explore]
+strategy = "fair"
+
+[sysctl]
+"user.max_user_namespaces" = 3
+
+[[userns]]
+name = "ct"
+owner = 1000
+map = "1000 1000 1"
+gid_map = "1000 1000 1"
+
+[[task]]
+name = "looper"
+userns = "ct"
+uid = 1000
+repeat = 6
+ops = ["unshare_and_exit(CLONE_NEWUSER)"]
+
+[[kernel]]
+profile = "v6.16"
+expect = { outcome = "violation", invariant = "userns.no_false_enospc" }
+"#,
+    )
+    .unwrap();
+    let out = nssim(&["run", file.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("the limit that refused it is that of uid 1000 in user namespace init (max_user_namespaces = 3 there; uid 1000 in user namespace ct below it, where the call was made, allows 2147483647)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the rest of its count held by namespaces released but not yet freed; at most 2 user namespaces were released and waiting to be freed during the call"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

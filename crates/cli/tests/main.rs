@@ -15,6 +15,7 @@ mod hardening;
 mod help;
 mod idmap;
 mod lab;
+mod layers;
 mod lessons;
 mod library;
 mod max_memory;

@@ -107,6 +107,9 @@ mod tests {
             explain("ipc.no_false_enospc", pending, |_| true).map(|k| k.name),
             Some("ipc-free-pending")
         );
+        // Refused by an ancestor's limit, the message names that level.
+        let above = "create_user_ns making looper/4/userns2 returned ENOSPC: the limit that refused it is that of uid 1000 in user namespace init (max_user_namespaces = 3 there; uid 1000 in user namespace ct below it, where the call was made, allows 2147483647), but at most 1 user namespace was alive or being charged there when the call ended, the rest of its count held by namespaces released but not yet freed; at most 2 user namespaces were released and waiting to be freed during the call";
+        assert_eq!(released_and_waiting(above), Some(2));
         let none = pending.replace("most 1 ipc namespace was", "most 0 ipc namespaces were");
         assert!(explain("ipc.no_false_enospc", &none, |_| true).is_none());
         assert!(explain("ucounts.balanced", pending, |_| true).is_none());

@@ -148,6 +148,20 @@ impl State {
     /// released and waiting to be freed: the alive ones, and the charges
     /// of creations under way (counted from their atomic operation on
     /// that level until they complete or are unwound).
+    /// The first level of `chain`, leaf first, whose counter of `kind` is
+    /// at its maximum now: the one whose limit refuses a charge.
+    fn refusing_level(&self, chain: &Chain, kind: UcountType) -> Option<usize> {
+        let table = self.table.as_ref()?;
+        let entries = table.peek_entries();
+        chain.iter().position(|(ns, uid)| {
+            let count = entries
+                .iter()
+                .find(|u| u.ns.id == ns.id && u.uid == *uid)
+                .map_or(0, |u| u.peek(kind));
+            count >= ns.peek_max(kind)
+        })
+    }
+
     fn alive(&self, entry: &(Arc<UcountsNs>, u32)) -> i64 {
         self.live.get(&key(entry)).copied().unwrap_or(0) + self.in_progress(entry)
     }
@@ -286,15 +300,7 @@ impl EnospcOracle {
             }
         }
         if enospc && !call.justified {
-            let (leaf, uid) = &call.chain[0];
-            let verdict = format!(
-                "{what} returned ENOSPC, but at most {} alive or being charged for uid {uid} in user namespace {} during the call ({} = {}); at most {} released and waiting to be freed",
-                self.count(call.most_live),
-                leaf.name,
-                self.kind.sysctl().trim_start_matches("user."),
-                leaf.peek_max(self.kind),
-                self.count(call.most_pending.max(0)),
-            );
+            let verdict = self.false_enospc_verdict(&s, &call, what);
             let task = sim::current_task();
             let undecided = Undecided {
                 live_at_end: call.chain.iter().map(|e| s.alive(e)).collect(),
@@ -308,6 +314,34 @@ impl EnospcOracle {
             s.undecided.push(undecided);
         }
         s.decide(self.kind);
+    }
+
+    /// What a false ENOSPC's message says: the level whose limit refused
+    /// the charge (the first, leaf first, whose counter is at its maximum;
+    /// the leaf when none is by now), what was alive there, and what held
+    /// the rest of its count (namespaces released and waiting to be freed).
+    fn false_enospc_verdict(&self, s: &State, call: &Call, what: &str) -> String {
+        let level = s.refusing_level(&call.chain, self.kind).unwrap_or(0);
+        let (ns, uid) = &call.chain[level];
+        let sysctl = self.kind.sysctl().trim_start_matches("user.");
+        let max = ns.peek_max(self.kind);
+        if level == 0 {
+            return format!(
+                "{what} returned ENOSPC, but at most {} alive or being charged for uid {uid} in user namespace {} during the call ({sysctl} = {max}); at most {} released and waiting to be freed",
+                self.count(call.most_live),
+                ns.name,
+                self.count(call.most_pending.max(0)),
+            );
+        }
+        let (leaf, leaf_uid) = &call.chain[0];
+        format!(
+            "{what} returned ENOSPC: the limit that refused it is that of uid {uid} in user namespace {} ({sysctl} = {max} there; uid {leaf_uid} in user namespace {} below it, where the call was made, allows {}), but at most {} alive or being charged there when the call ended, the rest of its count held by namespaces released but not yet freed; at most {} released and waiting to be freed during the call",
+            ns.name,
+            leaf.name,
+            leaf.peek_max(self.kind),
+            self.count(s.alive(&call.chain[level])),
+            self.count(call.most_pending.max(0)),
+        )
     }
 
     /// The current task's syscall has returned: a false ENOSPC it got is
