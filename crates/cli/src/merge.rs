@@ -170,6 +170,27 @@ fn read_shard(path: &Path) -> Result<Shard, CliError> {
     })
 }
 
+/// How entry `e` of a shard is not the run `f` of the shard at `first`
+/// lists in its place: another (scenario, kernel), or another origin.
+fn not_the_same_run(e: &Entry, f: &Entry, first: &Path) -> Option<String> {
+    let (file, kernel) = e.key();
+    if e.key() != f.key() {
+        let (want_file, want_kernel) = f.key();
+        return Some(format!(
+            "run {file} [{kernel}] where {} has {want_file} [{want_kernel}]",
+            shown(first)
+        ));
+    }
+    let (field, mine, theirs) = e
+        .origin()
+        .zip(f.origin())
+        .and_then(|(a, b)| a.first_difference(b))?;
+    Some(format!(
+        "{file} [{kernel}] was run with {field} {mine} where {} has {field} {theirs}",
+        shown(first)
+    ))
+}
+
 /// The shards of one run, in shard order: every K of 1..=N once.
 fn read_shards(paths: &[PathBuf]) -> Result<Vec<Shard>, CliError> {
     let mut shards = paths
@@ -213,31 +234,11 @@ fn read_shards(paths: &[PathBuf]) -> Result<Vec<Shard>, CliError> {
             )));
         }
         for ((line, e), (_, f)) in s.entries.iter().zip(&first.entries) {
-            if e.key() != f.key() {
-                let (file, kernel) = e.key();
-                let (want_file, want_kernel) = f.key();
+            if let Some(what) = not_the_same_run(e, f, &first.path) {
                 return Err(error(
                     &s.path,
                     *line,
-                    format!(
-                        "run {file} [{kernel}] where {} has {want_file} [{want_kernel}]: not the shards of one run",
-                        shown(&first.path)
-                    ),
-                ));
-            }
-            let differs = e
-                .origin()
-                .zip(f.origin())
-                .and_then(|(a, b)| a.first_difference(b));
-            if let Some((field, mine, theirs)) = differs {
-                let (file, kernel) = e.key();
-                return Err(error(
-                    &s.path,
-                    *line,
-                    format!(
-                        "{file} [{kernel}] was run with {field} {mine} where {} has {field} {theirs}: not the shards of one run",
-                        shown(&first.path)
-                    ),
+                    format!("{what}: not the shards of one run"),
                 ));
             }
         }

@@ -74,7 +74,7 @@ pub struct Record {
 
 /// What makes the records of several shards parts of one run: `nssim
 /// merge` refuses records whose origins differ, naming the first field
-/// that does (in this order).
+/// that does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunOrigin {
@@ -83,14 +83,9 @@ pub struct RunOrigin {
     /// A digest of the scenario: its content, expectations and
     /// explorations (`Scenario::definition_digest`).
     pub scenario: String,
-    pub strategy: String,
-    pub seed: u64,
-    pub iterations: u64,
-    pub pct_depth: u32,
-    pub preemption_bound: u32,
-    pub cpus: u32,
-    pub max_steps: u64,
-    pub max_virtual_ns: u64,
+    /// The exploration the run made: the entry's, with the command line's
+    /// overrides.
+    pub explore: scenario::Explore,
     /// The command line's patch toggles (`+NAME`, `-NAME`).
     pub patch_toggles: Vec<String>,
     pub reduction: bool,
@@ -99,36 +94,27 @@ pub struct RunOrigin {
 }
 
 impl RunOrigin {
-    /// The first field in which `other` differs: its name and both values.
+    /// The first field in which `other` differs, a nested one named by its
+    /// own key (`seed`): its name and both values.
     pub fn first_difference(&self, other: &RunOrigin) -> Option<(String, String, String)> {
-        let (Value::Object(mine), Value::Object(theirs)) = (json!(self), json!(other)) else {
-            unreachable!("a struct serializes to an object")
-        };
-        ORIGIN_FIELDS.iter().find_map(|field| {
-            let (a, b) = (&mine[*field], &theirs[*field]);
-            (a != b).then(|| (field.to_string(), a.to_string(), b.to_string()))
-        })
+        first_difference(&json!(self), &json!(other))
     }
 }
 
-/// `RunOrigin`'s fields in declaration order (a test holds the two
-/// together).
-const ORIGIN_FIELDS: &[&str] = &[
-    "nssim",
-    "scenario",
-    "strategy",
-    "seed",
-    "iterations",
-    "pct_depth",
-    "preemption_bound",
-    "cpus",
-    "max_steps",
-    "max_virtual_ns",
-    "patch_toggles",
-    "reduction",
-    "state_cache",
-    "shrink",
-];
+/// The first leaf field of `a` (an object, its keys in order) whose value
+/// in `b` differs.
+fn first_difference(a: &Value, b: &Value) -> Option<(String, String, String)> {
+    let (Value::Object(mine), Value::Object(theirs)) = (a, b) else {
+        return None;
+    };
+    mine.iter().find_map(|(field, value)| {
+        let other = theirs.get(field).unwrap_or(&Value::Null);
+        match (value, other) {
+            (Value::Object(_), Value::Object(_)) => first_difference(value, other),
+            _ => (value != other).then(|| (field.clone(), value.to_string(), other.to_string())),
+        }
+    })
+}
 
 /// What a shard's record of a dfs run carries for `nssim merge`: its
 /// subtrees of the search (`sim::merge_dfs_shards` makes the unsharded
@@ -949,38 +935,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn origin_fields_are_the_structs_fields() {
+    fn the_first_difference_of_two_origins_is_named_by_its_own_key() {
         let origin = RunOrigin {
-            nssim: String::new(),
+            nssim: "0.1.0".into(),
             scenario: String::new(),
-            strategy: String::new(),
-            seed: 0,
-            iterations: 0,
-            pct_depth: 0,
-            preemption_bound: 0,
-            cpus: 0,
-            max_steps: 0,
-            max_virtual_ns: 0,
+            explore: scenario::Explore::default(),
             patch_toggles: Vec::new(),
-            reduction: false,
-            state_cache: false,
-            shrink: false,
+            reduction: true,
+            state_cache: true,
+            shrink: true,
         };
-        let Value::Object(fields) = json!(origin) else {
-            panic!("an object")
-        };
-        let mut declared: Vec<&str> = ORIGIN_FIELDS.to_vec();
-        declared.sort_unstable();
-        let serialized: Vec<&str> = fields.keys().map(String::as_str).collect();
-        assert_eq!(declared, serialized);
         let other = RunOrigin {
-            seed: 9,
-            cpus: 4,
+            explore: scenario::Explore {
+                seed: 9,
+                ..origin.explore
+            },
+            shrink: false,
             ..origin.clone()
         };
+        // Keys in order: `explore` before `shrink`, `seed` within it.
         assert_eq!(
             origin.first_difference(&other),
-            Some(("seed".into(), "0".into(), "9".into()))
+            Some(("seed".into(), "1".into(), "9".into()))
         );
         assert_eq!(origin.first_difference(&origin), None);
     }

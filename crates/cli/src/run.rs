@@ -39,18 +39,10 @@ impl Plan {
     /// Which run this is, as its records say it (`nssim merge` compares
     /// them).
     fn origin(&self, sc: &Scenario) -> output::RunOrigin {
-        let e = &self.explore;
         output::RunOrigin {
             nssim: env!("CARGO_PKG_VERSION").to_string(),
             scenario: format!("{:032x}", sc.definition_digest()),
-            strategy: e.strategy.as_str().to_string(),
-            seed: e.seed,
-            iterations: e.iterations,
-            pct_depth: e.pct_depth,
-            preemption_bound: e.preemption_bound,
-            cpus: e.cpus,
-            max_steps: e.max_steps,
-            max_virtual_ns: e.max_virtual_ns,
+            explore: self.explore,
             patch_toggles: self.cli_patches.clone(),
             reduction: self.reduction,
             state_cache: self.state_cache,

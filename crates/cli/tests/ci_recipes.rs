@@ -211,18 +211,9 @@ fn github_actions(workflow: &Yaml, tree: &Path, tools: &Path, work: &Path) -> Ra
         if !needs_met && job["if"].as_str() != Some("always()") {
             continue;
         }
-        let matrix: Vec<(String, String)> = match job["strategy"]["matrix"].as_hash() {
-            Some(m) => {
-                let (key, values) = m.iter().next().expect("a matrix key");
-                let key = key.as_str().unwrap().to_string();
-                values
-                    .as_vec()
-                    .unwrap()
-                    .iter()
-                    .map(|v| (key.clone(), scalar(v)))
-                    .collect()
-            }
-            None => vec![(String::new(), String::new())],
+        let matrix: Vec<(String, String)> = match &job["strategy"]["matrix"] {
+            Yaml::Hash(_) => matrix_values(&job["strategy"]["matrix"]),
+            _ => vec![(String::new(), String::new())],
         };
         let mut all_ok = true;
         for (i, (key, value)) in matrix.iter().enumerate() {
@@ -238,6 +229,24 @@ fn github_actions(workflow: &Yaml, tree: &Path, tools: &Path, work: &Path) -> Ra
         status.insert(name, all_ok);
     }
     ran
+}
+
+/// A matrix of one variable (`shard: [1, 2]`, `SHARD: ["1", "2"]`): a
+/// (variable, value) pair per value.
+fn matrix_values(matrix: &Yaml) -> Vec<(String, String)> {
+    let (key, values) = matrix
+        .as_hash()
+        .unwrap()
+        .iter()
+        .next()
+        .expect("a matrix variable");
+    let key = key.as_str().unwrap().to_string();
+    values
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|v| (key.clone(), scalar(v)))
+        .collect()
 }
 
 fn scalar(v: &Yaml) -> String {
@@ -340,16 +349,7 @@ fn gitlab(pipeline: &Yaml, tree: &Path, tools: &Path, work: &Path) -> Ran {
         }
         let matrix = &job["parallel"]["matrix"];
         let variables: Vec<(String, String)> = match matrix.as_vec() {
-            Some(m) => {
-                let (key, values) = m[0].as_hash().unwrap().iter().next().unwrap();
-                let key = key.as_str().unwrap().to_string();
-                values
-                    .as_vec()
-                    .unwrap()
-                    .iter()
-                    .map(|v| (key.clone(), scalar(v)))
-                    .collect()
-            }
+            Some(m) => matrix_values(&m[0]),
             None => vec![],
         };
         let runs = if variables.is_empty() {

@@ -38,19 +38,23 @@ fn nssim_with_peak(args: &[&str]) -> (Option<i32>, String, u64) {
     (code, out, usage.ru_maxrss as u64 * 1024)
 }
 
-#[test]
-fn a_run_under_max_memory_never_holds_more_than_600_mb() {
-    let dir = std::env::temp_dir().join(format!("nssim-max-memory-{}", std::process::id()));
+/// `ipc-alloc-vs-free` with `instances` loopers of three calls each, in
+/// a directory of this test (`name`): the directory and the file.
+fn loopers(name: &str, instances: u32) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("nssim-max-memory-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let text =
         std::fs::read_to_string(support::root().join("sim-scenarios/ipc-alloc-vs-free.toml"))
             .unwrap();
-    let file = dir.join("dfs.toml");
-    std::fs::write(
-        &file,
-        text.replace("repeat = 20", "instances = 5000\nrepeat = 3"),
-    )
-    .unwrap();
+    let file = dir.join(format!("{name}.toml"));
+    let many = format!("instances = {instances}\nrepeat = 3");
+    std::fs::write(&file, text.replace("repeat = 20", &many)).unwrap();
+    (dir, file)
+}
+
+#[test]
+fn a_run_under_max_memory_never_holds_more_than_600_mb() {
+    let (dir, file) = loopers("dfs", 5000);
     let (code, out, peak) = nssim_with_peak(&[
         "run",
         file.to_str().unwrap(),
@@ -111,17 +115,7 @@ fn executions_that_end_with_work_queued_leave_nothing_behind() {
 /// built). The measure is the run's own, at the moment it stopped.
 #[test]
 fn a_world_of_many_tasks_stops_within_a_few_percent_of_the_bound() {
-    let dir = std::env::temp_dir().join(format!("nssim-max-memory-16k-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let text =
-        std::fs::read_to_string(support::root().join("sim-scenarios/ipc-alloc-vs-free.toml"))
-            .unwrap();
-    let file = dir.join("many.toml");
-    std::fs::write(
-        &file,
-        text.replace("repeat = 20", "instances = 16000\nrepeat = 3"),
-    )
-    .unwrap();
+    let (dir, file) = loopers("many", 16_000);
     let (code, out, _) = nssim_with_peak(&[
         "run",
         file.to_str().unwrap(),

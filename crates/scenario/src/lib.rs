@@ -339,7 +339,10 @@ impl FromStr for ExpectedOutcome {
 }
 
 /// Exploration strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum StrategyName {
     /// Uniformly random scheduling choices.
     #[default]
@@ -392,7 +395,8 @@ impl FromStr for StrategyName {
 }
 
 /// How to explore the schedules of one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Explore {
     pub strategy: StrategyName,
     pub seed: u64,
