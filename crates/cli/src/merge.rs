@@ -290,7 +290,7 @@ fn combine_runs(entries: &[&Entry]) -> Result<Record, CliError> {
     };
     merged.shard = output::shard_text(None);
     merged.wall_ms = ran.iter().map(|r| r.wall_ms).sum();
-    merged.add_succeeded(&ran);
+    merged.add_exercised(&ran);
     // Expectations are judged once, on the merged record.
     merged.judge_again();
     Ok(merged)

@@ -70,6 +70,12 @@ pub struct Record {
     /// for a dfs search its budget cut).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub succeeded: BTreeMap<String, bool>,
+    /// What a pass exercised of its invariants: whether each judged a
+    /// call in some execution (empty where `succeeded` is). Whether, not
+    /// how many: a state cache cuts executions short where a dfs search
+    /// was before, differently when it is split over shards.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub judged: BTreeMap<String, bool>,
 }
 
 /// What makes the records of several shards parts of one run: `nssim
@@ -314,6 +320,7 @@ impl RunRecord {
             origin: place.origin,
             wall_ms: 0,
             succeeded: BTreeMap::new(),
+            judged: BTreeMap::new(),
         };
         record.judge(expect.is_some_and(|e| e.exhausted));
         RunRecord {
@@ -323,17 +330,19 @@ impl RunRecord {
     }
 
     /// What the run exercised: whether each task had a call succeed in
-    /// some execution. A pass in which none did tested nothing, unless the
-    /// entry's `results` say that is what it shows.
-    pub fn with_succeeded(
+    /// some execution, and the calls each invariant judged. A pass in
+    /// which no call succeeded, or whose invariants judged none, tested
+    /// nothing, unless the entry's `results` say that is what it shows.
+    pub fn with_exercised(
         mut self,
         expect: Option<&Expect>,
-        succeeded: kernel::Succeeded,
+        exercised: kernel::Exercised,
     ) -> RunRecord {
         if !self.record.counts_calls() {
             return self;
         }
-        self.record.succeeded = succeeded;
+        self.record.succeeded = exercised.succeeded;
+        self.record.judged = exercised.judged;
         let listed_results = expect.is_some_and(|e| !e.results.is_empty());
         if let Some(why) = self.record.nothing_tested().filter(|_| !listed_results) {
             self.record.result_mismatches.push(why);
@@ -457,14 +466,34 @@ impl Record {
 
     /// Why a pass tested nothing, if it did not: no call of any task
     /// succeeded in any execution (a user namespace with a uid map and no
-    /// gid map gets EPERM everywhere), so that no invariant had a call to
-    /// judge.
+    /// gid map gets EPERM everywhere), or its invariants judged no call.
     fn nothing_tested(&self) -> Option<String> {
-        let pass = sim::Outcome::Pass.kind();
-        if self.outcome != pass
-            || self.succeeded.is_empty()
-            || self.succeeded.values().any(|ok| *ok)
-        {
+        if self.outcome != sim::Outcome::Pass.kind() {
+            return None;
+        }
+        self.no_call_succeeded()
+            .or_else(|| self.no_invariant_judged())
+    }
+
+    /// The invariants' part of [`Record::nothing_tested`]: every invariant
+    /// of the run judged no call (none of the calls it asserts about was
+    /// made, or got as far as what it asserts).
+    fn no_invariant_judged(&self) -> Option<String> {
+        if self.judged.is_empty() || self.judged.values().any(|judged| *judged) {
+            return None;
+        }
+        let names: Vec<&str> = self.judged.keys().map(String::as_str).collect();
+        Some(format!(
+            "{NOTHING_TESTED}: {} judged no call in any of the {} execution(s): none of the calls {} about was made, or got as far as what {} (a `results` expectation says when that is what the entry shows)",
+            names.join(", "),
+            self.executions,
+            if names.len() == 1 { "it is" } else { "they are" },
+            if names.len() == 1 { "it asserts" } else { "they assert" },
+        ))
+    }
+
+    fn no_call_succeeded(&self) -> Option<String> {
+        if self.succeeded.is_empty() || self.succeeded.values().any(|ok| *ok) {
             return None;
         }
         let mut failures: BTreeMap<&str, u64> = BTreeMap::new();
@@ -493,16 +522,21 @@ impl Record {
 
     /// Merged shards: what they exercised together, and whether that was
     /// nothing (each shard judged only its own executions).
-    pub fn add_succeeded(&mut self, parts: &[&Record]) {
-        let mut all = kernel::Succeeded::new();
+    pub fn add_exercised(&mut self, parts: &[&Record]) {
+        let mut all = kernel::Exercised::default();
         if self.counts_calls() {
-            for (task, ok) in parts.iter().flat_map(|p| &p.succeeded) {
-                *all.entry(task.clone()).or_default() |= ok;
+            for part in parts {
+                for (task, ok) in &part.succeeded {
+                    *all.succeeded.entry(task.clone()).or_default() |= ok;
+                }
+                for (invariant, judged) in &part.judged {
+                    *all.judged.entry(invariant.clone()).or_default() |= judged;
+                }
             }
         }
-        self.succeeded = all;
-        let nothing = !self.succeeded.is_empty() && !self.succeeded.values().any(|ok| *ok);
-        if !nothing {
+        self.succeeded = all.succeeded;
+        self.judged = all.judged;
+        if self.nothing_tested().is_none() {
             self.result_mismatches
                 .retain(|m| !m.starts_with(NOTHING_TESTED));
         }
@@ -573,6 +607,18 @@ impl Record {
         if !res.is_empty() {
             text.push('\n');
             text.push_str(&res);
+        }
+        let unjudged: Vec<&str> = (self.judged.values().any(|judged| *judged))
+            .then(|| self.judged.iter().filter(|(_, judged)| !**judged))
+            .into_iter()
+            .flatten()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !unjudged.is_empty() {
+            text.push_str(&format!(
+                "\n    not exercised: {} (no call they judge was made, or got as far as what they assert)",
+                unjudged.join(", ")
+            ));
         }
         for n in &self.notes {
             text.push_str(&format!("\n    note: {n}"));

@@ -713,7 +713,7 @@ fn execute(
     .with_notes(notes)
     .with_states(out.explore.states)
     .with_strategy(&spec.explore.strategy)
-    .with_succeeded(plan.expect.as_ref(), out.succeeded);
+    .with_exercised(plan.expect.as_ref(), out.exercised);
     if let Some(part) = &out.explore.dfs_shard {
         let part = dfs_shard_record(sc, plan, &spec, &token, part);
         record.record = record.record.with_dfs_shard(part);

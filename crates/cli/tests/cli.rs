@@ -1214,6 +1214,72 @@ fn a_pass_in_which_no_call_succeeded_is_not_as_expected() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Calls that succeed but that the invariant under test is not about:
+/// forks, judged by `ipc.no_false_enospc`, which asserts about ipc
+/// namespace creations only.
+const UNJUDGED: &str = r#"name = "unjudged"
+summary = "forks under an invariant about ipc namespace creation"
+invariants = ["ipc.no_false_enospc"]
+
+[explore]
+strategy = "random"
+iterations = 5
+
+[[task]]
+name = "forker"
+ops = ["fork()", "exit()"]
+
+[[kernel]]
+profile = "v6.16"
+expect = "pass"
+"#;
+
+/// Each invariant counts the calls it judged; a pass whose invariants
+/// judged none is not as expected, and one with an invariant among
+/// others that judged none says so.
+#[test]
+fn a_pass_whose_invariants_judged_no_call_is_not_as_expected() {
+    let dir = support::empty_dir("unjudged");
+    let file = dir.join("unjudged.toml");
+    std::fs::write(&file, UNJUDGED).unwrap();
+    let path = file.to_str().unwrap();
+    let text = nssim(&["run", path]);
+    assert_eq!(text.status.code(), Some(1), "{}", stdout(&text));
+    assert!(
+        stdout(&text).contains("not as expected: nothing was tested: ipc.no_false_enospc judged no call in any of the 5 execution(s)"),
+        "{}",
+        stdout(&text)
+    );
+    let json = nssim(&["run", path, "--format", "json"]);
+    let record = &json_lines(&json)[0];
+    assert_eq!(record["as_expected"], false);
+    assert_eq!(
+        record["judged"],
+        serde_json::json!({ "ipc.no_false_enospc": false })
+    );
+    // With an invariant about forks beside it, the run tested something:
+    // it passes, and names the invariant that judged nothing.
+    let both = UNJUDGED.replace(
+        r#"invariants = ["ipc.no_false_enospc"]"#,
+        r#"invariants = ["ipc.no_false_enospc", "nproc.real_uid"]"#,
+    );
+    std::fs::write(&file, both).unwrap();
+    let text = nssim(&["run", path]);
+    assert_eq!(text.status.code(), Some(0), "{}", stdout(&text));
+    assert!(
+        stdout(&text).contains("not exercised: ipc.no_false_enospc"),
+        "{}",
+        stdout(&text)
+    );
+    let json = nssim(&["run", path, "--format", "json"]);
+    let record = &json_lines(&json)[0];
+    assert_eq!(
+        record["judged"],
+        serde_json::json!({ "ipc.no_false_enospc": false, "nproc.real_uid": true })
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A false ENOSPC refused by an ancestor's limit names that level (its
 /// namespace, uid and limit), the leaf's own limit beside it, and that
 /// namespaces released but not yet freed held the rest of the count.

@@ -3,7 +3,10 @@
 //! `invariants.rs`).
 
 use super::World;
+use crate::clone_flags::{CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER};
+use crate::errno::Errno;
 use crate::invariants::Invariant;
+use crate::ops::Op;
 use sim::{Execution, Outcome};
 use std::sync::Arc;
 use ucounts::UcountType;
@@ -111,6 +114,89 @@ pub(super) fn install(e: &mut Execution, world: &Arc<World>, invariant: Invarian
         // use-after-free).
         Lifetime => {}
     }
+}
+
+/// Whether `invariant` had something to judge in a call of `op` that
+/// returned `result`: the call is one of those it asserts about, and got
+/// as far as what it asserts (it succeeded, or failed with the
+/// invariant's symptom). A run in which no call was judged tested
+/// nothing of the invariant.
+pub(super) fn judges(invariant: Invariant, op: &Op, result: Result<(), Errno>) -> bool {
+    use Invariant::*;
+    let reached = match result {
+        Ok(()) => true,
+        Err(e) => invariant.symptom() == Some(e.name()),
+    };
+    match invariant {
+        IpcNoFalseEnospc | IpcFreedEventually => reached && creates(op, CLONE_NEWIPC),
+        UsernsNoFalseEnospc | UsernsDepth => reached && creates(op, CLONE_NEWUSER),
+        NetnsNoFalseEnospc => reached && creates(op, CLONE_NEWNET),
+        IdmapPublishedWhole | IdmapRoundtrip | IdmapConfined => reached && uses_a_map(op),
+        UcountsWithinLimits | NprocIsolated => reached && forks(op),
+        NprocRealUid => reached && (forks(op) || changes_uids(op)),
+        NprocExecveEnforced => reached && matches!(op, Op::Execve {}),
+        UeventSeqnumInOrder | UeventNoLeakIntoUnprivileged | UeventNoSilentLoss => {
+            reached && receives_uevents(op)
+        }
+        UeventInjectionPermitted => reached && matches!(op, Op::UeventInject { .. }),
+        // What it judges is a refusal.
+        SecurityDeniedChangesNothing => result.is_err(),
+        // Every call that did something charges, holds or frees.
+        UcountsBalanced | UcountsNoLeak | Lifetime => reached,
+    }
+}
+
+/// A call that makes a namespace of `flag`'s kind.
+fn creates(op: &Op, flag: u64) -> bool {
+    match op {
+        Op::Unshare { flags }
+        | Op::UnshareAndExit { flags }
+        | Op::Clone { flags }
+        | Op::CloneChild { flags, .. } => flags & flag != 0,
+        _ => false,
+    }
+}
+
+fn uses_a_map(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::WriteUidMap { .. }
+            | Op::WriteGidMap { .. }
+            | Op::WriteUidMapOf { .. }
+            | Op::WriteGidMapOf { .. }
+            | Op::WriteOpened { .. }
+            | Op::ReadUidMapOf { .. }
+            | Op::ReadGidMapOf { .. }
+            | Op::Getresuid {}
+            | Op::Getresgid {}
+    )
+}
+
+fn forks(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Fork {} | Op::Clone { .. } | Op::ForkChild { .. } | Op::CloneChild { .. }
+    )
+}
+
+fn changes_uids(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Setuid { .. } | Op::Setresuid { .. } | Op::Seteuid { .. }
+    )
+}
+
+/// The calls that bring uevents to a listener: the events sent, and the
+/// receives that take them.
+fn receives_uevents(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::UeventRecv {}
+            | Op::UeventRecvWait {}
+            | Op::UeventInject { .. }
+            | Op::UeventDeviceEvent { .. }
+            | Op::UeventNetdevEvent { .. }
+    )
 }
 
 /// What the uevent oracle watched for `invariant`, after every step.

@@ -41,6 +41,6 @@ pub use errno::Errno;
 pub use profile::{resolve_patches, ActivePatches};
 pub use world::{
     cut_by_deadline, explore_outcomes, explore_profile, explore_run, explore_steps,
-    number_namespaces, replay_run, results_summary, OutcomeOf, Results, RunOutput, RunSpec,
-    Succeeded, SyscallStats,
+    number_namespaces, replay_run, results_summary, Exercised, OutcomeOf, Results, RunOutput,
+    RunSpec, Succeeded, SyscallStats,
 };

@@ -146,6 +146,8 @@ impl World {
             ipc_sysctl_namespace_root: _,
             // Labels the namespaces tasks make, nothing more.
             userns_made: _,
+            // What the run has judged so far, which no future depends on.
+            judged: _,
             tasks,
             acting_children,
             results,

@@ -179,6 +179,8 @@ struct World {
     locks: BTreeMap<String, ScenarioLock>,
     events: BTreeMap<String, ScenarioEvent>,
     results: HostMutex<Results>,
+    /// The calls each of the run's invariants judged (`checks::judges`).
+    judged: HostMutex<BTreeMap<Invariant, u64>>,
     net: Arc<crate::net::NetWorld>,
     /// Process accounting (RLIMIT_NPROC) and its oracles.
     procs: Arc<crate::process::Procs>,
@@ -224,14 +226,24 @@ pub struct RunOutput {
     /// (`ExecConfig::report_deadline`) cut the replay that collects the
     /// results: they are those of the steps it ran.
     pub results_complete: bool,
-    /// Whether each task instance had a call succeed in some execution of
-    /// the search that ran to its end: what the run exercised.
-    pub succeeded: Succeeded,
+    /// What the executions of the search that ran to their end exercised.
+    pub exercised: Exercised,
 }
 
 /// Task instance -> whether one of its calls succeeded (see
-/// [`RunOutput::succeeded`]).
+/// [`Exercised::succeeded`]).
 pub type Succeeded = BTreeMap<String, bool>;
+
+/// What a run exercised, over the executions of its search that ran to
+/// their end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exercised {
+    /// Whether each task instance had a call succeed in some execution.
+    pub succeeded: Succeeded,
+    /// Whether each of the run's invariants judged a call in some
+    /// execution (see `checks::judges`).
+    pub judged: BTreeMap<String, bool>,
+}
 
 /// Explore a run; the report is its first failing execution or its last.
 /// Its syscall results are those of that execution: kept from the one
@@ -243,12 +255,12 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
     // another's world would free all of it across threads).
     let fair = matches!(spec.explore.strategy, sim::StrategySpec::Fair);
     let last: Mutex<Option<Arc<World>>> = Mutex::new(None);
-    let succeeded: Arc<Mutex<Succeeded>> = Arc::default();
+    let exercised: Arc<Mutex<Exercised>> = Arc::default();
     let build = |e: &mut Execution| {
         let world = build_world(e, spec);
-        let (w, seen) = (Arc::clone(&world), Arc::clone(&succeeded));
+        let (w, seen) = (Arc::clone(&world), Arc::clone(&exercised));
         e.check_at_end(move || {
-            w.add_succeeded(&mut seen.lock());
+            w.add_exercised(&mut seen.lock());
             None
         });
         if fair {
@@ -276,12 +288,12 @@ pub fn explore_run(spec: &RunSpec<'_>) -> RunOutput {
             (results, !cut_by_deadline(&report, &explore.report))
         }
     };
-    let succeeded = succeeded.lock().clone();
+    let exercised = exercised.lock().clone();
     RunOutput {
         explore,
         results,
         results_complete,
-        succeeded,
+        exercised,
     }
 }
 
@@ -485,6 +497,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             locks: make_locks(spec.setup),
             events: make_events(spec.setup),
             results: HostMutex::new("the world's results", Results::new()),
+            judged: HostMutex::new("the calls judged", judged_none(spec.invariants)),
             net,
             procs,
             check_denials: spec
@@ -515,6 +528,15 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
         statename::install(e, &world, spec.setup);
     }
     world
+}
+
+/// Each of `invariants` (by name), with no call judged yet.
+fn judged_none(invariants: &[String]) -> BTreeMap<Invariant, u64> {
+    invariants
+        .iter()
+        .filter_map(|name| Invariant::from_name(name))
+        .map(|i| (i, 0))
+        .collect()
 }
 
 /// The user-namespace subsystem and the set-up's namespaces, parents
@@ -892,18 +914,24 @@ impl World {
         };
         stats.record(key, values, texts);
         drop(results);
+        for (invariant, n) in self.judged.lock().iter_mut() {
+            *n += u64::from(checks::judges(*invariant, op, result));
+        }
         // The op has returned to the task: a false ENOSPC it got may now
         // be reported, with the result above.
         self.userns.oracle.returned();
         self.net.uevent.netns_oracle.returned();
     }
 
-    /// Note in `seen` which task instances had a call succeed in this
-    /// execution.
-    fn add_succeeded(&self, seen: &mut Succeeded) {
+    /// Add to `seen` what this execution exercised: which task instances
+    /// had a call succeed, and the calls each invariant judged.
+    fn add_exercised(&self, seen: &mut Exercised) {
         for (task, ops) in self.results.lock().iter() {
             let ok = ops.values().any(|s| s.results.contains_key("ok"));
-            *seen.entry(task.clone()).or_default() |= ok;
+            *seen.succeeded.entry(task.clone()).or_default() |= ok;
+        }
+        for (invariant, n) in self.judged.lock().iter() {
+            *seen.judged.entry(invariant.name().to_string()).or_default() |= *n > 0;
         }
     }
 
