@@ -150,9 +150,11 @@ fn scenario_verdict(
     let agree = match r.verdict {
         KernelVerdict::Skipped => (!model_ok).then_some(false),
         KernelVerdict::Agree => Some(model_ok),
-        KernelVerdict::ModelMisses => Some(false),
+        // The case's own results never held on the kernel: what it says
+        // of the kernel is not so.
+        KernelVerdict::ModelMisses | KernelVerdict::Unmet => Some(false),
     };
-    if r.verdict == KernelVerdict::ModelMisses {
+    if matches!(r.verdict, KernelVerdict::ModelMisses | KernelVerdict::Unmet) {
         // On standard error: standard output is the table or the JSON.
         eprint!("{}", onkernel::text(sc, profile, &r));
     }

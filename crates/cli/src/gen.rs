@@ -284,15 +284,13 @@ fn check_kernel(seeds: std::ops::Range<u64>, plan: &GenPlan<'_>) -> Result<bool,
             }
         }
     }
-    let n = |v: Verdict| counts.get(v.name()).copied().unwrap_or(0);
+    let n = |v: Verdict| counts.get(v.name()).copied().unwrap_or(0) as usize;
     println!(
-        "{seen} generated scenarios (seeds {}..{}) on the kernel ({profile}) in {:.1}s: {} agree, {} model-misses, {} skipped",
+        "{seen} generated scenarios (seeds {}..{}) on the kernel ({profile}) in {:.1}s: {}",
         seeds.start,
         seeds.end,
         start.elapsed().as_secs_f64(),
-        n(Verdict::Agree),
-        n(Verdict::ModelMisses),
-        n(Verdict::Skipped)
+        crate::onkernel::verdict_counts(&n)
     );
     Ok(n(Verdict::ModelMisses) == 0)
 }

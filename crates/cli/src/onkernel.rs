@@ -87,6 +87,11 @@ pub enum Verdict {
     Agree,
     /// The kernel showed an outcome the model does not reach.
     ModelMisses,
+    /// Every outcome the kernel showed is one the model reaches, but in
+    /// no repeat did the kernel meet the scenario's own condition: the
+    /// `results` of the entries that model this kernel (it answered
+    /// EINVAL where they expect ok), so the check tested nothing there.
+    Unmet,
     Skipped,
 }
 
@@ -95,6 +100,7 @@ impl Verdict {
         match self {
             Verdict::Agree => "agree",
             Verdict::ModelMisses => "model-misses",
+            Verdict::Unmet => "unmet",
             Verdict::Skipped => "skipped",
         }
     }
@@ -119,6 +125,159 @@ pub struct OnKernel {
     /// The file the kernel's runs were read from (`--kernel-output`), or
     /// `None` when they ran here.
     pub printed_in: Option<String>,
+    /// Whether the scenario's own expectations held on the kernel.
+    pub expectations: Option<Expectations>,
+}
+
+/// The scenario's expectations of the kernel it ran on, as the entries
+/// that model it say them (those whose patches are the kernel's), and
+/// in how many repeats the kernel showed them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expectations {
+    /// The labels of those entries.
+    pub entries: Vec<String>,
+    /// Repeats in which every `results` expectation held, when there
+    /// are any.
+    pub results_held: Option<usize>,
+    /// How the first repeat that did not meet them differs, one line each.
+    pub first_unmet: Vec<String>,
+    /// For an entry expecting a violation whose symptom shows in call
+    /// results (`Invariant::symptom`): the invariant, its errno, and the
+    /// repeats in which some call returned it.
+    pub symptom: Option<(String, &'static str, usize)>,
+    /// Repeats the kernel ran.
+    pub of: usize,
+    /// Whether some execution of the model's search, the set-up run as
+    /// the kernel ran it, met the `results`: when it did, they depend on
+    /// the schedule, and a kernel that did not show them in its repeats
+    /// could have.
+    pub model_meets: Option<bool>,
+    /// The `results` held against the runs (those of the entries, less
+    /// the values the kernel's runs do not show comparably).
+    results: Vec<scenario::ExpectedResult>,
+}
+
+impl Expectations {
+    /// What the scenario expects of a kernel modelled by `patches`, held
+    /// against its `runs`; `None` when no entry models it or none says
+    /// what the kernel shows.
+    fn of_runs(
+        sc: &Scenario,
+        patches: &kernel::ActivePatches,
+        runs: &[kernel::Results],
+    ) -> Option<Expectations> {
+        let entries: Vec<&scenario::KernelRun> = sc
+            .runs
+            .iter()
+            .filter(|k| entry_patches(k).as_ref() == Some(patches))
+            .collect();
+        // Values the kernel's runs do not show comparably (an injection's
+        // SEQNUM, those received where namespaces are made) are not held.
+        let valued = kexec::outcome::valued_labels(&sc.setup);
+        let results: Vec<scenario::ExpectedResult> = entries
+            .iter()
+            .flat_map(|k| k.expect.results.iter().cloned())
+            .map(|mut want| {
+                if !valued.iter().any(|label| want.matches_label(label)) {
+                    want.values = None;
+                }
+                want
+            })
+            .collect();
+        let symptom = entries.iter().find_map(|k| {
+            let invariant = k.expect.invariant.as_deref()?;
+            let errno = kernel::invariants::Invariant::from_name(invariant)?.symptom()?;
+            let showed = runs.iter().filter(|r| returned(r, errno)).count();
+            Some((invariant.to_string(), errno, showed))
+        });
+        if results.is_empty() && symptom.is_none() {
+            return None;
+        }
+        let unmet: Vec<Vec<String>> = runs
+            .iter()
+            .map(|r| crate::output::result_mismatches(&results, r))
+            .collect();
+        Some(Expectations {
+            entries: entries.iter().map(|k| k.label.clone()).collect(),
+            results_held: (!results.is_empty())
+                .then(|| unmet.iter().filter(|m| m.is_empty()).count()),
+            first_unmet: unmet
+                .into_iter()
+                .find(|m| !m.is_empty())
+                .unwrap_or_default(),
+            symptom,
+            of: runs.len(),
+            model_meets: None,
+            results,
+        })
+    }
+
+    /// The kernel could not meet the `results`: it showed them in no
+    /// repeat, and no execution of the model, run as the kernel ran, meets
+    /// them either (a capability withheld, an answer that differs), so
+    /// that no schedule would have.
+    fn never_met(&self) -> bool {
+        self.results_held == Some(0) && self.model_meets == Some(false)
+    }
+
+    /// One line each: the results, the symptom.
+    fn lines(&self) -> Vec<String> {
+        let entries = self.entries.join(", ");
+        let mut lines = Vec::new();
+        if let Some(held) = self.results_held {
+            let mut line = format!(
+                "the scenario's results ({entries}) held in {held} of {} repeats on the kernel",
+                self.of
+            );
+            if let Some(first) = self.first_unmet.first() {
+                line.push_str(&format!("; where they did not: {first}"));
+            }
+            if held < self.of && self.model_meets == Some(true) {
+                line.push_str(" (the model meets them in some schedules only)");
+            }
+            lines.push(line);
+        }
+        if let Some((invariant, errno, showed)) = &self.symptom {
+            lines.push(format!(
+                "the violation of {invariant} that {entries} expects showed ({errno}) in {showed} of {} repeats on the kernel",
+                self.of
+            ));
+        }
+        lines
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "entries": self.entries,
+            "results_held": self.results_held,
+            "first_unmet": self.first_unmet,
+            "model_meets": self.model_meets,
+            "symptom": self.symptom.as_ref().map(|(invariant, errno, showed)| json!({
+                "invariant": invariant,
+                "errno": errno,
+                "showed": showed,
+            })),
+            "repeats": self.of,
+        })
+    }
+}
+
+/// The patches an entry runs the model with (`None` when they do not
+/// resolve: the scenario checker reports that).
+fn entry_patches(k: &scenario::KernelRun) -> Option<kernel::ActivePatches> {
+    let toggles: Vec<(String, bool)> = k
+        .patches
+        .iter()
+        .map(|t| (t.name.clone(), t.enable))
+        .collect();
+    kernel::resolve_patches(&k.profile, &toggles).ok()
+}
+
+/// Some call of `run` returned `errno`.
+fn returned(run: &kernel::Results, errno: &str) -> bool {
+    run.values()
+        .flat_map(|ops| ops.values())
+        .any(|stats| stats.results.contains_key(errno))
 }
 
 fn spec_explore(
@@ -144,17 +303,30 @@ fn spec_explore(
 /// is missing, PCT of depth 2 and 3, then a directed search for each one
 /// still missing (`kernel::directed`, with up to half the step budget
 /// left), then samples with further seeds and wider exhaustive searches,
-/// until the step budget is spent.
+/// until the step budget is spent. With them, whether some execution met
+/// `expected` (false when it is empty).
 pub fn model_outcomes(
     sc: &Scenario,
     patches: &kernel::ActivePatches,
     wanted: &BTreeMap<String, kernel::Results>,
     width: Search,
-) -> ModelOutcomes {
+    expected: &[scenario::ExpectedResult],
+) -> (ModelOutcomes, bool) {
     let setup = Arc::new(sc.setup.clone());
+    let met = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let outcome: OutcomeOf = {
-        let setup = Arc::clone(&setup);
-        Arc::new(move |r| kexec::outcome::outcome_of(&setup, r))
+        let (setup, met) = (Arc::clone(&setup), Arc::clone(&met));
+        let expected = expected.to_vec();
+        Arc::new(move |r| {
+            use std::sync::atomic::Ordering::Relaxed;
+            if !expected.is_empty()
+                && !met.load(Relaxed)
+                && crate::output::result_mismatches(&expected, r).is_empty()
+            {
+                met.store(true, Relaxed);
+            }
+            kexec::outcome::outcome_of(&setup, r)
+        })
     };
     let seed = sc.runs.first().map_or(1, |r| r.explore.seed);
     let mut budget = MODEL_STEP_BUDGET;
@@ -295,11 +467,12 @@ pub fn model_outcomes(
         ));
         round += 1;
     }
-    ModelOutcomes {
+    let model = ModelOutcomes {
         outcomes: all,
         searches,
         exhausted,
-    }
+    };
+    (model, met.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// For each kernel outcome in `wanted` not in `all`, a directed search
@@ -393,6 +566,7 @@ fn skipped(reason: String) -> OnKernel {
         kernel: BTreeMap::new(),
         model: None,
         printed_in: None,
+        expectations: None,
     }
 }
 
@@ -459,14 +633,22 @@ pub fn judge(
         setup: kexec::world::as_run(&sc.setup, withheld),
         ..sc.clone()
     };
-    let model = model_outcomes(&as_run, patches, &wanted, width);
+    let mut expectations = Expectations::of_runs(sc, patches, &runs.runs);
+    let expected = expectations.as_ref().map_or(&[][..], |e| &e.results[..]);
+    let (model, model_meets) = model_outcomes(&as_run, patches, &wanted, width, expected);
+    if let Some(e) = expectations.as_mut().filter(|e| e.results_held.is_some()) {
+        e.model_meets = Some(model_meets);
+    }
     let misses = wanted.keys().any(|w| !model.outcomes.contains_key(w));
     OnKernel {
         verdict: if misses {
             Verdict::ModelMisses
+        } else if expectations.as_ref().is_some_and(Expectations::never_met) {
+            Verdict::Unmet
         } else {
             Verdict::Agree
         },
+        expectations,
         reason: None,
         repeats: runs.runs.len(),
         timed_out: runs.timed_out,
@@ -534,6 +716,15 @@ pub fn text(sc: &Scenario, profile: &str, r: &OnKernel) -> String {
         );
     }
     let _ = writeln!(out, "    model search: {}", search_summary(&model.searches));
+    for line in r.expectations.iter().flat_map(Expectations::lines) {
+        let _ = writeln!(out, "    {line}");
+    }
+    if r.verdict == Verdict::Unmet {
+        let _ = writeln!(
+            out,
+            "    unmet: the kernel never met the scenario's results, nor does any execution of the model run as the kernel ran: the check tested nothing here"
+        );
+    }
     out
 }
 
@@ -574,6 +765,9 @@ pub fn record_json(r: &OnKernel) -> serde_json::Value {
     }
     if let Some(reason) = &r.reason {
         on_kernel["reason"] = json!(reason);
+    }
+    if let Some(e) = &r.expectations {
+        on_kernel["expectations"] = e.json();
     }
     on_kernel
 }
@@ -632,14 +826,12 @@ pub fn run(
     let n = |v: Verdict| counts.get(v.name()).copied().unwrap_or(0);
     if format == Format::Text {
         println!(
-            "{} scenarios on the kernel ({profile}): {} agree, {} model-misses, {} skipped",
+            "{} scenarios on the kernel ({profile}): {}",
             scenarios.len(),
-            n(Verdict::Agree),
-            n(Verdict::ModelMisses),
-            n(Verdict::Skipped)
+            verdict_counts(&n)
         );
     }
-    unreadable.after(Ok(n(Verdict::ModelMisses) == 0))
+    unreadable.after(Ok(all_held(&n)))
 }
 
 /// Every scenario on one lab kernel; whether none missed.
@@ -661,17 +853,32 @@ fn run_in_lab(
     let n = |v: Verdict| counts.get(v.name()).copied().unwrap_or(0);
     if format == Format::Text {
         println!(
-            "{} scenarios on lab kernel {} (Linux {}, profile {}): {} agree, {} model-misses, {} skipped",
+            "{} scenarios on lab kernel {} (Linux {}, profile {}): {}",
             scenarios.len(),
             lk.kernel.name(),
             lk.booted.release,
             lk.profile,
-            n(Verdict::Agree),
-            n(Verdict::ModelMisses),
-            n(Verdict::Skipped)
+            verdict_counts(&n)
         );
     }
-    n(Verdict::ModelMisses) == 0
+    all_held(&n)
+}
+
+/// The summary line's counts, by verdict.
+pub fn verdict_counts(n: &dyn Fn(Verdict) -> usize) -> String {
+    format!(
+        "{} agree, {} model-misses, {} unmet, {} skipped",
+        n(Verdict::Agree),
+        n(Verdict::ModelMisses),
+        n(Verdict::Unmet),
+        n(Verdict::Skipped)
+    )
+}
+
+/// No scenario's kernel showed what the model misses, or never met the
+/// scenario's condition: exit status 0.
+fn all_held(n: &dyn Fn(Verdict) -> usize) -> bool {
+    n(Verdict::ModelMisses) == 0 && n(Verdict::Unmet) == 0
 }
 
 /// Hold `sc` against a lab kernel: each repeat in a fresh restore of it,
@@ -792,5 +999,5 @@ fn run_printed(
         )
     };
     print_record(sc, profile, &r, format);
-    Ok(r.verdict != Verdict::ModelMisses)
+    Ok(!matches!(r.verdict, Verdict::ModelMisses | Verdict::Unmet))
 }

@@ -699,7 +699,10 @@ impl SkippedRecord {
 
 /// How the reported execution's syscall results differ from the
 /// scenario's `results` expectations, one line each.
-fn result_mismatches(expected: &[scenario::ExpectedResult], results: &Results) -> Vec<String> {
+pub(crate) fn result_mismatches(
+    expected: &[scenario::ExpectedResult],
+    results: &Results,
+) -> Vec<String> {
     let mut out = Vec::new();
     for want in expected {
         let mut got: BTreeMap<String, u64> = BTreeMap::new();

@@ -17,6 +17,12 @@ pub struct ViewArgs {
     /// (colours on a terminal unless NO_COLOR is set).
     #[arg(long)]
     pub timeline: bool,
+    /// The widest line of `--timeline`, in columns (at least 60): columns
+    /// narrow, counters go, then the tasks share one column to fit it. By
+    /// default COLUMNS, else the terminal's width, else as wide as the
+    /// tasks' texts.
+    #[arg(long, value_name = "COLUMNS", value_parser = clap::value_parser!(u16).range(60..))]
+    pub width: Option<u16>,
     /// Write the execution as Chrome trace-event JSON (opens in ui.perfetto.dev).
     /// `{scenario}` and `{kernel}` in FILE are replaced by the run's names.
     #[arg(long, value_name = "FILE")]
@@ -62,6 +68,10 @@ pub fn emit(args: &ViewArgs, ctx: &ViewContext<'_>) -> Result<(), CliError> {
     if args.timeline {
         let options = timeline::Options {
             color: color_wanted() && !ctx.json_output,
+            width: args
+                .width
+                .map(usize::from)
+                .or_else(|| timeline_width(ctx.json_output)),
         };
         let text = timeline::render(&model, &options);
         if ctx.json_output {
@@ -111,6 +121,34 @@ fn is_limit(name: &str) -> bool {
 }
 
 /// Colours when standard output is a terminal and NO_COLOR is unset or empty.
+/// The width `--timeline` fits when `--width` is not given: COLUMNS (a
+/// number of at least 60), else the width of the terminal it is drawn on
+/// (standard error when standard output carries JSON).
+fn timeline_width(on_stderr: bool) -> Option<usize> {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok());
+    if let Some(c) = columns.filter(|c| *c >= timeline::MIN_WIDTH) {
+        return Some(c);
+    }
+    let fd = if on_stderr {
+        libc::STDERR_FILENO
+    } else {
+        libc::STDOUT_FILENO
+    };
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which
+    // points at one; on a descriptor that is not a terminal it fails and
+    // writes nothing.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 fn color_wanted() -> bool {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     !no_color && std::io::stdout().is_terminal()

@@ -264,3 +264,125 @@ expect = "pass"
     assert_eq!(k["kernel_outcomes"].as_array().unwrap().len(), 1, "{text}");
     assert_eq!(out.status.code(), Some(0), "{text}");
 }
+
+/// A second `unshare(CLONE_NEWPID)` before a first child: the kernel
+/// answers EINVAL where the entry that models it expects every call ok.
+const UNMET: &str = r#"name = "unmet"
+summary = "a second unshare(CLONE_NEWPID) before a first child"
+invariants = ["ucounts.balanced"]
+
+[[task]]
+name = "t"
+ops = ["unshare(CLONE_NEWPID)", "unshare(CLONE_NEWPID)"]
+
+[[kernel]]
+profile = "PROFILE"
+expect = { outcome = "pass", results = { t = { unshare = "ok" } } }
+"#;
+
+/// Under `max_ipc_namespaces = 1`, a second ipc namespace: ENOSPC, the
+/// symptom of the violation the entry expects.
+const SYMPTOM: &str = r#"name = "symptom"
+summary = "a second ipc namespace under max_ipc_namespaces = 1"
+invariants = ["ipc.no_false_enospc"]
+
+[sysctl]
+"user.max_ipc_namespaces" = 1
+
+[[task]]
+name = "t"
+ops = ["unshare(CLONE_NEWIPC)", "unshare(CLONE_NEWIPC)"]
+
+[[kernel]]
+profile = "PROFILE"
+expect = { outcome = "violation", invariant = "ipc.no_false_enospc" }
+"#;
+
+/// `--on-kernel` says whether the scenario's own expectations held on
+/// the kernel: a check whose kernel never met its `results` is `unmet`
+/// (exit status 1), not `agree`; one that met them says in how many
+/// repeats; an expected violation's symptom is counted.
+#[test]
+fn on_kernel_says_whether_the_scenarios_expectations_held() {
+    let _turn = support::kernel_turn();
+    if !skip_unless_runnable("on_kernel_says_whether_the_scenarios_expectations_held") {
+        return;
+    }
+    let dir = support::empty_dir("on-kernel-expectations");
+    let profile = host_profile();
+    let write = |name: &str, text: &str| {
+        let file = dir.join(name);
+        std::fs::write(&file, text.replace("PROFILE", &profile)).unwrap();
+        file.display().to_string()
+    };
+    let unmet = write("unmet.toml", UNMET);
+    let out = nssim(&["run", "--on-kernel", &unmet, "--repeat", "3"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(" unmet (3 repeats"), "{text}");
+    assert!(
+        text.contains("results (PROFILE) held in 0 of 3 repeats on the kernel; where they did not: t unshare: expected ok, got 1 EINVAL, 1 ok".replace("PROFILE", &profile).as_str()),
+        "{text}"
+    );
+    assert!(text.contains("0 agree, 0 model-misses, 1 unmet"), "{text}");
+    let json = nssim(&[
+        "run",
+        "--on-kernel",
+        &unmet,
+        "--repeat",
+        "3",
+        "--format",
+        "json",
+    ]);
+    let record: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(record["on_kernel"]["verdict"], "unmet");
+    assert_eq!(record["on_kernel"]["expectations"]["results_held"], 0);
+    // Expectations the kernel meets: agree, and how often.
+    let met = write(
+        "met.toml",
+        &UNMET.replace(
+            r#"unshare = "ok""#,
+            r#"unshare = { calls = ["ok", "EINVAL"] }"#,
+        ),
+    );
+    let out = nssim(&["run", "--on-kernel", &met, "--repeat", "3"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(" agree (3 repeats"), "{text}");
+    assert!(
+        text.contains("held in 3 of 3 repeats on the kernel"),
+        "{text}"
+    );
+    let symptom = write("symptom.toml", SYMPTOM);
+    let out = nssim(&["run", "--on-kernel", &symptom, "--repeat", "2"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("the violation of ipc.no_false_enospc that PROFILE expects showed (ENOSPC) in 2 of 2 repeats on the kernel".replace("PROFILE", &profile).as_str()),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The profile `--on-kernel` models this machine's kernel with, as its
+/// summary line names it.
+fn host_profile() -> String {
+    let out = nssim(&[
+        "run",
+        "--on-kernel",
+        "--repeat",
+        "1",
+        "sim-scenarios/ipc-alloc-vs-free.toml",
+    ]);
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("scenarios on the kernel ("))
+        .unwrap_or_else(|| panic!("no summary line: {text}"));
+    line.split("on the kernel (")
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .next()
+        .unwrap()
+        .to_string()
+}

@@ -16,6 +16,7 @@ fn nssim(args: &[&str]) -> Output {
         .args(args)
         .current_dir(root())
         .env_remove("NO_COLOR")
+        .env_remove("COLUMNS")
         .output()
         .expect("nssim runs")
 }
@@ -155,4 +156,103 @@ fn colour_on_a_terminal_unless_no_color() {
     };
     assert!(on_terminal(None).contains("\x1b[1;31m▶"));
     assert!(!on_terminal(Some("1")).contains('\x1b'));
+}
+
+/// The widest line of `text`, in characters.
+fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// With `COLUMNS=100`, the timeline of every run of the library fits in
+/// 100 columns: columns narrow, then counters go, then many tasks share
+/// one column. (Read as it streams: the 100 000-call loop draws a
+/// gigabyte.)
+#[test]
+fn every_library_timeline_fits_in_100_columns() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nssim"))
+        .args(["run", "sim-scenarios/", "--timeline", "--format", "json"])
+        .current_dir(root())
+        .env("COLUMNS", "100")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("nssim runs");
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (mut timelines, mut over) = (0, Vec::new());
+    for line in stderr.lines() {
+        let line = line.expect("UTF-8");
+        if line.starts_with("   step ") {
+            timelines += 1;
+        }
+        if line.chars().count() > 100 && over.len() < 5 {
+            over.push(line);
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(timelines > 100, "a timeline per run: {timelines}");
+    assert!(over.is_empty(), "lines over 100 columns: {over:#?}");
+}
+
+/// `--width` fits a run of 45 tasks into 60 columns, the tasks sharing
+/// one column each row names; a narrower one is refused. As wide as it
+/// wants without a width, it is far wider.
+#[test]
+fn width_stacks_many_tasks_in_one_column() {
+    let scenario = "sim-scenarios/uevent-thundering-herd.toml";
+    let wide = nssim(&["run", scenario, "--timeline"]);
+    assert!(widest(&String::from_utf8_lossy(&wide.stdout)) > 1000);
+    let o = nssim(&[
+        "run",
+        scenario,
+        "--timeline",
+        "--width",
+        "60",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(widest(&text) <= 60, "{text}");
+    let head = header(&text);
+    assert!(head.contains("│ task") && head.contains("│ what"), "{head}");
+    assert!(
+        text.lines().any(|l| l.contains("│ container-udevd.19 │")),
+        "each row names its task"
+    );
+    let narrow = nssim(&["run", scenario, "--timeline", "--width", "59"]);
+    assert_eq!(narrow.status.code(), Some(2));
+}
+
+/// On a terminal, the timeline fits the terminal's width.
+#[test]
+fn on_a_terminal_the_timeline_fits_its_width() {
+    if Command::new("script").arg("--version").output().is_err() {
+        support::skip(
+            "on_a_terminal_the_timeline_fits_its_width",
+            "`script` (util-linux) is not installed",
+            None,
+        );
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_nssim");
+    let command = format!(
+        "stty cols 90; {bin} run sim-scenarios/ipc-alloc-vs-free.toml --kernel v6.2 --timeline 2>/dev/null"
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .env_remove("COLUMNS")
+        .output()
+        .expect("script runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(text.contains("violation of ipc.no_false_enospc"), "{text}");
+    let timeline: String = text
+        .lines()
+        .take_while(|l| !l.starts_with("FAIL") && !l.starts_with("ok "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(header(&timeline).contains("looper"), "{timeline}");
+    assert!(widest(&timeline) <= 90, "{timeline}");
 }

@@ -81,8 +81,8 @@ fn groups(setup: &Setup) -> Vec<(String, Vec<String>)> {
 }
 
 /// The labels of the ops of `setup` whose reported values are part of an
-/// outcome.
-fn valued_labels(setup: &Setup) -> BTreeSet<String> {
+/// outcome: those the kernel's runs can be held to.
+pub fn valued_labels(setup: &Setup) -> BTreeSet<String> {
     setup
         .every_op()
         .filter(|op| {

@@ -16,7 +16,16 @@ use std::fmt::Write;
 pub struct Options {
     /// ANSI colours (for a terminal).
     pub color: bool,
+    /// The widest line to draw, in columns (a terminal's width), or
+    /// `None` for as wide as the tasks' texts. Columns narrow to fit it;
+    /// past that the counter columns go (their values stay in the lines
+    /// under the table), and past that the tasks share one column, each
+    /// row naming its task.
+    pub width: Option<usize>,
 }
+
+/// The narrowest width [`Options::width`] is honoured down to.
+pub const MIN_WIDTH: usize = 60;
 
 /// Widest text of a task's column, gutters aside.
 const TASK_WIDTH: usize = 38;
@@ -26,6 +35,16 @@ const RCU_WIDTH: usize = 24;
 const COUNTER_WIDTH: usize = 12;
 /// Width of the outcome's wrapped lines.
 const WRAP: usize = 100;
+/// A task's column is not narrowed below this.
+const MIN_TASK_WIDTH: usize = 12;
+/// The step and time at the head of every row.
+const ROW_HEAD: usize = 19;
+/// What separates two columns (` │ `).
+const SEPARATOR: usize = 3;
+/// The widest task name of the stacked layout.
+const STACKED_NAME_WIDTH: usize = 24;
+/// The shared column of the stacked layout is not narrowed below this.
+const MIN_STACKED_TEXT: usize = 30;
 
 const BOLD: &str = "1";
 const DIM: &str = "2";
@@ -244,11 +263,25 @@ struct Table<'m> {
     flow_to: HashMap<usize, usize>,
     unrun: HashSet<usize>,
     color: bool,
+    layout: Layout,
+}
+
+/// How the table fits its width.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    /// The widest line, when one is given.
+    width: Option<usize>,
+    /// The counter columns are drawn.
+    counters: bool,
+    /// The tasks share one column: (the width of the task names, of
+    /// their texts).
+    stacked: Option<(usize, usize)>,
 }
 
 /// Render the timeline of `m`.
 pub fn render(m: &Model, opts: &Options) -> String {
-    let t = Table::new(m, opts.color);
+    let mut t = Table::new(m, opts.color);
+    t.fit(opts.width.map(|w| w.max(MIN_WIDTH)));
     let mut out = String::new();
     t.legend(&mut out);
     t.header(&mut out);
@@ -295,24 +328,110 @@ impl<'m> Table<'m> {
             rcu,
             rcu_text,
             color,
+            layout: Layout {
+                width: None,
+                counters: true,
+                stacked: None,
+            },
         }
+    }
+
+    /// Width of the table's lines as its columns are now.
+    fn table_width(&self) -> usize {
+        let columns: usize = self
+            .columns()
+            .map(|c| SEPARATOR + c.gutter.slots + c.width)
+            .sum();
+        let counters = if self.layout.counters {
+            self.counter_titles.len() * (SEPARATOR + COUNTER_WIDTH)
+        } else {
+            0
+        };
+        ROW_HEAD + columns + counters
+    }
+
+    /// Fit the table to `width`: narrow the widest columns, then leave the
+    /// counters out, then stack the tasks in one column.
+    fn fit(&mut self, width: Option<usize>) {
+        self.layout.width = width;
+        let Some(width) = width else {
+            return;
+        };
+        while self.table_width() > width {
+            let widest = self
+                .tasks
+                .iter_mut()
+                .chain(self.rcu.iter_mut())
+                .filter(|c| c.width > MIN_TASK_WIDTH)
+                .max_by_key(|c| c.width);
+            match widest {
+                Some(c) => c.width -= 1,
+                None => break,
+            }
+        }
+        if self.table_width() > width {
+            self.layout.counters = false;
+        }
+        if self.table_width() <= width {
+            return;
+        }
+        let names = self
+            .columns()
+            .map(|c| c.title.chars().count())
+            .max()
+            .unwrap_or(4)
+            .clamp(4, STACKED_NAME_WIDTH);
+        let rest = width.saturating_sub(ROW_HEAD + 2 * SEPARATOR + MAX_SLOTS + names);
+        let with_counters = self.counter_titles.len() * (SEPARATOR + COUNTER_WIDTH);
+        self.layout.counters = rest >= MIN_STACKED_TEXT + with_counters;
+        let text = if self.layout.counters {
+            rest - with_counters
+        } else {
+            rest
+        };
+        self.layout.stacked = Some((names, text.max(MIN_TASK_WIDTH)));
     }
 
     fn legend(&self, out: &mut String) {
         let c = self.color;
-        let _ = writeln!(
-            out,
-            "{} lock held  {} work item running  {} waiting for a grace period  {} rcu read-side section",
-            paint("┏┃┗", YELLOW, c),
-            paint("╓║╙", "35", c),
-            paint("┌┆└", GREEN, c),
-            paint("╭│╰", "36", c),
+        let gutters = [
+            ("┏┃┗", YELLOW, "lock held"),
+            ("╓║╙", "35", "work item running"),
+            ("┌┆└", GREEN, "waiting for a grace period"),
+            ("╭│╰", "36", "rcu read-side section"),
+        ]
+        .map(|(g, sgr, what)| {
+            (
+                format!("{g} {what}"),
+                format!("{} {what}", paint(g, sgr, c)),
+            )
+        });
+        let flows = [
+            "→N queued work runs at step N (→never: not by the end),",
+            "←N it was queued at step N;",
+        ]
+        .map(|t| (t.to_string(), t.to_string()));
+        let broke = (
+            "▶ the step that broke the run".to_string(),
+            format!("{} the step that broke the run", paint("▶", RED, c)),
         );
-        let _ = writeln!(
-            out,
-            "→N queued work runs at step N (→never: not by the end), ←N it was queued at step N; {} the step that broke the run\n",
-            paint("▶", RED, c)
-        );
+        let width = self.layout.width.unwrap_or(usize::MAX);
+        for line in flow(&gutters, "  ", width) {
+            let _ = writeln!(out, "{line}");
+        }
+        let mut second: Vec<(String, String)> = flows.to_vec();
+        second.push(broke);
+        for line in flow(&second, " ", width) {
+            let _ = writeln!(out, "{line}");
+        }
+        if !self.layout.counters && !self.counter_titles.is_empty() {
+            let note =
+                "counters are not drawn at this width: their values at the end are under the table";
+            for line in wrap(note, width.min(WRAP)) {
+                let _ = writeln!(out, "{}", paint(&line, DIM, c));
+            }
+        }
+        out.push('\n');
     }
 
     fn columns(&self) -> impl Iterator<Item = &Column> {
@@ -320,34 +439,103 @@ impl<'m> Table<'m> {
     }
 
     fn header(&self, out: &mut String) {
-        let lines = self.counter_titles.iter().map(Vec::len).max().unwrap_or(1);
-        for line in 0..lines.max(1) {
-            let mut s = if line == 0 {
-                format!("{:>7} {:>11}", "step", "time")
-            } else {
-                " ".repeat(19)
-            };
+        if let Some((names, text)) = self.layout.stacked {
+            return self.stacked_header(out, names, text);
+        }
+        let lines = self.counter_lines();
+        for line in 0..lines {
+            let mut s = self.header_head(line);
             for col in self.columns() {
                 let title = if line == 0 { col.title.as_str() } else { "" };
                 s.push_str(" │ ");
                 s.push_str(&fit(title, col.gutter.slots + col.width));
             }
-            for title in &self.counter_titles {
-                s.push_str(" │ ");
-                s.push_str(&fit(title.get(line).map_or("", |t| t), COUNTER_WIDTH));
-            }
+            self.counter_titles_line(line, &mut s);
             let _ = writeln!(out, "{}", paint(s.trim_end(), BOLD, self.color));
         }
-        let mut rule = "─".repeat(20);
+        let mut rule = "─".repeat(ROW_HEAD + 1);
         for col in self.columns() {
             rule.push('┼');
             rule.push_str(&"─".repeat(col.gutter.slots + col.width + 2));
+        }
+        self.counter_rule(&mut rule);
+        // As wide as the widest row: no space after its last column.
+        rule.pop();
+        let _ = writeln!(out, "{rule}");
+    }
+
+    /// The header of the stacked layout: one column of task names, one
+    /// of their texts.
+    fn stacked_header(&self, out: &mut String, names: usize, text: usize) {
+        let slots = self.stacked_slots();
+        for line in 0..self.counter_lines() {
+            let mut s = self.header_head(line);
+            let (task, what) = if line == 0 {
+                ("task", "what")
+            } else {
+                ("", "")
+            };
+            s.push_str(&format!(" │ {}", fit(task, names)));
+            s.push_str(&format!(" │ {}", fit(what, slots + text)));
+            self.counter_titles_line(line, &mut s);
+            let _ = writeln!(out, "{}", paint(s.trim_end(), BOLD, self.color));
+        }
+        let mut rule = "─".repeat(ROW_HEAD + 1);
+        for w in [names, slots + text] {
+            rule.push('┼');
+            rule.push_str(&"─".repeat(w + 2));
+        }
+        self.counter_rule(&mut rule);
+        // As wide as the widest row: no space after its last column.
+        rule.pop();
+        let _ = writeln!(out, "{rule}");
+    }
+
+    /// Lines of the header: those of the longest counter title drawn.
+    fn counter_lines(&self) -> usize {
+        if !self.layout.counters {
+            return 1;
+        }
+        self.counter_titles
+            .iter()
+            .map(Vec::len)
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    fn header_head(&self, line: usize) -> String {
+        if line == 0 {
+            format!("{:>7} {:>11}", "step", "time")
+        } else {
+            " ".repeat(ROW_HEAD)
+        }
+    }
+
+    fn counter_titles_line(&self, line: usize, s: &mut String) {
+        if !self.layout.counters {
+            return;
+        }
+        for title in &self.counter_titles {
+            s.push_str(" │ ");
+            s.push_str(&fit(title.get(line).map_or("", |t| t), COUNTER_WIDTH));
+        }
+    }
+
+    fn counter_rule(&self, rule: &mut String) {
+        if !self.layout.counters {
+            return;
         }
         for _ in &self.counter_titles {
             rule.push('┼');
             rule.push_str(&"─".repeat(COUNTER_WIDTH + 2));
         }
-        let _ = writeln!(out, "{rule}");
+    }
+
+    /// Gutter slots of the stacked layout: the most any task's column
+    /// has.
+    fn stacked_slots(&self) -> usize {
+        self.columns().map(|c| c.gutter.slots).max().unwrap_or(0)
     }
 
     fn body(&self, out: &mut String) {
@@ -358,19 +546,58 @@ impl<'m> Table<'m> {
         for (r, row) in self.rows.rows.iter().enumerate() {
             let mut line = self.row_head(row);
             let task = self.m.events[row.event].task;
-            for (k, col) in self.columns().enumerate() {
-                line.push_str(" │ ");
-                line.push_str(&cursors[k].draw(r, self.color));
-                let text = match col.task {
-                    Some(t) if t == task => self.cell(row),
-                    Some(_) => (String::new(), ""),
-                    None => (self.rcu_text.get(&r).cloned().unwrap_or_default(), GREEN),
-                };
-                line.push_str(&painted(&text.0, col.width, text.1, self.color));
+            match self.layout.stacked {
+                Some((names, text)) => {
+                    self.stacked_cells(r, row, (names, text), &mut cursors, &mut line)
+                }
+                None => {
+                    for (k, col) in self.columns().enumerate() {
+                        line.push_str(" │ ");
+                        line.push_str(&cursors[k].draw(r, self.color));
+                        let text = match col.task {
+                            Some(t) if t == task => self.cell(row),
+                            Some(_) => (String::new(), ""),
+                            None => (self.rcu_text.get(&r).cloned().unwrap_or_default(), GREEN),
+                        };
+                        line.push_str(&painted(&text.0, col.width, text.1, self.color));
+                    }
+                }
             }
             self.counter_cells(row, &mut line);
             let _ = writeln!(out, "{}", line.trim_end());
         }
+    }
+
+    /// A row of the stacked layout: its task's name, that task's gutter
+    /// and its text, with what the rcu column would show after it.
+    fn stacked_cells(
+        &self,
+        r: usize,
+        row: &Row,
+        (names, text): (usize, usize),
+        cursors: &mut [GutterCursor],
+        line: &mut String,
+    ) {
+        let task = self.m.events[row.event].task;
+        let slots = self.stacked_slots();
+        let mut gutter = String::new();
+        let mut drawn = 0;
+        for (k, col) in self.columns().enumerate() {
+            let g = cursors[k].draw(r, self.color);
+            if col.task == Some(task) {
+                gutter = g;
+                drawn = col.gutter.slots;
+            }
+        }
+        let (mut cell, style) = self.cell(row);
+        if let Some(rcu) = self.rcu_text.get(&r) {
+            cell = format!("{cell} · rcu: {rcu}");
+        }
+        line.push_str(&format!(" │ {}", fit(self.m.task_name(task), names)));
+        line.push_str(" │ ");
+        line.push_str(&gutter);
+        line.push_str(&" ".repeat(slots - drawn));
+        line.push_str(&painted(&cell, text, style, self.color));
     }
 
     fn row_head(&self, row: &Row) -> String {
@@ -420,6 +647,9 @@ impl<'m> Table<'m> {
     }
 
     fn counter_cells(&self, row: &Row, line: &mut String) {
+        if !self.layout.counters {
+            return;
+        }
         for (s, series) in self.m.series.iter().enumerate() {
             line.push_str(" │ ");
             let value = row.counters.iter().find(|c| c.0 == s).map(|c| c.1);
@@ -451,7 +681,7 @@ impl<'m> Table<'m> {
         } else {
             GREEN
         };
-        for (k, line) in wrap(&outcome, WRAP).iter().enumerate() {
+        for (k, line) in wrap(&outcome, self.wrap_width()).iter().enumerate() {
             let indent = if k == 0 { "" } else { "  " };
             let _ = writeln!(out, "{indent}{}", paint(line, sgr, c));
         }
@@ -470,7 +700,7 @@ impl<'m> Table<'m> {
             .collect();
         if !counters.is_empty() {
             let text = format!("counters at the end: {}", counters.join(", "));
-            for (k, line) in wrap(&text, WRAP).iter().enumerate() {
+            for (k, line) in wrap(&text, self.wrap_width()).iter().enumerate() {
                 let _ = writeln!(out, "{}{line}", if k == 0 { "" } else { "  " });
             }
         }
@@ -478,10 +708,51 @@ impl<'m> Table<'m> {
         if !open.is_empty() {
             let _ = writeln!(out, "still open at the end:");
             for s in open {
-                let _ = writeln!(out, "  {}", m.describe_span(s));
+                let what = m.describe_span(s);
+                let lines = match self.layout.width {
+                    Some(_) => wrap(&what, self.wrap_width() - 2),
+                    None => vec![what],
+                };
+                for (k, line) in lines.iter().enumerate() {
+                    let indent = if k == 0 { "  " } else { "    " };
+                    let _ = writeln!(out, "{indent}{line}");
+                }
             }
         }
     }
+
+    /// The width of the wrapped lines under the table: [`WRAP`], or less
+    /// to leave room for their indent of two columns in a given width.
+    fn wrap_width(&self) -> usize {
+        match self.layout.width {
+            Some(w) => w.min(WRAP) - 2,
+            None => WRAP,
+        }
+    }
+}
+
+/// `items` (plain, painted) in lines of at most `width` columns, joined
+/// by `sep`.
+fn flow(items: &[(String, String)], sep: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let (mut line, mut len) = (String::new(), 0);
+    for (plain, painted) in items {
+        let n = plain.chars().count();
+        if len > 0 && len + sep.len() + n > width {
+            lines.push(std::mem::take(&mut line));
+            len = 0;
+        }
+        if len > 0 {
+            line.push_str(sep);
+            len += sep.len();
+        }
+        line.push_str(painted);
+        len += n;
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 fn mark_style(kind: MarkKind) -> &'static str {

@@ -9,7 +9,7 @@ use support::{execution, LEXICON};
 fn render(task: &str, fail: bool, color: bool) -> String {
     let r = execution(task, fail);
     let m = Model::build(&r, &LEXICON);
-    timeline::render(&m, &timeline::Options { color })
+    timeline::render(&m, &timeline::Options { color, width: None })
 }
 
 #[test]
