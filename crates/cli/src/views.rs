@@ -120,7 +120,6 @@ fn is_limit(name: &str) -> bool {
     name.starts_with("max_")
 }
 
-/// Colours when standard output is a terminal and NO_COLOR is unset or empty.
 /// The width `--timeline` fits when `--width` is not given: COLUMNS (a
 /// number of at least 60), else the width of the terminal it is drawn on
 /// (standard error when standard output carries JSON).
@@ -149,6 +148,7 @@ fn timeline_width(on_stderr: bool) -> Option<usize> {
     (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
+/// Colours when standard output is a terminal and NO_COLOR is unset or empty.
 fn color_wanted() -> bool {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     !no_color && std::io::stdout().is_terminal()

@@ -256,3 +256,27 @@ fn on_a_terminal_the_timeline_fits_its_width() {
     assert!(header(&timeline).contains("looper"), "{timeline}");
     assert!(widest(&timeline) <= 90, "{timeline}");
 }
+
+/// The views call the ucounts objects what they are: an entry by its
+/// user namespace and uid, each counter after what it counts, each limit
+/// after its sysctl and namespace.
+#[test]
+fn ucounts_objects_are_named_for_what_they_are() {
+    let ipc = timeline("sim-scenarios/ipc-alloc-vs-free.toml", "v6.2");
+    assert!(
+        ipc.contains("atomic_read init: max_ipc_namespaces"),
+        "{ipc}"
+    );
+    assert!(ipc.contains("atomic_cmpxchg ucounts(init, uid 0)"), "{ipc}");
+    assert!(!ipc.contains("ucount#"), "{ipc}");
+    let o = nssim(&[
+        "replay",
+        "sim-scenarios/userns-create-drop-fix-window.toml",
+        "nss1_BL_AyPEDfdfISNEe5veZXxougHhz8QENdjYuMTYrZml4LWRmcwKAreIEgMDiheNoBAMIbG9vcGVyLjAFc3RhcnQIbG9vcGVyLjECAAEzAgEpiXCAgw",
+    ]);
+    let listing = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        listing.contains("ucounts(container, uid 1000): user_namespaces"),
+        "{listing}"
+    );
+}

@@ -673,7 +673,14 @@ impl<'m> Table<'m> {
                 m.task_name(e.task),
                 what.trim_end()
             );
-            let _ = writeln!(out, "{}", paint(&head, RED, c));
+            let lines = match self.layout.width {
+                Some(_) => wrap(&head, self.wrap_width()),
+                None => vec![head],
+            };
+            for (k, line) in lines.iter().enumerate() {
+                let indent = if k == 0 { "" } else { "  " };
+                let _ = writeln!(out, "{indent}{}", paint(line, RED, c));
+            }
         }
         let outcome = m.report.outcome.to_string();
         let sgr = if m.report.outcome.is_failure() {

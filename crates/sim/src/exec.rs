@@ -156,6 +156,7 @@ impl Execution {
             costs,
             cpus,
             objects: Vec::new(),
+            titles: std::collections::BTreeMap::new(),
             serials: Vec::new(),
             singletons: [ObjId::NONE; crate::MAX_SINGLETONS],
             exit_wakes: Vec::new(),
@@ -401,7 +402,10 @@ impl Execution {
             .unwrap_or(0);
         let object_names = if s.trace.events.is_some() {
             (0..s.objects.len())
-                .map(|i| s.object_name(ObjId(i as u32)))
+                .map(|i| match s.titles.get(&(i as u32)) {
+                    Some(title) => title.clone(),
+                    None => s.object_name(ObjId(i as u32)),
+                })
                 .collect()
         } else {
             Vec::new()

@@ -379,6 +379,25 @@ pub fn new_object(kind: &'static str) -> ObjId {
     with(|s| s.new_object(kind)).unwrap_or(ObjId::NONE)
 }
 
+/// Whether the running execution is recorded (its events kept for the
+/// views): what is only for the views is worth making.
+pub fn recording() -> bool {
+    with(|s| s.trace.events.is_some()).unwrap_or(false)
+}
+
+/// Call `obj` what `title` says (`ucounts(ct-a, uid 100000)`) in the
+/// views of a recorded execution, instead of its kind and serial. `title`
+/// runs only while the execution is recorded, so that a search, which
+/// draws nothing, pays nothing for it; the trace and its hash never see
+/// it.
+pub fn title_object(obj: ObjId, title: impl FnOnce() -> String) {
+    if obj == ObjId::NONE || !recording() {
+        return;
+    }
+    let title = title();
+    with(|s| s.titles.insert(obj.0, title));
+}
+
 pub fn object_name(obj: ObjId) -> String {
     with(|s| s.object_name(obj)).unwrap_or_else(|| format!("obj{}", obj.0))
 }

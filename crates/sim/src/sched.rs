@@ -41,6 +41,10 @@ pub(crate) struct Shared {
     pub costs: ResolvedCosts,
     pub cpus: Vec<u64>,
     pub objects: Vec<ObjInfo>,
+    /// What the views call objects by (`ucounts(ct-a, uid 100000)`) in
+    /// place of their kind and serial; set only while the execution is
+    /// recorded ([`crate::title_object`]).
+    pub titles: std::collections::BTreeMap<u32, String>,
     /// The next serial of each kind of object, kinds in order of first
     /// use (a kind is named by a static string, found by address first).
     pub serials: Vec<(&'static str, u32)>,

@@ -122,6 +122,11 @@ impl UcountType {
     }
 
     /// The sysctl under /proc/sys/user that limits it.
+    /// The sysctl's name under `user.` (`max_user_namespaces`).
+    pub fn sysctl_name(self) -> &'static str {
+        self.sysctl().trim_start_matches("user.")
+    }
+
     pub fn sysctl(self) -> &'static str {
         match self {
             UcountType::UserNamespaces => "user.max_user_namespaces",
@@ -187,7 +192,7 @@ impl UcountsNs {
             name: "init".into(),
             parent: None,
             level: 0,
-            ucount_max: limits(),
+            ucount_max: limits("init"),
             rlimit_max: rlimits.map(rlimit::clamp_to_long),
             ucounts: None,
             obj: std::sync::OnceLock::new(),
@@ -226,7 +231,7 @@ impl UcountsNs {
             name: name.to_string(),
             parent: Some(Arc::clone(parent)),
             level: parent.level + 1,
-            ucount_max: limits(),
+            ucount_max: limits(name),
             rlimit_max: creator_rlimits.map(rlimit::clamp_to_long),
             ucounts,
             obj: std::sync::OnceLock::new(),
@@ -290,9 +295,19 @@ impl UcountsNs {
     }
 }
 
-fn limits() -> Vec<AtomicI64> {
-    (0..UcountType::COUNT)
-        .map(|_| AtomicI64::new("ucount_max", UCOUNT_MAX_LIMIT))
+/// The `max_*` sysctls of the user namespace `ns`, each called after
+/// its sysctl in the views (`ct-a: max_user_namespaces`).
+fn limits(ns: &str) -> Vec<AtomicI64> {
+    let titled = sim::recording();
+    UcountType::ALL
+        .into_iter()
+        .map(|t| {
+            let max = AtomicI64::new("ucount_max", UCOUNT_MAX_LIMIT);
+            if titled {
+                sim::title_object(max.obj(), || format!("{ns}: {}", t.sysctl_name()));
+            }
+            max
+        })
         .collect()
 }
 
@@ -318,7 +333,7 @@ pub struct Ucounts {
 
 impl Ucounts {
     fn new(ns: &Arc<UcountsNs>, uid: u32, serial: u64) -> Self {
-        Ucounts {
+        let entry = Ucounts {
             obj: sim::new_object("ucounts"),
             ns: Arc::clone(ns),
             uid,
@@ -331,6 +346,31 @@ impl Ucounts {
                 .map(|_| AtomicI64::new("ucounts.rlimit", 0))
                 .collect(),
             freed: std::sync::atomic::AtomicBool::new(false),
+        };
+        entry.title();
+        entry
+    }
+
+    /// Call the entry and its counters what they are in the views:
+    /// `ucounts(ct-a, uid 100000)`, its `.count`, and each counter after
+    /// what it counts (`ucounts(ct-a, uid 100000): user_namespaces`).
+    fn title(&self) {
+        if !sim::recording() {
+            return;
+        }
+        let me = || format!("ucounts({}, uid {})", self.ns.name, self.uid);
+        sim::title_object(self.obj, me);
+        sim::title_object(self.count.obj(), || format!("{}.count", me()));
+        for t in UcountType::ALL {
+            let counted = t.sysctl_name().trim_start_matches("max_");
+            sim::title_object(self.ucount[t as usize].obj(), || {
+                format!("{}: {counted}", me())
+            });
+        }
+        for r in RlimitType::ALL {
+            sim::title_object(self.rlimit[r as usize].obj(), || {
+                format!("{}: {}", me(), r.name())
+            });
         }
     }
 
