@@ -262,3 +262,96 @@ fn the_readmes_figures_are_the_tools() {
         "README.md should say `({cases} cases on this project's machine)`"
     );
 }
+
+/// The step numbers a lesson's prose names (`at step 56`, `steps 33 and
+/// 34`, `steps 56 to 65`), in the order they come.
+fn steps_named(prose: &str) -> Vec<u64> {
+    let words: Vec<&str> = prose
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '.'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut steps = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if !matches!(w.to_lowercase().as_str(), "step" | "steps") {
+            continue;
+        }
+        let mut k = i + 1;
+        while let Some(n) = words.get(k).and_then(|n| n.parse::<u64>().ok()) {
+            steps.push(n);
+            // `N and M`, `N to M`: the next number belongs to the mention.
+            match words.get(k + 1) {
+                Some(&"and") | Some(&"to") => k += 2,
+                _ => break,
+            }
+        }
+    }
+    steps
+}
+
+/// Every step a lesson's prose names is a step of the timeline or listing
+/// the lesson showed last, as the command prints it today: a lesson that
+/// says "at steps 33 and 34" is about the rows the reader sees.
+#[test]
+fn the_lessons_prose_names_steps_of_the_run_it_shows() {
+    let lessons = book_files()
+        .into_iter()
+        .filter(|p| p.parent().is_some_and(|d| d.ends_with("docs/lessons")));
+    let mut named = 0;
+    for file in lessons {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut steps_of_last: Option<(usize, std::collections::BTreeSet<u64>)> = None;
+        let mut in_block = false;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                in_block = !in_block;
+                continue;
+            }
+            if in_block {
+                let shows_steps = line.contains("--timeline") || line.starts_with("$ nssim replay");
+                if let Some(Program::Nssim(args)) = line.strip_prefix("$ ").and_then(Program::of) {
+                    if shows_steps {
+                        let out = Program::Nssim(args).run();
+                        let rows = String::from_utf8_lossy(&out.stdout)
+                            .lines()
+                            .filter_map(|l| {
+                                l.trim_start_matches('▶')
+                                    .split_whitespace()
+                                    .next()?
+                                    .parse()
+                                    .ok()
+                            })
+                            .collect();
+                        steps_of_last = Some((i + 1, rows));
+                    }
+                }
+                continue;
+            }
+            for step in steps_named(line) {
+                let Some((at, rows)) = &steps_of_last else {
+                    panic!(
+                        "{}:{}: names step {step} before any run",
+                        file.display(),
+                        i + 1
+                    );
+                };
+                assert!(
+                    rows.contains(&step),
+                    "{}:{}: names step {step}, which the run shown at line {at} does not have",
+                    file.display(),
+                    i + 1
+                );
+                named += 1;
+            }
+        }
+    }
+    assert!(named >= 20, "the lessons name {named} steps");
+}
+
+#[test]
+fn steps_named_reads_single_pairs_and_ranges() {
+    assert_eq!(steps_named("At step 56 of the run"), [56]);
+    assert_eq!(steps_named("At steps 33 and 34 the old"), [33, 34]);
+    assert_eq!(steps_named("The window is steps 56 to 65: the"), [56, 65]);
+    assert_eq!(steps_named("(step 4: the check)"), [4]);
+    assert!(steps_named("two steps later").is_empty());
+}

@@ -235,6 +235,24 @@ fn queued_signals_print_what_the_model_reports() {
     }
 }
 
+/// A received uevent's ACTION prints whole, however long, and an empty
+/// one prints as empty, not as none (a 2000-byte payload; an empty one).
+#[test]
+fn received_words_of_any_length_print_what_the_model_reports() {
+    for (test, scenario) in [
+        (
+            "a_word_of_2000_bytes",
+            "sim-scenarios/conformance/uevent/inject.fits.toml",
+        ),
+        (
+            "an_empty_word",
+            "sim-scenarios/conformance/uevent/inject.empty_payload.toml",
+        ),
+    ] {
+        check_on_kernel(test, scenario, 2);
+    }
+}
+
 /// POSIX message queues: RLIMIT_MSGQUEUE's EMFILE in a container, an
 /// unlink that gives nothing back while a descriptor is open, the sizes an
 /// unprivileged creator may not ask for; EPERM and EEXIST for another

@@ -237,9 +237,11 @@ static void report_error(int instance, const char *what, int e)
 }
 
 /* An `R` line: instance, op index, result, the values it reported. */
-/* A word the call under way reports (a received uevent's ACTION), printed
- * after its values and then cleared. */
-static char reported_word[64];
+/* A word the call under way reports (a received uevent's ACTION, which
+ * may be empty or as long as the message), printed after its values and
+ * then cleared; word_reported tells an empty word from none. */
+static char reported_word[8192 + 1];
+static int word_reported;
 
 static void record(int instance, int op, int e, const unsigned long long *values, int n)
 {
@@ -253,9 +255,10 @@ static void record(int instance, int op, int e, const unsigned long long *values
         len += snprintf(line + len, cap - (size_t)len, "-");
     for (int i = 0; i < n; i++)
         len += snprintf(line + len, cap - (size_t)len, "%s%llu", i ? "," : "", values[i]);
-    if (reported_word[0])
+    if (word_reported)
         len += snprintf(line + len, cap - (size_t)len, "\t%s", reported_word);
     reported_word[0] = 0;
+    word_reported = 0;
     len += snprintf(line + len, cap - (size_t)len, "\n");
     (void)write_all(results_fd, line, (size_t)len);
     free(line);
@@ -310,6 +313,7 @@ static int uevent_recv(int sock, int wait, unsigned long long *seqnum, int *n)
         word = sizeof reported_word - 1;
     memcpy(reported_word, buf, word);
     reported_word[word] = 0;
+    word_reported = 1;
     for (size_t i = 0; i < word; i++)
         if (reported_word[i] == ',' || reported_word[i] == '\t')
             reported_word[i] = ' ';
