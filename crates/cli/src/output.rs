@@ -2,11 +2,11 @@
 
 use crate::junit;
 use crate::options::Format;
-use kernel::{catalog, ActivePatches, Errno, Results};
+use kernel::{catalog, ActivePatches, Results};
 use scenario::{Expect, Scenario};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sim::{Event, ExecReport, ShrinkReport};
+use sim::{ExecReport, ShrinkReport};
 use std::collections::BTreeMap;
 
 /// One (scenario, kernel) run as `--format json` prints it, field for
@@ -846,25 +846,6 @@ pub fn print_record(r: &Record, format: Format) {
         // (a terminal's escape sequence) is shown escaped, never sent.
         Format::Text => println!("{}", sim::echo::escape_controls(&r.text())),
     }
-}
-
-/// How a note's value reads: syscall results as errno names.
-fn describe(e: &Event) -> Option<String> {
-    match e.label {
-        "unshare" | "syscall" => Some(if e.value == 0 {
-            "ok".into()
-        } else {
-            Errno::from_return(e.value).map_or(e.value.to_string(), |x| x.name().to_string())
-        }),
-        "free_ipc: batch" => Some(format!("{} namespaces", e.value)),
-        // A counter's value is what it says, zero included.
-        l if l.starts_with("counter:") => Some(e.value.to_string()),
-        _ => None,
-    }
-}
-
-pub fn print_steps(report: &ExecReport) {
-    print!("{}", report::steps::render(report, &describe));
 }
 
 /// `nssim ops`: every op a task can run, from its declaration

@@ -945,7 +945,7 @@ pub fn replay(
     if let (Some(step), false) = (report.diverged_at, continue_after_divergence) {
         if format == Format::Text && changed.is_some() {
             // What still fitted, then where it stopped.
-            output::print_steps(&report);
+            crate::views::print_steps(&report);
         }
         return Err(divergence_error(&token.schedule, step as u64));
     }
@@ -992,7 +992,7 @@ pub fn replay(
     );
     record.record.wall_ms = elapsed_ms(start);
     if format == Format::Text && !outputs.views.timeline {
-        output::print_steps(&report);
+        crate::views::print_steps(&report);
     }
     if let Some(at) = report.diverged_at {
         eprintln!(

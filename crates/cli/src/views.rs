@@ -62,7 +62,12 @@ pub fn emit(args: &ViewArgs, ctx: &ViewContext<'_>) -> Result<(), CliError> {
         describe: &describe,
         is_syscall: &is_syscall,
         is_limit: &is_limit,
-        sums: &[ipcns::oracle::COUNTER_CHARGED],
+        sums: &[
+            ipcns::oracle::COUNTER_CHARGED,
+            ucounts::enospc::USER_NAMESPACE_COUNTERS.charged,
+            ucounts::enospc::NET_NAMESPACE_COUNTERS.charged,
+        ],
+        errno: &|v| Errno::from_return(v).map(Errno::name),
     };
     let model = Model::build(ctx.report, &lexicon);
     if args.timeline {
@@ -106,8 +111,18 @@ fn describe(e: &Event) -> Option<String> {
     }
     match e.label {
         "free_ipc: batch" => Some(format!("{} namespaces", e.value)),
+        // A counter's value is what it says, zero included.
+        l if l.starts_with("counter:") => Some(e.value.to_string()),
+        // A kernel function's failure (`create_user_ns` returning -28).
+        _ if e.value < 0 => Errno::from_return(e.value).map(|x| x.name().to_string()),
         _ => None,
     }
+}
+
+/// The step-by-step listing of a recorded execution (`nssim replay`
+/// without a view), its notes read as the views read them.
+pub fn print_steps(report: &ExecReport) {
+    print!("{}", report::steps::render(report, &describe));
 }
 
 /// The operations of scenario files are the model's syscalls.

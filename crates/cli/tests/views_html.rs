@@ -25,14 +25,13 @@ fn temp_dir(name: &str) -> PathBuf {
 
 /// Write the report of the v6.2 race to `file`.
 fn write_report(file: &Path) {
+    write_report_of("sim-scenarios/ipc-alloc-vs-free.toml", "v6.2", file);
+}
+
+/// Write the report of `scenario`'s run on `kernel` to `file`.
+fn write_report_of(scenario: &str, kernel: &str, file: &Path) {
     let o = Command::new(env!("CARGO_BIN_EXE_nssim"))
-        .args([
-            "run",
-            "sim-scenarios/ipc-alloc-vs-free.toml",
-            "--kernel",
-            "v6.2",
-            "--report",
-        ])
+        .args(["run", scenario, "--kernel", kernel, "--report"])
         .arg(file)
         .current_dir(root())
         .output()
@@ -130,6 +129,11 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
     assert!(page.contains(
         "<span class=\"word\">sim-scenarios/ipc-alloc-vs-free.toml</span> <span class=\"word\">nss1_"
     ));
+    // Objects named for what they are; the failing call in red with its
+    // errno.
+    assert!(page.contains("ucounts(init, uid 0): ipc_namespaces"));
+    assert!(page.contains("init: max_ipc_namespaces"));
+    assert!(failing_call(&page).contains("unshare ENOSPC"), "{page}");
     if !Path::new(CHROMIUM).exists() {
         support::skip(
             "the_report_of_the_v6_2_race_renders_in_chromium",
@@ -259,5 +263,82 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
         inked * 100.0
     );
     assert!(blue > 200, "{blue} pixels of syscall boxes in view");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The text of the first error mark's label: a failing call, drawn red.
+fn failing_call(page: &str) -> String {
+    page.split("<text class=\"mark-label err\"")
+        .nth(1)
+        .and_then(|t| t.split('>').nth(1))
+        .and_then(|t| t.split('<').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The user-namespace race (a credential put whose RCU callback is not yet
+/// queued, `max_user_namespaces = 1`) gets the ipc race's treatment: the
+/// counters of user namespaces alive, pending free and charged against
+/// the limit, objects named for what they are, the failing call red with
+/// its errno; in Chromium the layout holds and the screenshot shows the
+/// lines.
+#[test]
+fn the_report_of_a_user_namespace_race_shows_counters_names_and_the_failing_call() {
+    let dir = temp_dir("html-userns");
+    let file = dir.join("userns.html");
+    write_report_of(
+        "sim-scenarios/userns-create-drop-fix-window.toml",
+        "v6.16+fix-pct",
+        &file,
+    );
+    let page = std::fs::read_to_string(&file).expect("the report");
+    assert!(page.contains("Violation of userns.no_false_enospc"));
+    for end in [
+        "max_user_namespaces (limit, dashed): 1 at the end",
+        "user namespaces charged (alive + pending free): 1 at the end",
+        "user namespaces pending free: 1 at the end",
+    ] {
+        assert!(page.contains(end), "{end}");
+    }
+    assert!(page.contains("ucounts(container, uid 1000): user_namespaces"));
+    assert!(page.contains("container: max_user_namespaces"));
+    assert_eq!(failing_call(&page), "create_user_ns ENOSPC");
+    if !Path::new(CHROMIUM).exists() {
+        support::skip(
+            "the_report_of_a_user_namespace_race_shows_counters_names_and_the_failing_call",
+            "chromium is not installed (apt-get install chromium)",
+            Some("NSSIM_REQUIRE_CHROMIUM"),
+        );
+        return;
+    }
+    let url = format!("file://{}", file.display());
+    let layout = dom(&dir, "profile-layout", &format!("{url}#layout"));
+    let body = layout
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .unwrap_or_else(|| panic!("a body element:\n{layout}"));
+    for measured in [
+        "data-overlaps=\"0\"",
+        "data-blank-lanes=\"0\"",
+        "data-hidden-lines=\"0\"",
+    ] {
+        assert!(body.contains(measured), "{measured}: {body}");
+    }
+    assert!(layout.contains("<polyline class=\"series sum\""));
+    let shot = dir.join("userns.png");
+    chromium(
+        &dir,
+        "profile-shot",
+        &format!("--screenshot={}", shot.display()),
+        &url,
+    );
+    for (line, rgb) in [
+        ("charged", [0x6a, 0x3d, 0x9a]),
+        ("limit and the failing call", [0xd6, 0x27, 0x28]),
+    ] {
+        let seen = pixels_of(&shot, rgb);
+        assert!(seen > 100, "{seen} pixels of the {line} in view");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

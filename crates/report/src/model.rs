@@ -24,6 +24,13 @@ pub struct Lexicon<'a> {
     /// (name, the counters added up), named as their notes' labels are
     /// (`counter:...`).
     pub sums: &'a [(&'a str, &'a [&'a str])],
+    /// The errno a kernel function's negative return is (`ENOSPC` for
+    /// -28): a note of one is a failed call, drawn as an error.
+    pub errno: &'a dyn Fn(i64) -> Option<&'static str>,
+}
+
+fn no_errno(_: i64) -> Option<&'static str> {
+    None
 }
 
 fn no_words(_: &Event) -> Option<String> {
@@ -46,6 +53,7 @@ impl Lexicon<'static> {
         is_syscall: &no_syscalls,
         is_limit: &max_is_limit,
         sums: &[],
+        errno: &no_errno,
     };
 }
 
@@ -623,17 +631,27 @@ impl<'a, 'r> Builder<'a, 'r> {
             "exit" => (MarkKind::Exit, "exit".into()),
             "panic" => (MarkKind::Panic, "panic".into()),
             _ => {
-                let value = words.unwrap_or_else(|| match e.value {
-                    0 => String::new(),
-                    v => v.to_string(),
-                });
+                let errno = (e.value < 0)
+                    .then(|| (self.lexicon.errno)(e.value))
+                    .flatten();
+                let value = match errno {
+                    Some(name) => name.to_string(),
+                    None => words.unwrap_or_else(|| match e.value {
+                        0 => String::new(),
+                        v => v.to_string(),
+                    }),
+                };
                 let text = [e.label, obj, &value]
                     .iter()
                     .filter(|s| !s.is_empty())
                     .copied()
                     .collect::<Vec<_>>()
                     .join(" ");
-                (MarkKind::Note, text)
+                let kind = match errno {
+                    Some(_) => MarkKind::Error,
+                    None => MarkKind::Note,
+                };
+                (kind, text)
             }
         }
     }

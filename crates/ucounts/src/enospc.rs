@@ -33,6 +33,56 @@ use std::sync::Arc;
 /// The entries a charge goes through, leaf first.
 pub type Chain = Vec<(Arc<UcountsNs>, u32)>;
 
+/// The trace notes of an oracle's counters at the leaf of the last
+/// charge's chain (views draw a note labelled `counter:...` as a counter
+/// track): the namespaces alive, the level's limit, those released and
+/// waiting to be freed, and what the ucount holds against the limit (the
+/// sum of the two, which keep their charge until the free).
+#[derive(Debug, Clone, Copy)]
+pub struct CounterLabels {
+    pub alive: &'static str,
+    pub limit: &'static str,
+    pub pending: &'static str,
+    pub charged: (&'static str, &'static [&'static str]),
+}
+
+/// [`CounterLabels`] of the user-namespace oracle.
+pub const USER_NAMESPACE_COUNTERS: CounterLabels = CounterLabels {
+    alive: "counter:user namespaces alive",
+    limit: "counter:max_user_namespaces",
+    pending: "counter:user namespaces pending free",
+    charged: (
+        "counter:user namespaces charged (alive + pending free)",
+        &[
+            "counter:user namespaces alive",
+            "counter:user namespaces pending free",
+        ],
+    ),
+};
+
+/// [`CounterLabels`] of the network-namespace oracle.
+pub const NET_NAMESPACE_COUNTERS: CounterLabels = CounterLabels {
+    alive: "counter:net namespaces alive",
+    limit: "counter:max_net_namespaces",
+    pending: "counter:net namespaces pending free",
+    charged: (
+        "counter:net namespaces charged (alive + pending free)",
+        &[
+            "counter:net namespaces alive",
+            "counter:net namespaces pending free",
+        ],
+    ),
+};
+
+/// The counters the oracle of `kind` draws, if it draws any.
+pub fn counter_labels(kind: UcountType) -> Option<&'static CounterLabels> {
+    match kind {
+        UcountType::UserNamespaces => Some(&USER_NAMESPACE_COUNTERS),
+        UcountType::NetNamespaces => Some(&NET_NAMESPACE_COUNTERS),
+        _ => None,
+    }
+}
+
 /// A call being judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallId(u64);
@@ -367,12 +417,15 @@ impl EnospcOracle {
         let mut s = self.change();
         s.add(chain, 1);
         s.judge_all(self.kind);
+        self.publish(&s, chain);
     }
 
     /// A charge was undone before the namespace was ever used (a later
     /// check of the creation failed).
     pub fn uncharged(&self, chain: &[(Arc<UcountsNs>, u32)]) {
-        self.change().add(chain, -1);
+        let mut s = self.change();
+        s.add(chain, -1);
+        self.publish(&s, chain);
     }
 
     /// Every user of a namespace has dropped it; its free may come later.
@@ -380,6 +433,7 @@ impl EnospcOracle {
         let mut s = self.change();
         s.add(chain, -1);
         s.pending += 1;
+        self.publish(&s, chain);
     }
 
     /// A released namespace is in use again before its free ran (a new
@@ -389,11 +443,28 @@ impl EnospcOracle {
         s.add(chain, 1);
         s.pending -= 1;
         s.judge_all(self.kind);
+        self.publish(&s, chain);
     }
 
     /// A released namespace was freed and its charge returned.
     pub fn freed(&self) {
-        self.change().pending -= 1;
+        let mut s = self.change();
+        s.pending -= 1;
+        if let Some(labels) = counter_labels(self.kind) {
+            sim::note(labels.pending, sim::ObjId::NONE, s.pending);
+        }
+    }
+
+    /// Counter notes for the views: alive at the leaf entry of `chain`,
+    /// its limit, and the namespaces waiting to be freed.
+    fn publish(&self, s: &State, chain: &[(Arc<UcountsNs>, u32)]) {
+        let (Some(labels), Some(leaf)) = (counter_labels(self.kind), chain.first()) else {
+            return;
+        };
+        let alive = s.live.get(&key(leaf)).copied().unwrap_or(0);
+        sim::note(labels.alive, sim::ObjId::NONE, alive);
+        sim::note(labels.limit, sim::ObjId::NONE, leaf.0.peek_max(self.kind));
+        sim::note(labels.pending, sim::ObjId::NONE, s.pending);
     }
 
     /// A `max_*` changed.

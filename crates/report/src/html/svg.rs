@@ -636,15 +636,16 @@ impl Draw<'_> {
                 "<line class=\"grid\" x1=\"0\" x2=\"{w}\" y1=\"{y}\" y2=\"{y}\"/>"
             );
         }
-        // Lines that are not the limit are raised a few pixels each, so
-        // that two at the same value lie side by side instead of one
-        // hiding the other.
+        // Lines that are not the limit are raised a few pixels each, the
+        // first one too, so that two at the same value (a count that
+        // reaches its limit) lie side by side instead of one hiding the
+        // other.
         let mut raise = 0.0;
         for line in lines(self.m) {
-            let lift = if line.series.limit { 0.0 } else { raise };
             if !line.series.limit {
                 raise += LINE_OFFSET;
             }
+            let lift = if line.series.limit { 0.0 } else { raise };
             self.series_line(&line, lift);
         }
     }

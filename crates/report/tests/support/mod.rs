@@ -27,7 +27,12 @@ pub const LEXICON: Lexicon<'static> = Lexicon {
     is_syscall: &is_syscall,
     is_limit: &is_limit,
     sums: &[],
+    errno: &errno,
 };
+
+fn errno(v: i64) -> Option<&'static str> {
+    (v == -28).then_some("ENOSPC")
+}
 
 /// The RCU state, as the sync crate declares it.
 static RCU: sim::Singleton = sim::Singleton::woken_on_exit("rcu");
