@@ -134,6 +134,10 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
     assert!(page.contains("ucounts(init, uid 0): ipc_namespaces"));
     assert!(page.contains("init: max_ipc_namespaces"));
     assert!(failing_call(&page).contains("unshare ENOSPC"), "{page}");
+    // Syscall boxes are the scenario's ops; the failing one is red.
+    assert!(page.contains(
+        "<g class=\"span syscall failed\" data-info=\"looper: in unshare(CLONE_NEWIPC) → ENOSPC"
+    ));
     if !Path::new(CHROMIUM).exists() {
         support::skip(
             "the_report_of_the_v6_2_race_renders_in_chromium",
@@ -303,6 +307,7 @@ fn the_report_of_a_user_namespace_race_shows_counters_names_and_the_failing_call
     assert!(page.contains("ucounts(container, uid 1000): user_namespaces"));
     assert!(page.contains("container: max_user_namespaces"));
     assert_eq!(failing_call(&page), "create_user_ns ENOSPC");
+    assert!(page.contains(">unshare_and_exit(CLONE_NEWUSER)</text></g>"));
     if !Path::new(CHROMIUM).exists() {
         support::skip(
             "the_report_of_a_user_namespace_race_shows_counters_names_and_the_failing_call",

@@ -55,7 +55,7 @@ fn the_v6_2_race_has_syscalls_locks_counters_and_the_breaking_step() {
     let (json, s) = trace("sim-scenarios/ipc-alloc-vs-free.toml", "v6.2");
     assert!(s.threads.values().any(|t| t == "looper"));
     assert!(s.threads.values().any(|t| t == "kworker"));
-    assert!(has(&s, "X", "unshare → ENOSPC"));
+    assert!(has(&s, "X", "unshare(CLONE_NEWIPC) → ENOSPC"));
     assert!(has(&s, "X", "holds ucounts_lock#0"));
     assert!(has(&s, "i", "breaks the run: violation"));
     assert!(has(&s, "i", "queued ipc_ns#"));

@@ -771,6 +771,8 @@ impl World {
     }
 
     fn do_op(&self, task: &Task, op: &Op) {
+        // The views call the op's first step what the scenario wrote.
+        sim::title_next_step(|| op.label());
         let watch = self.denial_target(task, op);
         if watch.is_none() && statename::enters_at_its_first_point(op) {
             // Nothing shared was read since the last op's last point: a

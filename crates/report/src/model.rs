@@ -372,6 +372,14 @@ impl<'r> Model<'r> {
     /// A syscall span's call: its name and the object of its step
     /// (`lock A#0`), and its result when it has one (`unshare → ENOSPC`).
     pub fn call(&self, s: &Span) -> String {
+        // The scenario's op as it wrote it (`unshare(CLONE_NEWIPC)`), when
+        // the model called the step so; else the step and its object.
+        if let Some(op) = self.report.step_titles.get(&s.first) {
+            return match &s.result {
+                Some(r) => format!("{op} → {r}"),
+                None => op.clone(),
+            };
+        }
         let obj = self.object(self.events[s.first].obj);
         let call = if obj.is_empty() {
             s.name.clone()

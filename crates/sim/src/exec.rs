@@ -49,6 +49,9 @@ pub struct ExecReport {
     pub step_log: Vec<StepRec>,
     /// Object names, by id, when events were recorded.
     pub object_names: Vec<String>,
+    /// What the model called some steps, by index in `events`
+    /// ([`crate::title_next_step`]): a scenario op's step by the op.
+    pub step_titles: std::collections::BTreeMap<usize, String>,
     /// Each step's task and footprint, when asked for
     /// ([`ExecConfig::footprints`]).
     pub footprints: Vec<(TaskId, Footprint)>,
@@ -72,6 +75,7 @@ impl ExecReport {
             diverged_at: None,
             step_log: Vec::new(),
             object_names: Vec::new(),
+            step_titles: std::collections::BTreeMap::new(),
             footprints: Vec::new(),
             dpor: None,
         }
@@ -157,6 +161,8 @@ impl Execution {
             cpus,
             objects: Vec::new(),
             titles: std::collections::BTreeMap::new(),
+            step_titles_wanted: Vec::new(),
+            step_titles: Vec::new(),
             serials: Vec::new(),
             singletons: [ObjId::NONE; crate::MAX_SINGLETONS],
             exit_wakes: Vec::new(),
@@ -422,6 +428,7 @@ impl Execution {
             diverged_at,
             step_log,
             object_names,
+            step_titles: std::mem::take(&mut s.step_titles).into_iter().collect(),
             footprints: s.footprints.take().unwrap_or_default(),
             dpor,
         }

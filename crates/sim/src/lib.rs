@@ -86,8 +86,8 @@ pub use rt::{
     access, active, block, cost, current_task, entering_op, every_task_between_ops,
     execution_serial, fail, free_object, idle_wait, lock_holder, lock_point, lock_try_acquire,
     new_object, next_task_id, note, now, object_name, object_state, park_object, point, read_point,
-    recording, set_owner, sleep, spawn, task_name, tearing_down, title_object, touch, unlock_point,
-    wait_until, wake_all, yield_point,
+    recording, set_owner, sleep, spawn, task_name, tearing_down, title_next_step, title_object,
+    touch, unlock_point, wait_until, wake_all, yield_point,
 };
 pub use sched::{ExecConfig, StepRec};
 pub use search::{

@@ -398,6 +398,22 @@ pub fn title_object(obj: ObjId, title: impl FnOnce() -> String) {
     with(|s| s.titles.insert(obj.0, title));
 }
 
+/// Call the current task's next step what `title` says in the views of a
+/// recorded execution (a scenario op's first step by the op as the
+/// scenario writes it, `unshare(CLONE_NEWIPC)`). Like [`title_object`],
+/// `title` runs only while the execution is recorded, and the trace never
+/// sees it.
+pub fn title_next_step(title: impl FnOnce() -> String) {
+    let Some(task) = current_task().filter(|_| recording()) else {
+        return;
+    };
+    let title = title();
+    with(|s| {
+        s.step_titles_wanted.retain(|(t, _)| *t != task);
+        s.step_titles_wanted.push((task, title));
+    });
+}
+
 pub fn object_name(obj: ObjId) -> String {
     with(|s| s.object_name(obj)).unwrap_or_else(|| format!("obj{}", obj.0))
 }

@@ -45,6 +45,10 @@ pub(crate) struct Shared {
     /// place of their kind and serial; set only while the execution is
     /// recorded ([`crate::title_object`]).
     pub titles: std::collections::BTreeMap<u32, String>,
+    /// Titles asked for the next step of a task ([`crate::title_next_step`]),
+    /// and those given: (index in the recorded events, title).
+    pub step_titles_wanted: Vec<(TaskId, String)>,
+    pub step_titles: Vec<(usize, String)>,
     /// The next serial of each kind of object, kinds in order of first
     /// use (a kind is named by a static string, found by address first).
     pub serials: Vec<(&'static str, u32)>,
@@ -1120,7 +1124,22 @@ pub(crate) fn charge(s: &mut Shared, t: TaskId) -> u64 {
         value: 0,
     };
     s.trace.push(e);
+    if !s.step_titles_wanted.is_empty() {
+        give_step_title(s, t);
+    }
     clock
+}
+
+/// The title task `t` asked for its next step goes to the step just
+/// recorded.
+fn give_step_title(s: &mut Shared, t: TaskId) {
+    let Some(at) = s.step_titles_wanted.iter().position(|(task, _)| *task == t) else {
+        return;
+    };
+    let (_, title) = s.step_titles_wanted.swap_remove(at);
+    if let Some(events) = &s.trace.events {
+        s.step_titles.push((events.len() - 1, title));
+    }
 }
 
 /// Nothing is runnable: either every task is done (daemons idle) or the
