@@ -62,11 +62,7 @@ pub fn emit(args: &ViewArgs, ctx: &ViewContext<'_>) -> Result<(), CliError> {
         describe: &describe,
         is_syscall: &is_syscall,
         is_limit: &is_limit,
-        sums: &[
-            ipcns::oracle::COUNTER_CHARGED,
-            ucounts::enospc::USER_NAMESPACE_COUNTERS.charged,
-            ucounts::enospc::NET_NAMESPACE_COUNTERS.charged,
-        ],
+        sums: &[ipcns::oracle::COUNTER_CHARGED],
         errno: &|v| Errno::from_return(v).map(Errno::name),
     };
     let model = Model::build(ctx.report, &lexicon);

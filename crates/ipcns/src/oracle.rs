@@ -91,17 +91,25 @@ impl State {
         call.saw(leaf_live, pending, reached);
     }
 
-    /// Counter notes for timelines: alive at the leaf entry, its limit,
-    /// and the namespaces waiting to be freed.
+    /// Counter notes for the views: at each level of `chain`, the
+    /// namespaces alive through its entry and its limit, each on the
+    /// object that names the level; then the namespaces waiting to be
+    /// freed.
     fn publish(&self, chain: &[(Arc<UcountsNs>, u32)]) {
-        let (leaf, uid) = &chain[0];
-        let alive = self.live.get(&(leaf.id, *uid)).copied().unwrap_or(0);
-        sim::note(COUNTER_ALIVE, sim::ObjId::NONE, alive);
-        sim::note(
-            COUNTER_LIMIT,
-            sim::ObjId::NONE,
-            leaf.peek_max(UcountType::IpcNamespaces),
-        );
+        let kind = UcountType::IpcNamespaces;
+        for (level, uid) in ucounts::enospc::drawn_levels(chain, kind) {
+            let alive = self.live.get(&(level.id, *uid)).copied().unwrap_or(0);
+            // The entry names the level; once it is freed nothing is
+            // alive through it.
+            let entry = self
+                .table
+                .as_ref()
+                .and_then(|t| t.ledger.hashed(level.id, *uid));
+            if let Some(entry) = entry {
+                sim::note(COUNTER_ALIVE, entry.obj, alive);
+            }
+            sim::note(COUNTER_LIMIT, level.max_obj(kind), level.peek_max(kind));
+        }
         sim::note(
             COUNTER_PENDING,
             sim::ObjId::NONE,

@@ -131,6 +131,9 @@ pub struct Mark {
     pub event: usize,
     /// The fact in words, e.g. `unshare ENOSPC`, `freed ipc_ns#0`.
     pub text: String,
+    /// A kernel function's failure inside a call that fails too, whose
+    /// box already says so: the views leave its words to its tooltip.
+    pub told_by_its_call: bool,
 }
 
 /// A `schedule_work` step and the `work_run` step it caused.
@@ -144,8 +147,13 @@ pub struct Flow {
 /// The values of one `counter:` note label over the execution.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Series {
-    /// The label without `counter:`.
+    /// The label without `counter:`; with the level it counts at when
+    /// the run drew the counter at several (see [`name_levels`]).
     pub name: String,
+    /// The level the counter counts at: the name of its note's object
+    /// (`ucounts(ct-a, uid 100000)` for an entry, `ct-a: max_ipc_namespaces`
+    /// for a limit), empty for none.
+    pub level: String,
     /// The counter is a limit (drawn as such).
     pub limit: bool,
     /// (event index, new value).
@@ -198,10 +206,12 @@ fn fits(stack: &mut Vec<u64>, start: u64, end: u64) -> bool {
 /// when the run drew none of them.
 fn sum_of(series: &[Series], name: &str, parts: &[&str]) -> Option<Series> {
     let unprefixed = |label: &str| label.strip_prefix("counter:").unwrap_or(label).to_string();
+    // Every part, each at one level: a sum across levels would add up
+    // counters of different entries.
     let parts: Vec<&Series> = parts
         .iter()
-        .filter_map(|p| series.iter().find(|s| s.name == unprefixed(p)))
-        .collect();
+        .map(|p| series.iter().find(|s| s.name == unprefixed(p)))
+        .collect::<Option<_>>()?;
     let mut changes: Vec<(usize, usize, i64)> = parts
         .iter()
         .enumerate()
@@ -223,9 +233,30 @@ fn sum_of(series: &[Series], name: &str, parts: &[&str]) -> Option<Series> {
     }
     Some(Series {
         name: unprefixed(name),
+        level: String::new(),
         limit: false,
         points,
     })
+}
+
+/// A counter drawn at several levels (the entries of nested user
+/// namespaces) is one series per level, each named with its level: a
+/// limit by its level alone (`ct-a: max_user_namespaces`), any other
+/// counter with it (`user namespaces alive · ucounts(ct-a, uid 100000)`).
+/// One drawn at a single level keeps its plain name.
+fn name_levels(series: &mut [Series]) {
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    for s in series.iter_mut() {
+        let levels = names.iter().filter(|n| **n == s.name).count();
+        if levels < 2 || s.level.is_empty() {
+            continue;
+        }
+        s.name = if s.limit {
+            s.level.clone()
+        } else {
+            format!("{} · {}", s.name, s.level)
+        };
+    }
 }
 
 /// The views' reading of one recorded execution.
@@ -264,6 +295,7 @@ impl<'r> Model<'r> {
             .flatten();
         let mut unrun: Vec<usize> = b.queued_by.values().copied().collect();
         unrun.sort_unstable();
+        name_levels(&mut b.series);
         let sums = lexicon
             .sums
             .iter()
@@ -547,7 +579,7 @@ impl<'a, 'r> Builder<'a, 'r> {
 
     fn note(&mut self, i: usize, e: &Event) {
         if let Some(name) = e.label.strip_prefix("counter:") {
-            self.counter(i, name, e.value);
+            self.counter(i, name, e.obj, e.value);
             return;
         }
         let closes = match e.label {
@@ -561,12 +593,19 @@ impl<'a, 'r> Builder<'a, 'r> {
         self.close((closes, e.task, e.obj.0), i);
     }
 
-    fn counter(&mut self, i: usize, name: &str, value: i64) {
-        let at = match self.series.iter().position(|s| s.name == name) {
+    /// A counter's new value, at the level its note's object names.
+    fn counter(&mut self, i: usize, name: &str, obj: ObjId, value: i64) {
+        let level = self.object(obj);
+        let at = match self
+            .series
+            .iter()
+            .position(|s| s.name == name && s.level == level)
+        {
             Some(at) => at,
             None => {
                 self.series.push(Series {
                     name: name.to_string(),
+                    level,
                     limit: (self.lexicon.is_limit)(name),
                     points: Vec::new(),
                 });
@@ -597,6 +636,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             kind,
             event: i,
             text,
+            told_by_its_call: false,
         });
     }
 
@@ -606,6 +646,9 @@ impl<'a, 'r> Builder<'a, 'r> {
         if let Some(s) = self.close((SpanKind::Syscall, e.task, ObjId::NONE.0), i) {
             self.spans[s].result = Some(words.clone());
             self.spans[s].failed = failed;
+            if failed {
+                self.told_by(s);
+            }
         }
         let obj = self.object(e.obj);
         let text = [e.label, &words, &obj]
@@ -620,6 +663,19 @@ impl<'a, 'r> Builder<'a, 'r> {
             MarkKind::Ok
         };
         (kind, text)
+    }
+
+    /// The failures inside the failed call `span` are told by its box.
+    fn told_by(&mut self, span: usize) {
+        let (task, first) = (self.spans[span].task, self.spans[span].first);
+        for mk in self.marks.iter_mut().rev() {
+            if mk.event < first {
+                break;
+            }
+            if mk.kind == MarkKind::Error && self.events[mk.event].task == task {
+                mk.told_by_its_call = true;
+            }
+        }
     }
 
     fn plain_fact(&self, e: &Event, obj: &str, words: Option<String>) -> (MarkKind, String) {
@@ -667,10 +723,11 @@ impl<'a, 'r> Builder<'a, 'r> {
 
 #[cfg(test)]
 mod tests {
-    use super::{sum_of, Series};
+    use super::{name_levels, sum_of, Series};
 
     fn series(name: &str, points: &[(usize, i64)]) -> Series {
         Series {
+            level: String::new(),
             name: name.into(),
             limit: false,
             points: points.to_vec(),
@@ -695,5 +752,44 @@ mod tests {
     fn no_sum_without_its_parts() {
         let other = series("other", &[(1, 1)]);
         assert!(sum_of(&[other], "counter:charged", &["counter:alive"]).is_none());
+        // Nor with only some of them: alive at two levels is no part.
+        let pending = series("pending", &[(1, 0)]);
+        assert!(sum_of(
+            &[pending],
+            "counter:charged",
+            &["counter:alive", "counter:pending"]
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn a_counter_at_several_levels_is_named_with_each() {
+        let at = |name: &str, level: &str, limit: bool| Series {
+            level: level.into(),
+            limit,
+            ..series(name, &[(1, 1)])
+        };
+        let mut drawn = vec![
+            at("alive", "ucounts(init, uid 0)", false),
+            at("alive", "ucounts(ct, uid 0)", false),
+            at("max", "init: max", true),
+            at("max", "ct: max", true),
+            at("pending", "", false),
+        ];
+        name_levels(&mut drawn);
+        let names: Vec<&str> = drawn.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "alive · ucounts(init, uid 0)",
+                "alive · ucounts(ct, uid 0)",
+                "init: max",
+                "ct: max",
+                "pending"
+            ]
+        );
+        let mut one = vec![at("alive", "ucounts(init, uid 0)", false)];
+        name_levels(&mut one);
+        assert_eq!(one[0].name, "alive", "one level keeps the plain name");
     }
 }

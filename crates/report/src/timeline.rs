@@ -33,6 +33,8 @@ const TASK_WIDTH: usize = 38;
 const MAX_SLOTS: usize = 4;
 const RCU_WIDTH: usize = 24;
 const COUNTER_WIDTH: usize = 12;
+/// Most lines of a counter column's title.
+const TITLE_LINES: usize = 5;
 /// Width of the outcome's wrapped lines.
 const WRAP: usize = 100;
 /// A task's column is not narrowed below this.
@@ -829,7 +831,9 @@ fn rcu_texts(m: &Model, rows: &Rows, gps: &[&Span]) -> HashMap<usize, String> {
     text
 }
 
-/// A counter's name over at most three lines of [`COUNTER_WIDTH`]; a word
+/// A counter's name over at most [`TITLE_LINES`] lines of [`COUNTER_WIDTH`]
+/// (five: a counter at one of several levels names it,
+/// `user namespaces alive · ucounts(c1, uid 0)`); a word
 /// too long for a line breaks after its underscores.
 fn wrap_title(name: &str) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
@@ -854,9 +858,9 @@ fn wrap_title(name: &str) -> Vec<String> {
     if !line.is_empty() {
         lines.push(line);
     }
-    if lines.len() > 3 {
-        let rest = lines[2..].join(" ");
-        lines.truncate(2);
+    if lines.len() > TITLE_LINES {
+        let rest = lines[TITLE_LINES - 1..].join(" ");
+        lines.truncate(TITLE_LINES - 1);
         lines.push(rest);
     }
     lines

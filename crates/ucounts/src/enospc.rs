@@ -33,46 +33,54 @@ use std::sync::Arc;
 /// The entries a charge goes through, leaf first.
 pub type Chain = Vec<(Arc<UcountsNs>, u32)>;
 
-/// The trace notes of an oracle's counters at the leaf of the last
-/// charge's chain (views draw a note labelled `counter:...` as a counter
-/// track): the namespaces alive, the level's limit, those released and
-/// waiting to be freed, and what the ucount holds against the limit (the
-/// sum of the two, which keep their charge until the free).
+/// The trace notes of an oracle's counters (views draw a note labelled
+/// `counter:...` as a counter track), at every level of a charge's chain,
+/// each on the object that names the level: the namespaces alive through
+/// the level's entry, its limit, and what its ucount holds against the
+/// limit (the alive and those released but not yet freed, which keep their
+/// charge until the free); and the namespaces waiting to be freed.
 #[derive(Debug, Clone, Copy)]
 pub struct CounterLabels {
     pub alive: &'static str,
     pub limit: &'static str,
+    pub charged: &'static str,
     pub pending: &'static str,
-    pub charged: (&'static str, &'static [&'static str]),
 }
 
 /// [`CounterLabels`] of the user-namespace oracle.
 pub const USER_NAMESPACE_COUNTERS: CounterLabels = CounterLabels {
     alive: "counter:user namespaces alive",
     limit: "counter:max_user_namespaces",
+    charged: "counter:user namespaces charged (the ucount)",
     pending: "counter:user namespaces pending free",
-    charged: (
-        "counter:user namespaces charged (alive + pending free)",
-        &[
-            "counter:user namespaces alive",
-            "counter:user namespaces pending free",
-        ],
-    ),
 };
 
 /// [`CounterLabels`] of the network-namespace oracle.
 pub const NET_NAMESPACE_COUNTERS: CounterLabels = CounterLabels {
     alive: "counter:net namespaces alive",
     limit: "counter:max_net_namespaces",
+    charged: "counter:net namespaces charged (the ucount)",
     pending: "counter:net namespaces pending free",
-    charged: (
-        "counter:net namespaces charged (alive + pending free)",
-        &[
-            "counter:net namespaces alive",
-            "counter:net namespaces pending free",
-        ],
-    ),
 };
+
+/// Whether the views draw the counters of `kind` at the level `ns`: its
+/// limit is set (below the unlimited default), by the scenario or a task.
+pub fn drawn_level(ns: &UcountsNs, kind: UcountType) -> bool {
+    ns.peek_max(kind) < crate::UCOUNT_MAX_LIMIT
+}
+
+/// The levels of `chain` whose counters of `kind` the views draw: those
+/// whose limit is set, or the leaf when none is.
+pub fn drawn_levels(
+    chain: &[(Arc<UcountsNs>, u32)],
+    kind: UcountType,
+) -> Vec<&(Arc<UcountsNs>, u32)> {
+    let set: Vec<_> = chain.iter().filter(|l| drawn_level(&l.0, kind)).collect();
+    match set.is_empty() {
+        true => chain.first().into_iter().collect(),
+        false => set,
+    }
+}
 
 /// The counters the oracle of `kind` draws, if it draws any.
 pub fn counter_labels(kind: UcountType) -> Option<&'static CounterLabels> {
@@ -446,24 +454,39 @@ impl EnospcOracle {
         self.publish(&s, chain);
     }
 
-    /// A released namespace was freed and its charge returned.
-    pub fn freed(&self) {
+    /// A released namespace charged through `chain` was freed and its
+    /// charge returned.
+    pub fn freed(&self, chain: &[(Arc<UcountsNs>, u32)]) {
         let mut s = self.change();
         s.pending -= 1;
-        if let Some(labels) = counter_labels(self.kind) {
-            sim::note(labels.pending, sim::ObjId::NONE, s.pending);
-        }
+        self.publish(&s, chain);
     }
 
-    /// Counter notes for the views: alive at the leaf entry of `chain`,
-    /// its limit, and the namespaces waiting to be freed.
+    /// Counter notes for the views ([`CounterLabels`]) at each level of
+    /// `chain`, then the namespaces waiting to be freed.
     fn publish(&self, s: &State, chain: &[(Arc<UcountsNs>, u32)]) {
-        let (Some(labels), Some(leaf)) = (counter_labels(self.kind), chain.first()) else {
+        let Some(labels) = counter_labels(self.kind) else {
             return;
         };
-        let alive = s.live.get(&key(leaf)).copied().unwrap_or(0);
-        sim::note(labels.alive, sim::ObjId::NONE, alive);
-        sim::note(labels.limit, sim::ObjId::NONE, leaf.0.peek_max(self.kind));
+        // What the ucounts hold is noted where they change (inc_ucount,
+        // dec_ucount).
+        for level in drawn_levels(chain, self.kind) {
+            // The entry names the level; once it is freed nothing is
+            // alive through it.
+            let entry = s
+                .table
+                .as_ref()
+                .and_then(|t| t.ledger.hashed(level.0.id, level.1));
+            if let Some(entry) = entry {
+                let alive = s.live.get(&key(level)).copied().unwrap_or(0);
+                sim::note(labels.alive, entry.obj, alive);
+            }
+            sim::note(
+                labels.limit,
+                level.0.max_obj(self.kind),
+                level.0.peek_max(self.kind),
+            );
+        }
         sim::note(labels.pending, sim::ObjId::NONE, s.pending);
     }
 
@@ -630,7 +653,7 @@ mod tests {
         );
         assert!(v.contains("max_net_namespaces = 1"), "{v}");
         assert!(v.contains("1 network namespace was released"), "{v}");
-        o.freed();
+        o.freed(&chain);
         assert_eq!(o.pending(), 0);
     }
 

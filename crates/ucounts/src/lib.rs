@@ -238,6 +238,12 @@ impl UcountsNs {
         })
     }
 
+    /// The object of this namespace's `max_*` sysctl of `t`: what the
+    /// views name a limit's level by.
+    pub fn max_obj(&self, t: UcountType) -> sim::ObjId {
+        self.ucount_max[t as usize].obj()
+    }
+
     /// The user namespace this is the ucounts side of is object `obj`.
     pub fn set_obj(&self, obj: sim::ObjId) {
         let _ = self.obj.set(obj);
@@ -371,6 +377,15 @@ impl Ucounts {
             sim::title_object(self.rlimit[r as usize].obj(), || {
                 format!("{}: {}", me(), r.name())
             });
+        }
+    }
+
+    /// For the views: what the counter of `t` holds now, at a level whose
+    /// limit the scenario set (`enospc::CounterLabels`).
+    fn note_charged(&self, t: UcountType) {
+        if let Some(labels) = enospc::counter_labels(t).filter(|_| enospc::drawn_level(&self.ns, t))
+        {
+            sim::note(labels.charged, self.obj, self.peek(t));
         }
     }
 
@@ -597,11 +612,13 @@ impl UcountsTable {
                 for c in charged.iter().rev() {
                     c.ucount[t as usize].fetch_sub(1, Ordering::Relaxed);
                     self.ledger.charging(c, t, -1);
+                    c.note_charged(t);
                 }
                 self.put_ucounts(&leaf);
                 return None;
             }
             self.ledger.charging(&u, t, 1);
+            u.note_charged(t);
             charged.push(Arc::clone(&u));
             iter = u.ns.ucounts.clone();
         }
@@ -621,6 +638,7 @@ impl UcountsTable {
             u.touch("dec_ucount");
             let dec = atomic_long_dec_if_positive(&u.ucount[t as usize]);
             debug_assert!(dec >= 0, "ucount underflow");
+            u.note_charged(t);
         }
         self.put_ucounts(leaf);
     }

@@ -591,7 +591,7 @@ impl Uevent {
             sim::point("net_free", net.obj, &costs::NET_EXIT);
             if let Some(u) = &net.ucounts {
                 self.userns.ucounts.dec_ucount(u, UcountType::NetNamespaces);
-                self.netns_oracle.freed();
+                self.netns_oracle.freed(&charge_chain(&u.ns, u.uid));
             }
             self.userns.put_user_ns_deferred(&net.user_ns);
             sim::free_object(net.obj);

@@ -835,7 +835,7 @@ impl Userns {
         if let Some(c) = ns.charge() {
             self.ucounts.dec_ucount(c, UcountType::UserNamespaces);
             if ns.users.load(StdOrdering::SeqCst) <= 0 {
-                self.oracle.freed();
+                self.oracle.freed(&charge_chain(&c.ns, c.uid));
             }
         }
         sim::free_object(ns.obj);

@@ -491,11 +491,11 @@ impl Draw<'_> {
                 .map_or(format!(" ({})", m.task_name(e.task)), |_| String::new());
             let title = format!("{}{who}, after step {} ({})", mk.text, e.step, time(e.time));
             let _ = writeln!(s, "{}", mark_symbol(mk.kind, sx, tx, y, &escape(&title)));
-            if matches!(
+            let failure = matches!(
                 mk.kind,
                 MarkKind::Error | MarkKind::UseAfterFree | MarkKind::Panic
-            ) || lane.task.is_none()
-            {
+            );
+            if (failure && !mk.told_by_its_call) || lane.task.is_none() {
                 let _ = writeln!(
                     s,
                     "<text class=\"mark-label {}\"{} y=\"{}\">{}</text>",
