@@ -86,6 +86,30 @@ fn chromium(dir: &Path, profile: &str, mode: &str, url: &str) -> Output {
     output
 }
 
+/// Whether Chromium is here to open the reports; where not, `test` says
+/// so (a failure with NSSIM_REQUIRE_CHROMIUM set).
+fn chromium_here(test: &str) -> bool {
+    let here = Path::new(CHROMIUM).exists();
+    if !here {
+        support::skip(
+            test,
+            "chromium is not installed (apt-get install chromium)",
+            Some("NSSIM_REQUIRE_CHROMIUM"),
+        );
+    }
+    here
+}
+
+/// The opening tag of the page's body, where its script writes what it
+/// measured of the layout (`data-overlaps`, `data-hidden-lines`...).
+fn body_of(layout: &str) -> &str {
+    layout
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .unwrap_or_else(|| panic!("a body element:\n{layout}"))
+}
+
 fn dom(dir: &Path, profile: &str, url: &str) -> String {
     let o = chromium(dir, profile, "--dump-dom", url);
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -148,12 +172,7 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
     assert!(page.contains(
         "<g class=\"span syscall failed\" data-info=\"looper: in unshare(CLONE_NEWIPC) → ENOSPC"
     ));
-    if !Path::new(CHROMIUM).exists() {
-        support::skip(
-            "the_report_of_the_v6_2_race_renders_in_chromium",
-            "chromium is not installed (apt-get install chromium)",
-            Some("NSSIM_REQUIRE_CHROMIUM"),
-        );
+    if !chromium_here("the_report_of_the_v6_2_race_renders_in_chromium") {
         return;
     }
     let url = format!("file://{}", file.display());
@@ -177,11 +196,7 @@ fn the_report_of_the_v6_2_race_renders_in_chromium() {
     // or another label, no word of the facts (a token, a path) broken
     // over two lines; and its legend names only what the run drew.
     let layout = dom(&dir, "profile-layout", &format!("{url}#layout"));
-    let body = layout
-        .split("<body")
-        .nth(1)
-        .and_then(|b| b.split('>').next())
-        .unwrap_or_else(|| panic!("a body element:\n{layout}"));
+    let body = body_of(&layout);
     assert!(
         body.contains("data-overlaps=\"0\""),
         "labels overlap: {body}"
@@ -322,21 +337,14 @@ fn the_report_of_a_user_namespace_race_shows_counters_names_and_the_failing_call
     assert!(page.contains("container: max_user_namespaces"));
     assert_eq!(failing_call(&page), "create_user_ns ENOSPC");
     assert!(page.contains(">unshare_and_exit(CLONE_NEWUSER)</text></g>"));
-    if !Path::new(CHROMIUM).exists() {
-        support::skip(
-            "the_report_of_a_user_namespace_race_shows_counters_names_and_the_failing_call",
-            "chromium is not installed (apt-get install chromium)",
-            Some("NSSIM_REQUIRE_CHROMIUM"),
-        );
+    if !chromium_here(
+        "the_report_of_a_user_namespace_race_shows_counters_names_and_the_failing_call",
+    ) {
         return;
     }
     let url = format!("file://{}", file.display());
     let layout = dom(&dir, "profile-layout", &format!("{url}#layout"));
-    let body = layout
-        .split("<body")
-        .nth(1)
-        .and_then(|b| b.split('>').next())
-        .unwrap_or_else(|| panic!("a body element:\n{layout}"));
+    let body = body_of(&layout);
     for measured in [
         "data-overlaps=\"0\"",
         "data-blank-lanes=\"0\"",
@@ -382,18 +390,14 @@ fn nested_limits_are_drawn_level_by_level() {
         assert!(page.contains(end), "{end}");
     }
     assert!(page.contains("clone(CLONE_NEWUSER) → ENOSPC"));
-    if !Path::new(CHROMIUM).exists() {
-        support::skip(
-            "nested_limits_are_drawn_level_by_level",
-            "chromium is not installed (apt-get install chromium)",
-            Some("NSSIM_REQUIRE_CHROMIUM"),
-        );
+    if !chromium_here("nested_limits_are_drawn_level_by_level") {
         return;
     }
     let url = format!("file://{}", file.display());
     let layout = dom(&dir, "profile-layout", &format!("{url}#layout"));
+    let body = body_of(&layout);
     for measured in ["data-overlaps=\"0\"", "data-hidden-lines=\"0\""] {
-        assert!(layout.contains(measured), "{measured}");
+        assert!(body.contains(measured), "{measured}: {body}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
