@@ -63,7 +63,7 @@ pub fn emit(args: &ViewArgs, ctx: &ViewContext<'_>) -> Result<(), CliError> {
         is_syscall: &is_syscall,
         is_limit: &is_limit,
         sums: &[ipcns::oracle::COUNTER_CHARGED],
-        errno: &|v| Errno::from_return(v).map(Errno::name),
+        errno: &errno_name,
     };
     let model = Model::build(ctx.report, &lexicon);
     if args.timeline {
@@ -102,7 +102,7 @@ fn describe(e: &Event) -> Option<String> {
     if is_syscall(e.label) {
         return Some(match e.value {
             0 => "ok".into(),
-            v => Errno::from_return(v).map_or(v.to_string(), |x| x.name().to_string()),
+            v => errno_name(v).map_or(v.to_string(), str::to_string),
         });
     }
     match e.label {
@@ -110,7 +110,7 @@ fn describe(e: &Event) -> Option<String> {
         // A counter's value is what it says, zero included.
         l if l.starts_with("counter:") => Some(e.value.to_string()),
         // A kernel function's failure (`create_user_ns` returning -28).
-        _ if e.value < 0 => Errno::from_return(e.value).map(|x| x.name().to_string()),
+        _ if e.value < 0 => errno_name(e.value).map(str::to_string),
         _ => None,
     }
 }
@@ -119,6 +119,11 @@ fn describe(e: &Event) -> Option<String> {
 /// without a view), its notes read as the views read them.
 pub fn print_steps(report: &ExecReport) {
     print!("{}", report::steps::render(report, &describe));
+}
+
+/// The errno a kernel function's negative return is (`ENOSPC` for -28).
+fn errno_name(v: i64) -> Option<&'static str> {
+    Errno::from_return(v).map(Errno::name)
 }
 
 /// The operations of scenario files are the model's syscalls.

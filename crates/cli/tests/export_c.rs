@@ -284,8 +284,8 @@ fn message_queues_print_what_the_model_reports() {
     ] {
         check_on_kernel(test, scenario, 2);
     }
-    const CAP_SYS_RESOURCE: u32 = 24;
-    let verdict = match kexec::world::withheld_here().contains(&CAP_SYS_RESOURCE) {
+    let withheld = kexec::world::withheld_here();
+    let verdict = match withheld.contains(&userns::caps::CAP_SYS_RESOURCE) {
         true => "unmet",
         false => "agree",
     };

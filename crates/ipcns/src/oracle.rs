@@ -96,25 +96,14 @@ impl State {
     /// object that names the level; then the namespaces waiting to be
     /// freed.
     fn publish(&self, chain: &[(Arc<UcountsNs>, u32)]) {
-        let kind = UcountType::IpcNamespaces;
-        for (level, uid) in ucounts::enospc::drawn_levels(chain, kind) {
-            let alive = self.live.get(&(level.id, *uid)).copied().unwrap_or(0);
-            // The entry names the level; once it is freed nothing is
-            // alive through it.
-            let entry = self
-                .table
-                .as_ref()
-                .and_then(|t| t.ledger.hashed(level.id, *uid));
-            if let Some(entry) = entry {
-                sim::note(COUNTER_ALIVE, entry.obj, alive);
-            }
-            sim::note(COUNTER_LIMIT, level.max_obj(kind), level.peek_max(kind));
-        }
-        sim::note(
-            COUNTER_PENDING,
-            sim::ObjId::NONE,
-            (self.released - self.freed) as i64,
-        );
+        let labels = ucounts::enospc::LevelLabels {
+            alive: COUNTER_ALIVE,
+            limit: COUNTER_LIMIT,
+            pending: COUNTER_PENDING,
+        };
+        let pending = (self.released - self.freed) as i64;
+        let (table, kind) = (self.table.as_deref(), UcountType::IpcNamespaces);
+        ucounts::enospc::note_levels(table, chain, kind, &labels, &self.live, pending);
     }
 
     fn judge_if_changed(&mut self) {

@@ -82,6 +82,38 @@ pub fn drawn_levels(
     }
 }
 
+/// The trace labels of the counters [`note_levels`] notes.
+pub struct LevelLabels {
+    pub alive: &'static str,
+    pub limit: &'static str,
+    pub pending: &'static str,
+}
+
+/// Counter notes for the views at each level of `chain` that is drawn
+/// ([`drawn_levels`]): the namespaces of `kind` alive through the level's
+/// entry (`live`, by (user namespace id, uid)) on the entry, which names
+/// the level, and its limit on the limit's object; then `pending`, the
+/// namespaces released and waiting to be freed. An ENOSPC oracle notes
+/// them wherever those change.
+pub fn note_levels(
+    table: Option<&UcountsTable>,
+    chain: &[(Arc<UcountsNs>, u32)],
+    kind: UcountType,
+    labels: &LevelLabels,
+    live: &BTreeMap<(u32, u32), i64>,
+    pending: i64,
+) {
+    for level in drawn_levels(chain, kind) {
+        // Once the entry is freed nothing is alive through it.
+        if let Some(entry) = table.and_then(|t| t.ledger.hashed(level.0.id, level.1)) {
+            let alive = live.get(&key(level)).copied().unwrap_or(0);
+            sim::note(labels.alive, entry.obj, alive);
+        }
+        sim::note(labels.limit, level.0.max_obj(kind), level.0.peek_max(kind));
+    }
+    sim::note(labels.pending, sim::ObjId::NONE, pending);
+}
+
 /// The counters the oracle of `kind` draws, if it draws any.
 pub fn counter_labels(kind: UcountType) -> Option<&'static CounterLabels> {
     match kind {
@@ -463,31 +495,18 @@ impl EnospcOracle {
     }
 
     /// Counter notes for the views ([`CounterLabels`]) at each level of
-    /// `chain`, then the namespaces waiting to be freed.
+    /// `chain`, then the namespaces waiting to be freed. What the ucounts
+    /// hold is noted where they change (inc_ucount, dec_ucount).
     fn publish(&self, s: &State, chain: &[(Arc<UcountsNs>, u32)]) {
-        let Some(labels) = counter_labels(self.kind) else {
-            return;
-        };
-        // What the ucounts hold is noted where they change (inc_ucount,
-        // dec_ucount).
-        for level in drawn_levels(chain, self.kind) {
-            // The entry names the level; once it is freed nothing is
-            // alive through it.
-            let entry = s
-                .table
-                .as_ref()
-                .and_then(|t| t.ledger.hashed(level.0.id, level.1));
-            if let Some(entry) = entry {
-                let alive = s.live.get(&key(level)).copied().unwrap_or(0);
-                sim::note(labels.alive, entry.obj, alive);
-            }
-            sim::note(
-                labels.limit,
-                level.0.max_obj(self.kind),
-                level.0.peek_max(self.kind),
-            );
+        if let Some(labels) = counter_labels(self.kind) {
+            let table = s.table.as_deref();
+            let levels = LevelLabels {
+                alive: labels.alive,
+                limit: labels.limit,
+                pending: labels.pending,
+            };
+            note_levels(table, chain, self.kind, &levels, &s.live, s.pending);
         }
-        sim::note(labels.pending, sim::ObjId::NONE, s.pending);
     }
 
     /// A `max_*` changed.
