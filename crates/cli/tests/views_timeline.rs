@@ -280,3 +280,48 @@ fn ucounts_objects_are_named_for_what_they_are() {
         "{listing}"
     );
 }
+
+/// The counters line at the end of a timeline, on one line.
+fn counters_at_the_end(out: &str) -> String {
+    let from = out
+        .find("counters at the end:")
+        .expect("counters at the end");
+    let rest = &out[from..];
+    let upto = rest
+        .find("\nok ")
+        .or_else(|| rest.find("\n\n"))
+        .unwrap_or(rest.len());
+    rest[..upto]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// An rlimit counter is drawn at every level its charge is checked at,
+/// each with the maximum that level is compared with: from v5.14 on the
+/// ucounts entries up the namespace tree (the leaf against the caller's
+/// rlimit, an ancestor against the rlimit recorded in the namespace below
+/// it), before v5.14 on the user_struct of the kuid, which is the one
+/// count every namespace shares.
+#[test]
+fn rlimit_counters_are_drawn_at_each_level_against_its_maximum() {
+    let nested = timeline("sim-scenarios/nproc-nested.toml", "v6.16-without-max-check");
+    let end = counters_at_the_end(&nested);
+    for level in ["ucounts(outer, uid 100000)", "ucounts(inner, uid 100000)"] {
+        let count = format!("processes (RLIMIT_NPROC) · {level} ");
+        let max = format!("max_processes (RLIMIT_NPROC) · {level} 4 (limit)");
+        assert!(end.contains(&count), "{count} in {end}");
+        assert!(end.contains(&max), "{max} in {end}");
+    }
+    let old = timeline("sim-scenarios/nproc-nested.toml", "v5.13");
+    let end = counters_at_the_end(&old);
+    assert!(end.contains("processes (RLIMIT_NPROC) 5"), "{end}");
+    assert!(!end.contains("ucounts("), "one count per kuid: {end}");
+    assert!(old.contains("atomic_add user_struct(uid 100000)"), "{old}");
+    let signals = timeline("sim-scenarios/ucounts-sigpending-leak.toml", "v6.16");
+    let end = counters_at_the_end(&signals);
+    assert!(
+        end.contains("pending signals (RLIMIT_SIGPENDING) · ucounts(init, uid 61004)"),
+        "{end}"
+    );
+}

@@ -28,8 +28,7 @@ impl RlimitCharge {
     pub(crate) fn uncharge(&self, table: &UcountsTable, t: RlimitType, amount: i64) {
         match self {
             RlimitCharge::User(user) => {
-                user.rlimit_counter(t)
-                    .fetch_sub(amount, sync::Ordering::AcqRel);
+                user.add_rlimit(t, -amount);
             }
             RlimitCharge::Ucounts(u) => {
                 dec_rlimit_ucounts(table, u, t, amount);

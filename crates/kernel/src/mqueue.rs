@@ -25,7 +25,9 @@ use ipcns::charge::RlimitCharge;
 use ipcns::mqueue::{mq_attr_ok, AttrError, MqInode};
 use sim::ObjId;
 use std::sync::Arc;
-use ucounts::{dec_rlimit_ucounts, inc_rlimit_ucounts, RlimitType, Ucounts, LONG_MAX};
+use ucounts::{
+    dec_rlimit_ucounts, draw_rlimit_levels, inc_rlimit_ucounts, RlimitType, Ucounts, LONG_MAX,
+};
 use userns::caps::{CAP_FOWNER, CAP_SYS_RESOURCE};
 use userns::{capable_wrt_inode_uidgid, ns_capable, Cred};
 
@@ -82,7 +84,8 @@ impl World {
         cred: &Cred,
         bytes: i64,
     ) -> Option<Arc<MqInode>> {
-        let limit = i64::try_from(task.rlimit(RlimitType::Msgqueue).0).unwrap_or(LONG_MAX);
+        let rlimit = task.rlimit(RlimitType::Msgqueue).0;
+        let limit = i64::try_from(rlimit).unwrap_or(LONG_MAX);
         let table = self.procs.ucounts();
         if !self.procs.nproc_patches().in_ucounts() {
             let user = Arc::clone(cred.user.as_ref()?);
@@ -95,6 +98,7 @@ impl World {
         }
         let leaf: Arc<Ucounts> = table.get_ucounts(cred.ucounts.as_ref()?)?;
         let check = self.procs.rlimit_check();
+        draw_rlimit_levels(&leaf, RlimitType::Msgqueue, rlimit, check);
         let made = self
             .ipc
             .mq_new_inode(ns, cred.fsuid, cred.fsgid, bytes, || {

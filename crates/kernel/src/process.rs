@@ -54,8 +54,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as StdOrdering};
 use std::sync::Arc;
 use sync::Ordering;
 use ucounts::{
-    dec_rlimit_ucounts, inc_rlimit_ucounts, is_rlimit_overlimit, is_rlimit_overlimit_watched,
-    RlimitCheck, RlimitType, Ucounts, UcountsTable, RLIM_INFINITY,
+    dec_rlimit_ucounts, draw_rlimit_levels, inc_rlimit_ucounts, is_rlimit_overlimit,
+    is_rlimit_overlimit_watched, RlimitCheck, RlimitType, Ucounts, UcountsTable, RLIM_INFINITY,
 };
 use userns::caps::{CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN, CAP_SYS_RESOURCE};
 use userns::{ns_capable, CapSet, Cred, UserNamespace, UserStruct, Userns, UNMAPPED};
@@ -341,6 +341,12 @@ impl Procs {
             Vec::new()
         };
         let mut excess = None;
+        draw_rlimit_levels(
+            ucounts_of(child),
+            RlimitType::Nproc,
+            limit,
+            self.patches.check(),
+        );
         let over = is_rlimit_overlimit_watched(
             ucounts_of(child),
             RlimitType::Nproc,
@@ -400,10 +406,11 @@ impl Procs {
             // The RFC: the caller's own (namespace, uid) count only.
             return ucounts_nproc(ucounts_of(cred)) >= clamp(limit);
         }
-        user_of(cred).processes.load(Ordering::Relaxed) >= clamp(limit)
+        user_processes(cred, limit) >= clamp(limit)
     }
 
     fn is_overlimit(&self, u: &Arc<Ucounts>, limit: u64) -> bool {
+        draw_rlimit_levels(u, RlimitType::Nproc, limit, self.patches.check());
         is_rlimit_overlimit(u, RlimitType::Nproc, limit, self.patches.check())
     }
 
@@ -541,7 +548,7 @@ impl Procs {
                 self.patches.check(),
             );
         } else {
-            user_of(cred).processes.fetch_add(1, Ordering::Relaxed);
+            user_of(cred).add_rlimit(RlimitType::Nproc, 1);
         }
         self.changes.fetch_add(1, StdOrdering::SeqCst);
     }
@@ -550,7 +557,7 @@ impl Procs {
         if self.patches.in_ucounts() {
             dec_rlimit_ucounts(&self.ucounts, ucounts_of(cred), RlimitType::Nproc, 1);
         } else {
-            user_of(cred).processes.fetch_sub(1, Ordering::Relaxed);
+            user_of(cred).add_rlimit(RlimitType::Nproc, -1);
         }
         self.changes.fetch_add(1, StdOrdering::SeqCst);
     }
@@ -818,7 +825,7 @@ impl Procs {
         if self.patches.in_ucounts() {
             self.is_overlimit(ucounts_of(new), limit)
         } else {
-            user_of(new).processes.load(Ordering::Relaxed) >= clamp(limit)
+            user_processes(new, limit) >= clamp(limit)
         }
     }
 
@@ -844,7 +851,7 @@ impl Procs {
             let over = if self.patches.in_ucounts() {
                 self.is_overlimit(ucounts_of(&cred), limit)
             } else {
-                user_of(&cred).processes.load(Ordering::Relaxed) > clamp(limit)
+                user_processes(&cred, limit) > clamp(limit)
             };
             if over {
                 return Err(Errno::EAGAIN);
@@ -1269,6 +1276,14 @@ fn live_of(c: &Cred, committed: bool) -> Live {
 
 fn clamp(limit: u64) -> i64 {
     ucounts::rlimit::clamp_to_long(limit)
+}
+
+/// The processes `cred`'s user_struct counts (before v5.14), read to be
+/// compared with `limit` (drawn against it in the views).
+fn user_processes(cred: &Cred, limit: u64) -> i64 {
+    let user = user_of(cred);
+    user.draw_rlimit(RlimitType::Nproc, clamp(limit));
+    user.processes.load(Ordering::Relaxed)
 }
 
 fn ucounts_nproc(u: &Ucounts) -> i64 {

@@ -21,7 +21,9 @@ use ipcns::shm::PAGE_SIZE;
 use sim::ObjId;
 use std::sync::Arc;
 use sync::Ordering;
-use ucounts::{dec_rlimit_ucounts, inc_rlimit_ucounts, RlimitType, LONG_MAX, RLIM_INFINITY};
+use ucounts::{
+    dec_rlimit_ucounts, draw_rlimit_levels, inc_rlimit_ucounts, RlimitType, LONG_MAX, RLIM_INFINITY,
+};
 use userns::caps::CAP_IPC_LOCK;
 use userns::{ns_capable, Cred};
 
@@ -96,6 +98,10 @@ impl World {
         let table = self.procs.ucounts();
         let leaf = cred.ucounts.as_ref()?;
         let check = self.procs.rlimit_check();
+        if !exempt {
+            let max = u64::try_from(limit_pages).unwrap_or(RLIM_INFINITY);
+            draw_rlimit_levels(leaf, RlimitType::Memlock, max, check);
+        }
         let n = inc_rlimit_ucounts(table, leaf, RlimitType::Memlock, pages, check);
         if (n == LONG_MAX || n > limit_pages) && !exempt {
             dec_rlimit_ucounts(table, leaf, RlimitType::Memlock, pages);

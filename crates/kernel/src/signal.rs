@@ -30,10 +30,9 @@ use crate::setup::Op;
 use crate::task::Task;
 use sim::ObjId;
 use std::sync::Arc;
-use sync::Ordering;
 use ucounts::{
-    dec_rlimit_put_ucounts, dec_rlimit_ucounts, inc_rlimit_get_ucounts, inc_rlimit_ucounts,
-    OverUnwind, RlimitType, Ucounts, LONG_MAX,
+    dec_rlimit_put_ucounts, dec_rlimit_ucounts, draw_rlimit_levels, inc_rlimit_get_ucounts,
+    inc_rlimit_ucounts, OverUnwind, RlimitType, Ucounts, LONG_MAX,
 };
 use userns::caps::CAP_KILL;
 use userns::{ns_capable, Cred, UserStruct};
@@ -157,7 +156,8 @@ impl World {
     /// charge taken back) when over it.
     fn sigqueue_alloc(&self, t: &Task) -> Option<Sigqueue> {
         let cred = t.cred();
-        let limit = i64::try_from(t.rlimit(RlimitType::Sigpending).0).unwrap_or(LONG_MAX);
+        let rlimit = t.rlimit(RlimitType::Sigpending).0;
+        let limit = i64::try_from(rlimit).unwrap_or(LONG_MAX);
         let procs = &self.procs;
         let table = procs.ucounts();
         let patches = procs.signal_patches();
@@ -168,6 +168,7 @@ impl World {
         }
         let leaf = Arc::clone(cred.ucounts.as_ref()?);
         let check = procs.rlimit_check();
+        draw_rlimit_levels(&leaf, RlimitType::Sigpending, rlimit, check);
         if !patches.refcount_fix {
             let n = inc_rlimit_ucounts(table, &leaf, RlimitType::Sigpending, 1, check);
             let kept = if n == 1 {
@@ -206,7 +207,7 @@ impl World {
         let table = self.procs.ucounts();
         match q {
             Sigqueue::User(user) => {
-                user.sigpending.fetch_sub(1, Ordering::AcqRel);
+                user.add_rlimit(RlimitType::Sigpending, -1);
             }
             Sigqueue::Leaf(None) => {}
             Sigqueue::Leaf(Some(leaf)) => {

@@ -241,8 +241,9 @@ fn sum_of(series: &[Series], name: &str, parts: &[&str]) -> Option<Series> {
 
 /// A counter drawn at several levels (the entries of nested user
 /// namespaces) is one series per level, each named with its level: a
-/// limit by its level alone (`ct-a: max_user_namespaces`), any other
-/// counter with it (`user namespaces alive · ucounts(ct-a, uid 100000)`).
+/// limit by its level alone when that names it (`ct-a:
+/// max_user_namespaces`), any other counter with it (`user namespaces
+/// alive · ucounts(ct-a, uid 100000)`).
 /// One drawn at a single level keeps its plain name.
 fn name_levels(series: &mut [Series]) {
     let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
@@ -251,7 +252,7 @@ fn name_levels(series: &mut [Series]) {
         if levels < 2 || s.level.is_empty() {
             continue;
         }
-        s.name = if s.limit {
+        s.name = if s.limit && s.level.ends_with(&s.name) {
             s.level.clone()
         } else {
             format!("{} · {}", s.name, s.level)
@@ -774,6 +775,8 @@ mod tests {
             at("alive", "ucounts(ct, uid 0)", false),
             at("max", "init: max", true),
             at("max", "ct: max", true),
+            at("max_nproc", "ucounts(init, uid 0)", true),
+            at("max_nproc", "ucounts(ct, uid 0)", true),
             at("pending", "", false),
         ];
         name_levels(&mut drawn);
@@ -785,6 +788,8 @@ mod tests {
                 "alive · ucounts(ct, uid 0)",
                 "init: max",
                 "ct: max",
+                "max_nproc · ucounts(init, uid 0)",
+                "max_nproc · ucounts(ct, uid 0)",
                 "pending"
             ]
         );

@@ -45,9 +45,9 @@ pub mod sysctl;
 
 pub use ledger::Ledger;
 pub use rlimit::{
-    dec_rlimit_put_ucounts, dec_rlimit_ucounts, inc_rlimit_get_ucounts, inc_rlimit_ucounts,
-    is_rlimit_overlimit, is_rlimit_overlimit_watched, OverUnwind, RlimitCheck, RlimitType,
-    LONG_MAX, RLIM_INFINITY,
+    dec_rlimit_put_ucounts, dec_rlimit_ucounts, draw_rlimit_levels, inc_rlimit_get_ucounts,
+    inc_rlimit_ucounts, is_rlimit_overlimit, is_rlimit_overlimit_watched, OverUnwind, RlimitCheck,
+    RlimitType, LONG_MAX, RLIM_INFINITY,
 };
 pub use sysctl::SysctlError;
 
@@ -335,6 +335,10 @@ pub struct Ucounts {
     /// own object tracking reports such a use first (outcome
     /// use-after-free); this flag is what loom models see.
     freed: std::sync::atomic::AtomicBool,
+    /// Which rlimit counters the views draw at this level (its maximum was
+    /// finite when a charge was checked: [`rlimit::draw_rlimit_levels`]);
+    /// bookkeeping for the trace notes only, never a scheduling point.
+    rlimit_drawn: [std::sync::atomic::AtomicBool; RlimitType::COUNT],
 }
 
 impl Ucounts {
@@ -352,6 +356,7 @@ impl Ucounts {
                 .map(|_| AtomicI64::new("ucounts.rlimit", 0))
                 .collect(),
             freed: std::sync::atomic::AtomicBool::new(false),
+            rlimit_drawn: Default::default(),
         };
         entry.title();
         entry
@@ -387,6 +392,21 @@ impl Ucounts {
         {
             sim::note(labels.charged, self.obj, self.peek(t));
         }
+    }
+
+    /// For the views: the count of rlimit `t` now, at a level drawn.
+    pub(crate) fn note_rlimit(&self, t: RlimitType) {
+        if self.rlimit_drawn[t as usize].load(StdOrdering::Relaxed) {
+            sim::note(t.count_label(), self.obj, self.peek_rlimit(t));
+        }
+    }
+
+    /// Draw the counter of rlimit `t` at this level from now on, against
+    /// `max` (what this level is compared with).
+    pub(crate) fn draw_rlimit(&self, t: RlimitType, max: i64) {
+        self.rlimit_drawn[t as usize].store(true, StdOrdering::Relaxed);
+        sim::note(t.max_label(), self.obj, max);
+        self.note_rlimit(t);
     }
 
     /// The current value of one counter, without a scheduling point.

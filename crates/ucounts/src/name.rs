@@ -38,6 +38,8 @@ impl Ucounts {
             ucount,
             rlimit,
             freed,
+            // What the views draw changes no behaviour.
+            rlimit_drawn: _,
         } = self;
         h.write_u32(obj.0);
         h.write_u32(ns.id);

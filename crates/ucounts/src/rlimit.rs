@@ -60,6 +60,28 @@ impl RlimitType {
         }
     }
 
+    /// The trace label of its count (a `counter:` note, drawn by the
+    /// views as a counter track), on the object that counts it.
+    pub fn count_label(self) -> &'static str {
+        match self {
+            RlimitType::Nproc => "counter:processes (RLIMIT_NPROC)",
+            RlimitType::Msgqueue => "counter:message queue bytes (RLIMIT_MSGQUEUE)",
+            RlimitType::Sigpending => "counter:pending signals (RLIMIT_SIGPENDING)",
+            RlimitType::Memlock => "counter:locked shm pages (RLIMIT_MEMLOCK)",
+        }
+    }
+
+    /// The trace label of the maximum its count is compared with (a limit
+    /// in the views: `max_` after `counter:`), on the same object.
+    pub fn max_label(self) -> &'static str {
+        match self {
+            RlimitType::Nproc => "counter:max_processes (RLIMIT_NPROC)",
+            RlimitType::Msgqueue => "counter:max_message queue bytes (RLIMIT_MSGQUEUE)",
+            RlimitType::Sigpending => "counter:max_pending signals (RLIMIT_SIGPENDING)",
+            RlimitType::Memlock => "counter:max_locked shm pages (RLIMIT_MEMLOCK)",
+        }
+    }
+
     /// All four moved into ucounts in v5.14.
     pub fn since(self) -> &'static str {
         "v5.14"
@@ -112,6 +134,7 @@ pub fn inc_rlimit_ucounts(
             max = own_max(u, t);
         }
         let new = u.rlimit_counter(t).fetch_add(v, Ordering::AcqRel) + v;
+        u.note_rlimit(t);
         u.ns.touch("inc_rlimit_ucounts: iter->ns");
         if new < 0 || new > max {
             ret = LONG_MAX;
@@ -138,6 +161,7 @@ pub fn dec_rlimit_ucounts(
     for (i, u) in levels.iter().enumerate() {
         u.touch("dec_rlimit_ucounts");
         let dec = u.rlimit_counter(t).fetch_sub(v, Ordering::AcqRel) - v;
+        u.note_rlimit(t);
         u.ns.touch("dec_rlimit_ucounts: iter->ns");
         debug_assert!(dec >= 0, "rlimit counter underflow");
         if i == 0 {
@@ -185,6 +209,7 @@ pub fn inc_rlimit_get_ucounts(
             max = own_max(u, t);
         }
         let new = u.rlimit_counter(t).fetch_add(1, Ordering::AcqRel) + 1;
+        u.note_rlimit(t);
         u.ns.touch("inc_rlimit_get_ucounts: iter->ns");
         let over = new < 0 || (!override_rlimit && new > max);
         let pinned = !over && (new != 1 || table.get_ucounts(u).is_some());
@@ -195,6 +220,7 @@ pub fn inc_rlimit_get_ucounts(
             // their references.
             if !(over && unwind == OverUnwind::Leaks) {
                 u.rlimit_counter(t).fetch_sub(1, Ordering::AcqRel);
+                u.note_rlimit(t);
             }
             table.ledger.charge_rlimit(&levels[..i], t, 1);
             do_dec_rlimit_put_ucounts(table, &levels[..i], t);
@@ -221,6 +247,7 @@ fn do_dec_rlimit_put_ucounts(table: &UcountsTable, levels: &[Arc<Ucounts>], t: R
     for u in levels {
         u.touch("dec_rlimit_put_ucounts");
         let dec = u.rlimit_counter(t).fetch_sub(1, Ordering::AcqRel) - 1;
+        u.note_rlimit(t);
         debug_assert!(dec >= 0, "rlimit counter underflow");
         u.ns.touch("dec_rlimit_put_ucounts: iter->ns");
         if dec == 0 {
@@ -300,4 +327,41 @@ pub fn level_maxima(
         below = own_max(&u, t);
     }
     out
+}
+
+/// For the views: from now on, draw the count of `t` at each level of
+/// `leaf`'s chain whose maximum is finite, with that maximum (the leaf's
+/// is `rlimit`, the caller's; the others as `check` says), as the charge
+/// of a caller with `rlimit` is checked. The trace notes only: nothing
+/// here is a scheduling point.
+pub fn draw_rlimit_levels(leaf: &Arc<Ucounts>, t: RlimitType, rlimit: u64, check: RlimitCheck) {
+    for (u, max) in levels(leaf)
+        .iter()
+        .zip(level_maxima(leaf, t, rlimit, check))
+    {
+        if max < LONG_MAX {
+            u.draw_rlimit(t, max);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The views pair a count with its maximum by their labels: both name
+    /// the rlimit, and the maximum's is the count's with `max_`.
+    #[test]
+    fn each_rlimit_counts_and_limits_under_labels_that_name_it() {
+        for t in RlimitType::ALL {
+            let count = t.count_label();
+            assert!(count.starts_with("counter:"), "{count}");
+            assert!(
+                count.ends_with(&format!(" ({})", t.rlimit_name())),
+                "{count}"
+            );
+            let max = t.max_label();
+            assert_eq!(max, count.replacen("counter:", "counter:max_", 1));
+        }
+    }
 }

@@ -338,17 +338,29 @@ pub struct UserStruct {
     pub mq_bytes: sync::AtomicI64,
     /// Pages of SysV shared memory the user has locked (before v5.14).
     pub locked_shm: sync::AtomicI64,
+    /// Which counts the views draw (a finite limit was checked against
+    /// them); trace notes only.
+    drawn: [std::sync::atomic::AtomicBool; ucounts::RlimitType::COUNT],
 }
 
 impl UserStruct {
     pub fn new(uid: u32) -> UserStruct {
-        UserStruct {
+        let user = UserStruct {
             uid,
             processes: sync::AtomicI64::new("user_struct.processes", 0),
             sigpending: sync::AtomicI64::new("user_struct.sigpending", 0),
             mq_bytes: sync::AtomicI64::new("user_struct.mq_bytes", 0),
             locked_shm: sync::AtomicI64::new("user_struct.locked_shm", 0),
+            drawn: Default::default(),
+        };
+        if sim::recording() {
+            for t in ucounts::RlimitType::ALL {
+                sim::title_object(user.rlimit_counter(t).obj(), || {
+                    format!("user_struct(uid {uid}): {}", t.rlimit_name())
+                });
+            }
         }
+        user
     }
 
     pub fn peek_processes(&self) -> i64 {
@@ -368,13 +380,41 @@ impl UserStruct {
     /// Charge `amount` of rlimit `t` unless the count would pass `limit`
     /// (`None`, nothing charged).
     pub fn charge_rlimit(&self, t: ucounts::RlimitType, amount: i64, limit: i64) -> Option<()> {
+        self.draw_rlimit(t, limit);
         let counter = self.rlimit_counter(t);
         let had = counter.fetch_add(amount, sync::Ordering::AcqRel);
+        self.note_rlimit(t);
         if had.checked_add(amount).is_none_or(|n| n > limit) {
             counter.fetch_sub(amount, sync::Ordering::AcqRel);
+            self.note_rlimit(t);
             return None;
         }
         Some(())
+    }
+
+    /// Add `amount` (negative to take back) to the count of rlimit `t`,
+    /// unchecked.
+    pub fn add_rlimit(&self, t: ucounts::RlimitType, amount: i64) {
+        self.rlimit_counter(t)
+            .fetch_add(amount, sync::Ordering::Relaxed);
+        self.note_rlimit(t);
+    }
+
+    /// For the views: draw the count of `t` from now on, against `limit`,
+    /// when that is finite (the caller's rlimit, as its charge is checked).
+    pub fn draw_rlimit(&self, t: ucounts::RlimitType, limit: i64) {
+        if limit < ucounts::LONG_MAX {
+            self.drawn[t as usize].store(true, std::sync::atomic::Ordering::Relaxed);
+            sim::note(t.max_label(), self.rlimit_counter(t).obj(), limit);
+            self.note_rlimit(t);
+        }
+    }
+
+    fn note_rlimit(&self, t: ucounts::RlimitType) {
+        if self.drawn[t as usize].load(std::sync::atomic::Ordering::Relaxed) {
+            let counter = self.rlimit_counter(t);
+            sim::note(t.count_label(), counter.obj(), counter.peek());
+        }
     }
 }
 
@@ -1125,6 +1165,7 @@ impl UserStruct {
             sigpending,
             mq_bytes,
             locked_shm,
+            drawn: _,
         } = self;
         h.write_u32(*uid);
         for c in [processes, sigpending, mq_bytes, locked_shm] {
