@@ -8,6 +8,7 @@
 
 use crate::support;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -263,21 +264,21 @@ fn the_readmes_figures_are_the_tools() {
     );
 }
 
-/// The step numbers a lesson's prose names (`at step 56`, `steps 33 and
-/// 34`, `steps 56 to 65`), in the order they come.
-fn steps_named(prose: &str) -> Vec<u64> {
+/// The numbers `prose` names after one of `nouns` ("step", "steps"): a
+/// single one, `N and M`, `N to M`.
+fn numbers_named(prose: &str, nouns: &[&str]) -> Vec<u64> {
     let words: Vec<&str> = prose
-        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '.'))
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '.' | '`'))
         .filter(|w| !w.is_empty())
         .collect();
-    let mut steps = Vec::new();
+    let mut named = Vec::new();
     for (i, w) in words.iter().enumerate() {
-        if !matches!(w.to_lowercase().as_str(), "step" | "steps") {
+        if !nouns.contains(&w.to_lowercase().as_str()) {
             continue;
         }
         let mut k = i + 1;
         while let Some(n) = words.get(k).and_then(|n| n.parse::<u64>().ok()) {
-            steps.push(n);
+            named.push(n);
             // `N and M`, `N to M`: the next number belongs to the mention.
             match words.get(k + 1) {
                 Some(&"and") | Some(&"to") => k += 2,
@@ -285,21 +286,84 @@ fn steps_named(prose: &str) -> Vec<u64> {
             }
         }
     }
-    steps
+    named
+}
+
+/// The steps `prose` names ("at steps 33 and 34").
+fn steps_named(prose: &str) -> Vec<u64> {
+    numbers_named(prose, &["step", "steps"])
+}
+
+/// The calls `prose` names ("the fourth `unshare` (call 4)").
+fn calls_named(prose: &str) -> Vec<u64> {
+    numbers_named(prose, &["call", "calls"])
+}
+
+/// The step rows of a timeline or listing.
+fn step_rows(out: &str) -> BTreeSet<u64> {
+    out.lines()
+        .filter_map(|l| {
+            l.trim_start_matches('▶')
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// What a lesson's prose is held to: the run it showed last.
+#[derive(Default)]
+struct LastRun {
+    /// The line of the last `nssim` command, and the command.
+    command: Option<(usize, Vec<String>)>,
+    /// The step rows of the last timeline or listing, and its line.
+    steps: Option<(usize, BTreeSet<u64>)>,
+    /// The calls the last command's output names, run when first asked.
+    calls: Option<BTreeSet<u64>>,
+}
+
+impl LastRun {
+    /// A `$ nssim` line of a code block.
+    fn shown(&mut self, line: usize, args: Vec<String>) {
+        if args.iter().any(|a| a == "--timeline") || args.first().is_some_and(|a| a == "replay") {
+            let out = Program::Nssim(args.clone()).run();
+            self.steps = Some((line, step_rows(&String::from_utf8_lossy(&out.stdout))));
+        }
+        self.command = Some((line, args));
+        self.calls = None;
+    }
+
+    /// The calls the last command's output names (`first failure: call 4`).
+    fn calls(&mut self) -> Option<(usize, &BTreeSet<u64>)> {
+        let (line, args) = self.command.as_ref()?;
+        let calls = self.calls.get_or_insert_with(|| {
+            let out = Program::Nssim(args.clone()).run();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            text.lines().flat_map(calls_named).collect()
+        });
+        Some((*line, calls))
+    }
 }
 
 /// Every step a lesson's prose names is a step of the timeline or listing
 /// the lesson showed last, as the command prints it today: a lesson that
-/// says "at steps 33 and 34" is about the rows the reader sees.
+/// says "at steps 33 and 34" is about the rows the reader sees. Every call
+/// it names ("call 4") is one the last command's output names.
 #[test]
-fn the_lessons_prose_names_steps_of_the_run_it_shows() {
+fn the_lessons_prose_names_steps_and_calls_of_the_run_it_shows() {
     let lessons = book_files()
         .into_iter()
         .filter(|p| p.parent().is_some_and(|d| d.ends_with("docs/lessons")));
-    let mut named = 0;
+    let (mut steps, mut calls) = (0, 0);
     for file in lessons {
         let text = std::fs::read_to_string(&file).unwrap();
-        let mut steps_of_last: Option<(usize, std::collections::BTreeSet<u64>)> = None;
+        let at = |i: usize| format!("{}:{}", file.display(), i + 1);
+        let mut last = LastRun::default();
         let mut in_block = false;
         for (i, line) in text.lines().enumerate() {
             if line.trim_start().starts_with("```") {
@@ -307,44 +371,38 @@ fn the_lessons_prose_names_steps_of_the_run_it_shows() {
                 continue;
             }
             if in_block {
-                let shows_steps = line.contains("--timeline") || line.starts_with("$ nssim replay");
-                if let Some(Program::Nssim(args)) = line.strip_prefix("$ ").and_then(Program::of) {
-                    if shows_steps {
-                        let out = Program::Nssim(args).run();
-                        let rows = String::from_utf8_lossy(&out.stdout)
-                            .lines()
-                            .filter_map(|l| {
-                                l.trim_start_matches('▶')
-                                    .split_whitespace()
-                                    .next()?
-                                    .parse()
-                                    .ok()
-                            })
-                            .collect();
-                        steps_of_last = Some((i + 1, rows));
-                    }
+                let program = line.strip_prefix("$ ").and_then(Program::of);
+                if let Some(Program::Nssim(args)) = program.filter(|p| !p.touches_kernel()) {
+                    last.shown(i + 1, args);
                 }
                 continue;
             }
             for step in steps_named(line) {
-                let Some((at, rows)) = &steps_of_last else {
-                    panic!(
-                        "{}:{}: names step {step} before any run",
-                        file.display(),
-                        i + 1
-                    );
+                let Some((shown, rows)) = &last.steps else {
+                    panic!("{}: names step {step} before any run", at(i));
                 };
                 assert!(
                     rows.contains(&step),
-                    "{}:{}: names step {step}, which the run shown at line {at} does not have",
-                    file.display(),
-                    i + 1
+                    "{}: names step {step}, which the run shown at line {shown} does not have",
+                    at(i)
                 );
-                named += 1;
+                steps += 1;
+            }
+            for call in calls_named(line) {
+                let Some((shown, named)) = last.calls() else {
+                    panic!("{}: names call {call} before any run", at(i));
+                };
+                assert!(
+                    named.contains(&call),
+                    "{}: names call {call}, which the output of line {shown} does not name ({named:?})",
+                    at(i)
+                );
+                calls += 1;
             }
         }
     }
-    assert!(named >= 20, "the lessons name {named} steps");
+    assert!(steps >= 20, "the lessons name {steps} steps");
+    assert!(calls >= 2, "the lessons name {calls} calls");
 }
 
 #[test]
@@ -354,4 +412,6 @@ fn steps_named_reads_single_pairs_and_ranges() {
     assert_eq!(steps_named("The window is steps 56 to 65: the"), [56, 65]);
     assert_eq!(steps_named("(step 4: the check)"), [4]);
     assert!(steps_named("two steps later").is_empty());
+    assert_eq!(calls_named("(`first failure: call 4`: the results"), [4]);
+    assert!(calls_named("the results count calls from 1").is_empty());
 }

@@ -354,10 +354,13 @@ impl UserStruct {
             drawn: Default::default(),
         };
         if sim::recording() {
-            for t in ucounts::RlimitType::ALL {
-                sim::title_object(user.rlimit_counter(t).obj(), || {
-                    format!("user_struct(uid {uid}): {}", t.rlimit_name())
-                });
+            for (counter, field) in [
+                (&user.processes, "processes"),
+                (&user.sigpending, "sigpending"),
+                (&user.mq_bytes, "mq_bytes"),
+                (&user.locked_shm, "locked_shm"),
+            ] {
+                sim::title_object(counter.obj(), || format!("user_struct(uid {uid}).{field}"));
             }
         }
         user
