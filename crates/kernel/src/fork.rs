@@ -105,7 +105,7 @@ impl World {
         child.own.lock().rlimit_nproc = own.rlimit_nproc;
         child.copy_rlimits_of(parent);
         let made = if flags & (CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET) != 0 {
-            self.copy_namespaces(&child, flags, &cred)
+            self.copy_namespaces(&child, parent, flags, &cred)
         } else {
             Ok(())
         };
@@ -136,12 +136,19 @@ impl World {
     }
 
     /// `copy_namespaces` with CLONE_NEW* flags: CAP_SYS_ADMIN over the
-    /// child's user namespace, then its own nsproxy.
-    fn copy_namespaces(&self, child: &Task, flags: u64, cred: &userns::Cred) -> Result<(), Errno> {
+    /// child's user namespace, then its own nsproxy, made as `parent`
+    /// (the caller of clone) asks.
+    fn copy_namespaces(
+        &self,
+        child: &Task,
+        parent: &Task,
+        flags: u64,
+        cred: &userns::Cred,
+    ) -> Result<(), Errno> {
         if !userns::ns_capable(cred, &cred.user_ns, userns::caps::CAP_SYS_ADMIN) {
             return Err(Errno::EPERM);
         }
-        let new = self.create_new_namespaces(flags, child, cred)?;
+        let new = self.create_new_namespaces(flags, child, parent, cred)?;
         let shared = child.replace_nsproxy(new);
         self.put_nsproxy(shared);
         Ok(())

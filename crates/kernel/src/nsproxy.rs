@@ -123,16 +123,19 @@ impl World {
             sim::note("unshare", ObjId::NONE, Errno::EPERM.as_return());
             return Err(Errno::EPERM);
         }
-        self.create_new_namespaces(flags, task, cred)
+        self.create_new_namespaces(flags, task, task, cred)
     }
 
     /// `create_new_namespaces`: for each kind, a new namespace owned by
     /// `cred`'s user namespace when its flag is set, else a reference to
     /// the task's; what was made is put again when a later kind fails.
+    /// `current` makes the call: `task` itself for unshare, the parent of
+    /// the child `task` for clone.
     pub(super) fn create_new_namespaces(
         &self,
         flags: u64,
         task: &Task,
+        current: &Task,
         cred: &Cred,
     ) -> Result<Arc<Nsproxy>, Errno> {
         let old = task.nsproxy();
@@ -143,7 +146,7 @@ impl World {
             Arc::clone(&old.ipc_ns)
         };
         let pid_ns_for_children = if flags & CLONE_NEWPID != 0 {
-            match self.copy_pid_ns(task, &old.pid_ns_for_children, cred) {
+            match self.copy_pid_ns(current, &old.pid_ns_for_children, cred) {
                 Ok(ns) => ns,
                 Err(e) => {
                     self.ipc.put_ipc_ns(ipc_ns);

@@ -130,16 +130,18 @@ impl PidNamespace {
 }
 
 impl World {
-    /// `copy_pid_ns` with CLONE_NEWPID: EINVAL when the task already made
-    /// one for its children (`pid_ns_for_children` is not its own), else
-    /// `create_pid_namespace` below it, owned by `cred`'s user namespace.
+    /// `copy_pid_ns` with CLONE_NEWPID: EINVAL when the calling task
+    /// (`current`, the parent of a clone) already made one for its
+    /// children (its `pid_ns_for_children`, `old`, is not the namespace it
+    /// is active in), else `create_pid_namespace` below it, owned by
+    /// `cred`'s user namespace.
     pub(super) fn copy_pid_ns(
         &self,
-        task: &Task,
+        current: &Task,
         old: &Arc<PidNamespace>,
         cred: &Cred,
     ) -> Result<Arc<PidNamespace>, Errno> {
-        if !Arc::ptr_eq(&task.pid_ns(), old) {
+        if !Arc::ptr_eq(&current.pid_ns(), old) {
             return Err(Errno::EINVAL);
         }
         self.create_pid_namespace(old, cred)
