@@ -35,7 +35,7 @@ pub mod setup;
 pub mod task;
 pub mod world;
 
-pub use world::{mqueue, pidns, signal};
+pub use world::{mqueue, pidns, shm, signal};
 
 pub use errno::Errno;
 pub use profile::{resolve_patches, ActivePatches};

@@ -1257,6 +1257,7 @@ pub fn models_processes(setup: &Setup) -> bool {
         ) || matches!(op, Op::SysctlWrite { .. })
             || crate::signal::queues_or_takes(op)
             || crate::mqueue::uses_mqueue(op)
+            || crate::shm::locks_memory(op)
     };
     setup.processes != ProcessSetup::default() || setup.every_op().any(process_op)
 }

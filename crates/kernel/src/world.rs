@@ -50,7 +50,7 @@ pub mod pidns;
 pub mod mqueue;
 
 #[path = "shm.rs"]
-mod shm;
+pub mod shm;
 
 #[path = "fault.rs"]
 pub mod fault;
