@@ -128,6 +128,8 @@ declare_patches! {
         "exit_shm destroys each segment the task created in the ipc namespace the segment was made in (while that namespace is alive and has shm_rmid_forced set), and a segment's removal takes it off its creator's list under the creator's lock; before, exit_shm destroyed them through the namespace the task was in at exit, so after a setns the segment was freed while its own namespace still listed it";
     IpcSysctlNamespaceRoot = "ipc-sysctl-namespace-root", merged_in: Some("v6.1"), area: Shm,
         "the System V ipc sysctls of an ipc namespace (kernel.shm_rmid_forced among them) belong to root of the namespace's owning user namespace, who may write them; before, only a task whose euid is the initial namespace's root could (EACCES for root of a container)";
+    VfsCreateMappedOwner = "vfs-create-mapped-owner", merged_in: Some("v4.8"), area: Mqueue,
+        "may_create refuses (EOVERFLOW) to make a file on a filesystem whose user namespace does not map the caller's fsuid and fsgid: mq_open creating a queue in an ipc namespace whose owner maps neither; before, the queue was made with an owner the namespace could not show";
     SysctlStoreBeforePermission = "sysctl-store-before-permission", merged_in: None, area: Sysctl,
         "deliberately broken: a max_* sysctl write stores the value before the permission check, so a refused write still changes the limit (caught by security.denied_changes_nothing)";
     UsernsUcountsLimits = "userns-ucounts-limits", merged_in: Some("v4.9"), area: Userns,

@@ -29,7 +29,7 @@ use ucounts::{
     dec_rlimit_ucounts, draw_rlimit_levels, inc_rlimit_ucounts, RlimitType, Ucounts, LONG_MAX,
 };
 use userns::caps::{CAP_FOWNER, CAP_SYS_RESOURCE};
-use userns::{capable_wrt_inode_uidgid, ns_capable, Cred};
+use userns::{capable_wrt_inode_uidgid, fsuidgid_has_mapping, ns_capable, Cred};
 
 /// Whether `op` makes, opens or removes a message queue.
 pub fn uses_mqueue(op: &Op) -> bool {
@@ -55,6 +55,12 @@ impl World {
         let root = sb.root_lock.lock();
         if sb.names.lock().contains_key(name) {
             return Err(Errno::EEXIST);
+        }
+        // `vfs_mkobj` → `may_create`, on the superblock of the namespace's
+        // mqueue mount, whose user namespace is the namespace's owner.
+        let unmapped = |owner: &Arc<userns::UserNamespace>| !fsuidgid_has_mapping(owner, &cred);
+        if self.create_needs_mapped_owner && ns.owner().is_some_and(unmapped) {
+            return Err(Errno::EOVERFLOW);
         }
         let bytes = mq_attr_ok(maxmsg, msgsize, privileged).map_err(|e| match e {
             AttrError::Invalid => Errno::EINVAL,

@@ -574,6 +574,7 @@ declare_ops! {
         kernel: ["do_mq_open (ipc/mqueue.c)", "mqueue_get_inode (ipc/mqueue.c)", "inc_rlimit_ucounts (kernel/ucount.c)"]
         errors: [
             (EEXIST, "a queue of that name exists in the task's ipc namespace"),
+            (EOVERFLOW, "the user namespace that owns the task's ipc namespace maps not both the task's fsuid and fsgid (from v4.8)"),
             (EINVAL, "MAXMSG or MSGSIZE is 0, or above fs.mqueue.msg_max (10) or msgsize_max (8192) for a task without CAP_SYS_RESOURCE in the initial user namespace (65536 and 16 MiB with it)"),
             (ENOSPC, "the ipc namespace has fs.mqueue.queues_max (256) queues and the task has no CAP_SYS_RESOURCE in the initial user namespace"),
             (EMFILE, "the queue's bytes would take the creator's user over its RLIMIT_MSGQUEUE at the leaf, or a level above it over its maximum (before v5.15 the initial namespace's level over the RLIMIT_MSGQUEUE the machine booted with)"),

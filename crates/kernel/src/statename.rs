@@ -144,6 +144,7 @@ impl World {
             pidns_patches: _,
             unshare_puts_nsproxy: _,
             ipc_sysctl_namespace_root: _,
+            create_needs_mapped_owner: _,
             // Labels the namespaces tasks make, nothing more.
             userns_made: _,
             // What the run has judged so far, which no future depends on.

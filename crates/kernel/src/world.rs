@@ -205,6 +205,9 @@ struct World {
     /// `ipc-sysctl-namespace-root`: an ipc namespace's sysctls belong to
     /// root of its owner.
     ipc_sysctl_namespace_root: bool,
+    /// `vfs-create-mapped-owner`: a file is made only by a caller whose
+    /// fsuid and fsgid the filesystem's user namespace maps.
+    pub(crate) create_needs_mapped_owner: bool,
     /// The nsproxies `ksys_unshare` leaked without that fix.
     leaked_nsproxies: HostMutex<Vec<Arc<Nsproxy>>>,
 }
@@ -513,6 +516,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             faults,
             unshare_puts_nsproxy: spec.patches.has(Patch::UnshareNsproxyLeakFix),
             ipc_sysctl_namespace_root: spec.patches.has(Patch::IpcSysctlNamespaceRoot),
+            create_needs_mapped_owner: spec.patches.has(Patch::VfsCreateMappedOwner),
             leaked_nsproxies: HostMutex::new("the leaked nsproxies", Vec::new()),
             wq: Arc::clone(&wq),
         });

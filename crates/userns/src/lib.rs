@@ -543,6 +543,13 @@ pub fn privileged_wrt_inode_uidgid(ns: &UserNamespace, kuid: u32, kgid: u32) -> 
     from_kuid(ns, kuid) != UNMAPPED && from_kgid(ns, kgid) != UNMAPPED
 }
 
+/// `fsuidgid_has_mapping` (fs/namei.c's `may_create`): the user namespace
+/// of a filesystem maps the caller's fsuid and fsgid, so that what it
+/// creates there has an owner the filesystem can show.
+pub fn fsuidgid_has_mapping(ns: &UserNamespace, cred: &Cred) -> bool {
+    from_kuid(ns, cred.fsuid) != UNMAPPED && from_kgid(ns, cred.fsgid) != UNMAPPED
+}
+
 /// `capable_wrt_inode_uidgid`: `cap` in the caller's own user namespace,
 /// over a file (owner `kuid`, group `kgid`) that namespace maps.
 pub fn capable_wrt_inode_uidgid(cred: &Cred, kuid: u32, kgid: u32, cap: u32) -> bool {
