@@ -156,9 +156,8 @@ struct World {
     /// For each target of guarded ops (`denials`): how many run now, and
     /// how many have started.
     guarded: HostMutex<BTreeMap<String, (u32, u64)>>,
-    /// The ucounts the set-up charged (its user namespaces), as
-    /// `checks::charged_counters` shows them.
-    setup_charges: (Vec<String>, Vec<String>),
+    /// The ucounts the set-up charged (its user namespaces).
+    setup_charges: checks::Charged,
     ipc: Arc<Ipc>,
     ucounts: Arc<UcountsTable>,
     userns: Arc<Userns>,
@@ -455,7 +454,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
         let wq = Workqueue::new("system_wq");
         wq.start_worker("kworker");
         let (userns, user_namespaces) = make_user_namespaces(spec, &ucounts, &wq);
-        let setup_charges = checks::charged_counters(&ucounts);
+        let setup_charges = checks::Charged::of(&ucounts);
         apply_sysctls(spec.setup, &user_namespaces);
         let init_ucounts = &user_namespaces[INIT_USER_NS].ucounts_ns;
         let ipc = Ipc::new(
