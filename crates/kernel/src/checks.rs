@@ -298,14 +298,14 @@ fn counters_back_to_zero(w: &World) -> Option<String> {
                 let name = names.get(&ns).map_or("?", String::as_str);
                 let count = |c: &Counts| c.get(&(ns, uid, t)).copied().unwrap_or(0);
                 format!(
-                    "{t:?} of uid {uid} in {name} is {}, {} expected",
+                    "{t:?} of uid {uid} in {name} is {} ({} expected)",
                     count(&now.counters),
                     count(&want.counters)
                 )
             })
             .collect();
         format!(
-            "after every task exited and the queues drained, counters are not back to their set-up values with what outlives the tasks: {}",
+            "after every task exited and the queues drained, counters are not what the set-up and the objects that outlive the tasks hold: {}",
             match differ.is_empty() {
                 true => "the objects charged differ".to_string(),
                 false => differ.join("; "),

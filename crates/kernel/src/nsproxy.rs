@@ -231,6 +231,7 @@ impl World {
     /// waits for them as here), then its image, files (the uevent socket)
     /// and namespaces go. It stays counted until it is released.
     pub(super) fn exit_task(&self, task: &Task) {
+        self.group_exit(task);
         let children = std::mem::take(&mut task.own.lock().children);
         for child in children {
             self.reap(&child);

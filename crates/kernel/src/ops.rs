@@ -556,10 +556,11 @@ declare_ops! {
         kernel: ["__do_sys_capget (kernel/capability.c)", "cap_capget (security/commoncap.c)"];
     /// `rt_sigqueueinfo(pid, SIGRTMIN)` to task `target`, which blocks it.
     Sigqueue = "sigqueue" { target: String = Task [label] }
-        "sigqueue(3) of SIGRTMIN to the named task (itself too), which blocks it: the signal stays pending, charged to the receiver's user against the receiver's RLIMIT_SIGPENDING (EAGAIN when over it), until sigtimedwait takes it or the receiver is reaped; EPERM without the right to signal it (a real or effective uid of the sender's that is not the receiver's real or saved uid, and no CAP_KILL in its user namespace), ESRCH once it is reaped"
-        kernel: ["do_rt_sigqueueinfo (kernel/signal.c)", "__sigqueue_alloc (kernel/signal.c)", "inc_rlimit_get_ucounts (kernel/ucount.c)"]
+        "sigqueue(3) of SIGRTMIN to the named task (itself too), which blocks it, sent through a pidfd of its /proc directory (pidfd_send_signal, as a task in a pid namespace of its own must): the signal stays pending, charged to the receiver's user against the receiver's RLIMIT_SIGPENDING (EAGAIN when over it), until sigtimedwait takes it or the receiver is reaped; EPERM without the right to signal it (a real or effective uid of the sender's that is not the receiver's real or saved uid, and no CAP_KILL in its user namespace), ESRCH once it is reaped; to a process that has exited but is not reaped yet the signal is dropped with success, nothing queued or charged"
+        kernel: ["__do_sys_pidfd_send_signal (kernel/signal.c)", "__sigqueue_alloc (kernel/signal.c)", "inc_rlimit_get_ucounts (kernel/ucount.c)"]
         errors: [
             (ESRCH, "the receiver has been reaped"),
+            (EINVAL, "the receiver has no pid in the sender's pid namespace (it is outside it): the signal goes through a pidfd (pidfd_send_signal)"),
             (EPERM, "no real or effective uid of the sender's is the receiver's real or saved uid, and the sender has no CAP_KILL in the receiver's user namespace"),
             (EAGAIN, "the receiver's user is over its RLIMIT_SIGPENDING at the leaf, or a level above it over the RLIMIT_SIGPENDING its namespace's creator carried in (before v6.12 also when an earlier refusal leaked a count there)"),
         ];

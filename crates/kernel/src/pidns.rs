@@ -121,6 +121,20 @@ impl PidNamespace {
         self.count.is_none()
     }
 
+    /// Whether a process of this namespace has a pid in `active` (the
+    /// caller's): `active` is this namespace or one of its ancestors, as
+    /// `access_pidfd_pidns` asks before a signal goes through a pidfd.
+    pub fn is_seen_from(self: &Arc<Self>, active: &Arc<PidNamespace>) -> bool {
+        let mut at = Some(self);
+        while let Some(ns) = at {
+            if Arc::ptr_eq(ns, active) {
+                return true;
+            }
+            at = ns.parent.as_ref();
+        }
+        false
+    }
+
     /// `get_pid_ns`.
     fn get(&self) {
         if let Some(count) = &self.count {

@@ -80,6 +80,9 @@ pub enum Sigqueue {
 pub struct Sighand {
     pub pending: Vec<Sigqueue>,
     pub gone: bool,
+    /// SIGNAL_GROUP_EXIT: the process is exiting (`do_group_exit`), and a
+    /// signal sent to it from now on is dropped (`prepare_signal`).
+    pub exiting: bool,
 }
 
 /// Whether `op` queues or takes a signal.
@@ -108,6 +111,11 @@ impl World {
         if t.is_released() {
             return Err(Errno::ESRCH);
         }
+        // `pidfd_send_signal`: a receiver with no pid in the sender's
+        // pid namespace (outside it, or in a sibling) is EINVAL.
+        if !t.pid_ns().is_seen_from(&task.pid_ns()) {
+            return Err(Errno::EINVAL);
+        }
         let same = std::ptr::eq(Arc::as_ptr(&t), task);
         if !same && !kill_ok_by_cred(&task.cred(), &t.cred()) {
             return Err(Errno::EPERM);
@@ -118,6 +126,11 @@ impl World {
         let mut sighand = t.sighand.lock();
         if sighand.gone {
             return Err(Errno::ESRCH);
+        }
+        // `prepare_signal`: to a process in the middle of dying the signal
+        // is dropped, and the send succeeds, with nothing charged.
+        if sighand.exiting {
+            return Ok(());
         }
         let q = self.sigqueue_alloc(&t).ok_or(Errno::EAGAIN)?;
         sighand.pending.push(q);
@@ -135,6 +148,14 @@ impl World {
         let q = sighand.pending.remove(0);
         self.sigqueue_free(q);
         Ok(())
+    }
+
+    /// `do_group_exit`: SIGNAL_GROUP_EXIT set under the siglock, before
+    /// the process starts to exit; it stays pending until released.
+    pub(super) fn group_exit(&self, task: &Task) {
+        if self.uses_signals {
+            task.sighand.lock().exiting = true;
+        }
     }
 
     /// `__exit_signal` at `release_task`, under the siglock: every signal

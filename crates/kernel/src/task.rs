@@ -398,6 +398,7 @@ impl Task {
         pid_ns.lock().name_state(h);
         let signals = sighand.peek_with(|s| {
             h.write_u8(s.gone as u8);
+            h.write_u8(s.exiting as u8);
             s.pending.is_empty()
         });
         named &= signals == Some(true);
