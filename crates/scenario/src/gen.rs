@@ -26,44 +26,60 @@ use std::fmt::Write as _;
 
 /// Ops a generated task never performs: the scenario's own locks and
 /// events (a lock taken and never released, or a wait never posted, ends
-/// a run in a deadlock of the scenario's making), `bug`, which panics on purpose, and the ops added after the
-/// campaigns of docs/on-kernel.md were measured (an op more in the pool
-/// changes every seed's scenario): the id, capability and namespace getters, the
-/// gid calls and `seteuid`, the kept namespace files, the waiting uevent
-/// receive (which waits for ever where no uevent comes), the signal ops,
-/// and `open`, whose
-/// files a generated scenario does not make.
+/// a run in a deadlock of the scenario's making), `bug`, which panics on
+/// purpose, the waiting uevent receive (which waits for ever where no
+/// uevent comes), and `open`, whose files a generated scenario does not
+/// make. Every other declared op is drawn, each as likely as the others.
 const NOT_GENERATED: &[&str] = &[
     "lock",
     "unlock",
     "post",
     "wait",
     "bug",
-    "getresuid",
-    "getresgid",
-    "capget",
-    "ns_id",
     "open",
-    "seteuid",
-    "setgid",
-    "setegid",
-    "setresgid",
-    "setgroups",
-    "open_ns_user",
-    "setns_fd",
-    "close_fd",
     "uevent_recv_wait",
-    "fork_child",
-    "clone_child",
-    "sigqueue",
-    "sigtimedwait",
-    "mq_open",
-    "mq_unlink",
-    "shmget",
-    "write_shm_rmid_forced",
-    "shm_lock",
-    // Model only: the running kernel has no fault injection to compare.
-    "fail_alloc",
+];
+
+/// Ops the running kernel cannot be asked about (the model's own RCU
+/// reader of a task's mqueue mount; fault injection, which runs only in
+/// the lab's kernel built for it): drawn a third as often as the others,
+/// so that most generated scenarios also run on the kernel.
+const MODEL_ONLY: &[&str] = &["mq_path_walk", "fail_alloc"];
+
+/// How often `op` is drawn, against the others.
+fn weight(op: &str) -> u32 {
+    match MODEL_ONLY.contains(&op) {
+        true => 1,
+        false => 3,
+    }
+}
+
+/// An op of `ops`, drawn by [`weight`].
+fn draw_op(rng: &mut ChaCha8Rng, ops: &[&'static str]) -> &'static str {
+    let total: u32 = ops.iter().map(|o| weight(o)).sum();
+    let mut at = rng.random_range(0..total);
+    for op in ops {
+        if at < weight(op) {
+            return op;
+        }
+        at -= weight(op);
+    }
+    unreachable!("the weights add up to the total")
+}
+
+/// Ops a child that acts never performs: children of its own (one level
+/// of `[[task.child]]` is enough to reach a parent that acts on its child
+/// and a child that acts on its own).
+const NOT_IN_A_CHILD: &[&str] = &["fork_child", "clone_child"];
+
+/// The resources `setrlimit` lowers, each with limits around what the
+/// generated ops charge (a process, a signal, a queue of a few bytes, a
+/// page).
+const RLIMITS: [(&str, &[u64]); 4] = [
+    ("NPROC", &[1, 2, 3, 5]),
+    ("SIGPENDING", &[0, 1, 2]),
+    ("MSGQUEUE", &[0, 200, 819200]),
+    ("MEMLOCK", &[0, 4096, 65536]),
 ];
 
 /// The users a generated scenario is made of: root and two others.
@@ -76,12 +92,14 @@ const SYSCTLS: [&str; 3] = [
     "user.max_net_namespaces",
 ];
 
-const CLONE_FLAGS: [&str; 6] = [
+const CLONE_FLAGS: [&str; 8] = [
     "CLONE_NEWUSER",
     "CLONE_NEWIPC",
     "CLONE_NEWNET",
+    "CLONE_NEWPID",
     "CLONE_NEWUSER|CLONE_NEWIPC",
     "CLONE_NEWUSER|CLONE_NEWNET",
+    "CLONE_NEWUSER|CLONE_NEWPID",
     "CLONE_NEWIPC|CLONE_NEWNET",
 ];
 
@@ -126,6 +144,15 @@ pub struct GenTask {
     pub instances: u32,
     pub repeat: u32,
     pub ops: Vec<String>,
+    /// Its `[[task.child]]` blocks, each forked by one of its ops.
+    pub children: Vec<GenChild>,
+}
+
+/// A `[[task.child]]` of a generated task: a child that acts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenChild {
+    pub name: String,
+    pub ops: Vec<String>,
 }
 
 /// The scenario of `seed`.
@@ -157,23 +184,48 @@ pub fn generate(seed: u64) -> Generated {
             };
             let others: Vec<&String> = names.iter().filter(|n| *n != name).collect();
             let n_ops = rng.random_range(1..=6);
+            let mut children: Vec<GenChild> = Vec::new();
             let ops = (0..n_ops)
                 .map(|_| {
-                    let op = ops[rng.random_range(0..ops.len())];
-                    op_text(&mut rng, op, uid, &others)
+                    let op = draw_op(&mut rng, &ops);
+                    let text = op_text(&mut rng, op, uid, &others, children.len());
+                    if NOT_IN_A_CHILD.contains(&op) {
+                        let in_child = child_ops();
+                        let n = rng.random_range(1..=3);
+                        let ops = (0..n)
+                            .map(|_| {
+                                let op = draw_op(&mut rng, &in_child);
+                                op_text(&mut rng, op, uid, &others, 0)
+                            })
+                            .collect();
+                        children.push(GenChild {
+                            name: child_name(children.len()),
+                            ops,
+                        });
+                    }
+                    text
                 })
                 .collect();
+            // A task with children runs once.
+            let (instances, repeat) = match children.is_empty() {
+                true => (
+                    if rng.random_bool(0.15) { 2 } else { 1 },
+                    if rng.random_bool(0.2) {
+                        rng.random_range(2..=3)
+                    } else {
+                        1
+                    },
+                ),
+                false => (1, 1),
+            };
             GenTask {
                 name: name.clone(),
                 userns,
                 uid,
-                instances: if rng.random_bool(0.15) { 2 } else { 1 },
-                repeat: if rng.random_bool(0.2) {
-                    rng.random_range(2..=3)
-                } else {
-                    1
-                },
+                instances,
+                repeat,
                 ops,
+                children,
             }
         })
         .collect();
@@ -204,17 +256,40 @@ pub fn generated_ops() -> Vec<&'static str> {
         .collect()
 }
 
+/// Every op a generated child may perform.
+fn child_ops() -> Vec<&'static str> {
+    generated_ops()
+        .into_iter()
+        .filter(|n| !NOT_IN_A_CHILD.contains(n))
+        .collect()
+}
+
+/// The name of a task's `k`th child block.
+fn child_name(k: usize) -> String {
+    format!("c{k}")
+}
+
 /// A scenario of two root tasks: `a` performs op `first`, and `b` op
 /// `second` with task `a` for its target, explored under `fair`, random
 /// and dfs on `profile` with no expectation of their outcome but to end.
 pub fn op_pair(first: &str, second: &str, profile: &str) -> String {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let a = op_text(&mut rng, first, 0, &[&"b".to_string()]);
-    let b = op_text(&mut rng, second, 0, &[&"a".to_string()]);
+    let a = op_text(&mut rng, first, 0, &[&"b".to_string()], 0);
+    let b = op_text(&mut rng, second, 0, &[&"a".to_string()], 0);
+    // A fork of a child that acts forks a child that asks its ids.
+    let child = |op: &str| match NOT_IN_A_CHILD.contains(&op) {
+        true => format!(
+            "\n  [[task.child]]\n  name = {:?}\n  ops = [\"getresuid()\"]\n",
+            child_name(0)
+        ),
+        false => String::new(),
+    };
     let mut t = format!(
-        "name = \"pair-{first}-{second}\"\nsummary = \"{first} against {second}\"\n\n[[task]]\nname = \"a\"\nops = [{}]\n\n[[task]]\nname = \"b\"\nops = [{}]\n",
+        "name = \"pair-{first}-{second}\"\nsummary = \"{first} against {second}\"\n\n[[task]]\nname = \"a\"\nops = [{}]\n{}\n[[task]]\nname = \"b\"\nops = [{}]\n{}",
         toml_string(&a),
-        toml_string(&b)
+        child(first),
+        toml_string(&b),
+        child(second)
     );
     for (label, explore) in [
         ("fair", "strategy = \"fair\""),
@@ -232,19 +307,28 @@ pub fn op_pair(first: &str, second: &str, profile: &str) -> String {
     t
 }
 
-/// One call of `op` by a task of `uid`, its arguments drawn for the op.
-fn op_text(rng: &mut ChaCha8Rng, op: &str, uid: u32, others: &[&String]) -> String {
+/// One call of `op` by a task of `uid`, its arguments drawn for the op;
+/// a fork of a child that acts forks the task's `child`th block.
+fn op_text(rng: &mut ChaCha8Rng, op: &str, uid: u32, others: &[&String], child: usize) -> String {
+    if op == "setrlimit" {
+        // The limit is drawn for the resource.
+        let (resource, limits) = RLIMITS[rng.random_range(0..RLIMITS.len())];
+        return format!("setrlimit({resource}, {})", pick(rng, limits));
+    }
     let info = OPS.iter().find(|o| o.name == op).expect("a declared op");
     let args: Vec<String> = info
         .args
         .iter()
         .enumerate()
-        .map(|(i, kind)| arg_text(rng, op, i, *kind, uid, others))
+        .map(|(i, kind)| match kind {
+            ArgKind::Child => child_name(child),
+            _ => arg_text(rng, op, i, *kind, uid, others),
+        })
         .collect();
     format!("{op}({})", args.join(", "))
 }
 
-fn pick<'a, T: ?Sized>(rng: &mut ChaCha8Rng, from: &[&'a T]) -> &'a T {
+fn pick<T: Copy>(rng: &mut ChaCha8Rng, from: &[T]) -> T {
     from[rng.random_range(0..from.len())]
 }
 
@@ -262,22 +346,37 @@ fn arg_text(
         ArgKind::CloneFlags => CLONE_FLAGS[rng.random_range(0..CLONE_FLAGS.len())].to_string(),
         ArgKind::Sysctl => SYSCTLS[rng.random_range(0..SYSCTLS.len())].to_string(),
         ArgKind::Task => pick(rng, others).to_string(),
-        ArgKind::Name => "A".to_string(),
+        // Queue names that collide, and one kept namespace file.
+        ArgKind::Name => match op {
+            "mq_open" | "mq_unlink" => pick(rng, &["A", "B"]).to_string(),
+            _ => "f".to_string(),
+        },
+        // `setrlimit` draws its resource with its limit (`op_text`).
         ArgKind::Rlimit => "NPROC".to_string(),
         // `open` is not generated (NOT_GENERATED): no file to name.
         ArgKind::File => "no_file".to_string(),
         ArgKind::OpenAccess => "O_RDONLY".to_string(),
-        ArgKind::IdList => "\"\"".to_string(),
-        ArgKind::NsType => "user".to_string(),
-        // `fail_alloc` is not generated (NOT_GENERATED).
-        ArgKind::FaultSite => kernel::ops::FAULT_SITES[0].name.to_string(),
-        // `fork_child` and `clone_child` are not generated: no child block.
-        ArgKind::Child => "no_child".to_string(),
+        ArgKind::IdList => {
+            let ids = [
+                String::new(),
+                "0".to_string(),
+                uid.to_string(),
+                format!("0 {uid}"),
+            ];
+            format!("{:?}", ids[rng.random_range(0..ids.len())])
+        }
+        ArgKind::NsType => pick(rng, &["user", "ipc", "net"]).to_string(),
+        ArgKind::FaultSite => pick(rng, kernel::ops::FAULT_SITES).name.to_string(),
+        // Named by `op_text`, which knows the task's blocks.
+        ArgKind::Child => child_name(0),
         ArgKind::Duration => pick(rng, &["10us", "100us", "1ms"]).to_string(),
         ArgKind::Int => match op {
             "sysctl_write" => rng.random_range(0..=4).to_string(),
             "uevent_listen" => pick(rng, &["212992", "1", "4096"]).to_string(),
-            "setrlimit" => rng.random_range(1..=5).to_string(),
+            "shmget" => pick(rng, &["1", "4096", "8192"]).to_string(),
+            "mq_open" if i == 1 => rng.random_range(1..=3).to_string(),
+            "mq_open" => pick(rng, &["16", "64", "1024"]).to_string(),
+            "write_shm_rmid_forced" => rng.random_range(0..=1).to_string(),
             _ => some_uid(rng).to_string(),
         },
         ArgKind::Str => {
@@ -356,8 +455,15 @@ impl Generated {
             if task.repeat > 1 {
                 let _ = writeln!(t, "repeat = {}", task.repeat);
             }
-            let ops: Vec<String> = task.ops.iter().map(|o| toml_string(o)).collect();
-            let _ = writeln!(t, "ops = [{}]", ops.join(", "));
+            let _ = writeln!(t, "ops = [{}]", ops_list(&task.ops));
+            for child in &task.children {
+                let _ = writeln!(
+                    t,
+                    "\n  [[task.child]]\n  name = {:?}\n  ops = [{}]",
+                    child.name,
+                    ops_list(&child.ops)
+                );
+            }
         }
         // The searches of the no-false-alarm campaign: PCT, and dfs
         // within two preemptions, each bounded to stay well under a second.
@@ -400,8 +506,19 @@ impl Generated {
             for j in 0..self.tasks[i].ops.len() {
                 if self.tasks[i].ops.len() > 1 {
                     let mut g = self.clone();
-                    g.tasks[i].ops.remove(j);
+                    let gone = g.tasks[i].ops.remove(j);
+                    // A child block goes with the op that forked it.
+                    g.tasks[i].children.retain(|c| !names_child(&gone, &c.name));
                     out.push(g);
+                }
+            }
+            for (k, child) in self.tasks[i].children.iter().enumerate() {
+                for j in 0..child.ops.len() {
+                    if child.ops.len() > 1 {
+                        let mut g = self.clone();
+                        g.tasks[i].children[k].ops.remove(j);
+                        out.push(g);
+                    }
                 }
             }
             for edit in [
@@ -429,6 +546,17 @@ impl Generated {
 /// Does op text `op` name task `task` as its target?
 fn names_task(op: &str, task: &str) -> bool {
     op.split(['(', ',', ')']).skip(1).any(|a| a.trim() == task)
+}
+
+/// Does op text `op` fork the child block `child`?
+fn names_child(op: &str, child: &str) -> bool {
+    (op.starts_with("fork_child(") || op.starts_with("clone_child(")) && names_task(op, child)
+}
+
+/// Ops as the items of a TOML array.
+fn ops_list(ops: &[String]) -> String {
+    let items: Vec<String> = ops.iter().map(|o| toml_string(o)).collect();
+    items.join(", ")
 }
 
 /// `s` as a TOML string: single quotes when it holds double ones.
@@ -486,19 +614,37 @@ mod tests {
         }
     }
 
+    /// Every op but those a generated scenario cannot use is drawn, each
+    /// in at least one scenario in twenty.
     #[test]
-    fn the_scenarios_use_every_generated_op() {
-        let mut seen = std::collections::BTreeSet::new();
-        for seed in 0..300 {
-            for t in generate(seed).tasks {
-                for op in t.ops {
-                    seen.insert(op.split('(').next().unwrap_or("").to_string());
-                }
+    fn the_scenarios_use_every_generated_op_often() {
+        const SEEDS: u64 = 1000;
+        let mut scenarios_with: std::collections::BTreeMap<String, u64> = Default::default();
+        for seed in 0..SEEDS {
+            let g = generate(seed);
+            let used: std::collections::BTreeSet<String> = g
+                .tasks
+                .iter()
+                .flat_map(|t| t.ops.iter().chain(t.children.iter().flat_map(|c| &c.ops)))
+                .map(|op| op.split('(').next().unwrap_or("").to_string())
+                .collect();
+            for op in used {
+                *scenarios_with.entry(op).or_default() += 1;
             }
         }
         for op in OPS.iter().filter(|o| !NOT_GENERATED.contains(&o.name)) {
-            assert!(seen.contains(op.name), "{} never generated", op.name);
+            let n = scenarios_with.get(op.name).copied().unwrap_or(0);
+            assert!(
+                n * 20 >= SEEDS,
+                "{} is in {n} of {SEEDS} scenarios",
+                op.name
+            );
         }
+        assert_eq!(
+            NOT_GENERATED.len(),
+            7,
+            "an op left out of the draw says why above"
+        );
     }
 
     #[test]
