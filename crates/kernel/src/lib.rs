@@ -12,13 +12,13 @@
 //! * declarations: [`clone_flags`], [`costs`], [`invariants`], [`ops`],
 //!   [`setup`], [`catalog`] (patches, profiles, what a scenario may name),
 //!   [`profile`] (the patches in force);
+//! * the models a task holds: [`pidns`] (a pid namespace) and [`signal`]
+//!   (its signals pending);
 //! * the model: [`task`], [`process`] (credentials and RLIMIT_NPROC),
 //!   [`net`] (uevent sockets), and [`world`] with its syscall paths
-//!   (`nsproxy.rs`, `fork.rs`, `userns_ops.rs`, `denials.rs`) and the
-//!   invariants' checkers (`checks.rs`), and the [`directed`] search for
-//!   one outcome of a run;
-//! * the conformance cases, which ask the model and the running kernel the
-//!   same question.
+//!   (`nsproxy.rs`, `fork.rs`, `userns_ops.rs`, `pidns_ops.rs`,
+//!   `signal_ops.rs`, `denials.rs`, ...) and the invariants' checkers
+//!   (`checks.rs`), and the [`directed`] search for one outcome of a run.
 
 pub mod catalog;
 pub mod clone_flags;
@@ -29,13 +29,15 @@ pub mod invariants;
 pub mod known;
 pub mod net;
 pub mod ops;
+pub mod pidns;
 pub mod process;
 pub mod profile;
 pub mod setup;
+pub mod signal;
 pub mod task;
 pub mod world;
 
-pub use world::{mqueue, pidns, shm, signal};
+pub use world::mqueue;
 
 pub use errno::Errno;
 pub use profile::{resolve_patches, ActivePatches};

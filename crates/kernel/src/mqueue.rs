@@ -19,7 +19,6 @@
 use super::World;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
-use crate::setup::Op;
 use crate::task::Task;
 use ipcns::charge::RlimitCharge;
 use ipcns::mqueue::{mq_attr_ok, AttrError, MqInode};
@@ -30,11 +29,6 @@ use ucounts::{
 };
 use userns::caps::{CAP_FOWNER, CAP_SYS_RESOURCE};
 use userns::{capable_wrt_inode_uidgid, fsuidgid_has_mapping, ns_capable, Cred};
-
-/// Whether `op` makes, opens or removes a message queue.
-pub fn uses_mqueue(op: &Op) -> bool {
-    matches!(op, Op::MqOpen { .. } | Op::MqUnlink { .. })
-}
 
 impl World {
     /// `mq_open("/NAME", O_CREAT | O_EXCL | O_RDWR, 0600, {maxmsg,

@@ -744,6 +744,17 @@ pub fn op(name: &str) -> Option<&'static OpInfo> {
     OPS.iter().find(|o| o.name == name)
 }
 
+/// Whether `op` makes, opens or removes a message queue.
+pub fn uses_mqueue(op: &Op) -> bool {
+    matches!(op, Op::MqOpen { .. } | Op::MqUnlink { .. })
+}
+
+/// Whether `op` charges locked memory to the task's user (SHM_LOCK), so
+/// that the run needs credentials that hold what is charged.
+pub fn locks_memory(op: &Op) -> bool {
+    matches!(op, Op::ShmLock {})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1256,8 +1256,8 @@ pub fn models_processes(setup: &Setup) -> bool {
                 | Op::FailAlloc { .. }
         ) || matches!(op, Op::SysctlWrite { .. })
             || crate::signal::queues_or_takes(op)
-            || crate::mqueue::uses_mqueue(op)
-            || crate::shm::locks_memory(op)
+            || crate::ops::uses_mqueue(op)
+            || crate::ops::locks_memory(op)
     };
     setup.processes != ProcessSetup::default() || setup.every_op().any(process_op)
 }

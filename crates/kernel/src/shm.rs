@@ -15,7 +15,6 @@
 use super::World;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
-use crate::setup::Op;
 use crate::task::Task;
 use ipcns::charge::RlimitCharge;
 use ipcns::shm::PAGE_SIZE;
@@ -27,12 +26,6 @@ use ucounts::{
 };
 use userns::caps::CAP_IPC_LOCK;
 use userns::{ns_capable, Cred};
-
-/// Whether `op` charges locked memory to the task's user (SHM_LOCK), so
-/// that the run needs credentials that hold what is charged.
-pub fn locks_memory(op: &Op) -> bool {
-    matches!(op, Op::ShmLock {})
-}
 
 impl World {
     /// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)` in the task's ipc

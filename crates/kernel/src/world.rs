@@ -40,17 +40,17 @@ mod procfs;
 #[path = "open.rs"]
 mod open;
 
-#[path = "signal.rs"]
-pub mod signal;
+#[path = "signal_ops.rs"]
+mod signal_ops;
 
-#[path = "pidns.rs"]
-pub mod pidns;
+#[path = "pidns_ops.rs"]
+mod pidns_ops;
 
 #[path = "mqueue.rs"]
 pub mod mqueue;
 
 #[path = "shm.rs"]
-pub mod shm;
+mod shm;
 
 #[path = "fault.rs"]
 pub mod fault;
@@ -195,7 +195,7 @@ struct World {
     /// the siglock (runs without signals take no step for it).
     uses_signals: bool,
     /// The pid-namespace behaviours of the profile.
-    pidns_patches: pidns::PidnsPatches,
+    pidns_patches: crate::pidns::PidnsPatches,
     /// The allocations the tasks made fail (`fail_alloc`).
     faults: Arc<fault::FaultInjector>,
     /// "unshare: fix nsproxy leak in ksys_unshare() on set_cred_ucounts()
@@ -471,7 +471,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             &userns,
             crate::process::models_processes(spec.setup),
         );
-        let init_pid_ns = pidns::PidNamespace::initial();
+        let init_pid_ns = crate::pidns::PidNamespace::initial();
         let init_nsproxy = Arc::new(Nsproxy {
             ipc_ns: Arc::clone(&ipc.init_ipc_ns),
             net_ns: Arc::clone(&net.uevent.init_net),
@@ -510,7 +510,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
             setup_charges,
             files: spec.setup.files.clone(),
-            uses_signals: spec.setup.every_op().any(signal::queues_or_takes),
+            uses_signals: spec.setup.every_op().any(crate::signal::queues_or_takes),
             pidns_patches: spec.patches.pidns(),
             faults,
             unshare_puts_nsproxy: spec.patches.has(Patch::UnshareNsproxyLeakFix),
@@ -611,8 +611,8 @@ fn apply_sysctls(setup: &Setup, user_ns: &BTreeMap<String, Arc<UserNamespace>>) 
 /// to the initial ipc namespace).
 /// What the set-up needs to put a task in its pid namespace.
 struct PidSetup<'a> {
-    init: &'a Arc<pidns::PidNamespace>,
-    patches: pidns::PidnsPatches,
+    init: &'a Arc<crate::pidns::PidNamespace>,
+    patches: crate::pidns::PidnsPatches,
     ucounts: &'a UcountsTable,
     init_ucounts: &'a Arc<UcountsNs>,
 }
@@ -641,7 +641,7 @@ fn make_tasks(
             let nsproxy = Arc::new(Nsproxy {
                 ipc_ns: Arc::clone(&ipc.init_ipc_ns),
                 net_ns: Arc::clone(&net.uevent.init_net),
-                pid_ns_for_children: pidns::PidNamespace::setup_chain(
+                pid_ns_for_children: crate::pidns::PidNamespace::setup_chain(
                     pid_setup.init,
                     depth.unwrap_or(0),
                     pid_setup.patches,
