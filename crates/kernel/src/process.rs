@@ -225,7 +225,7 @@ impl Procs {
     ) -> Arc<Procs> {
         Arc::new(Procs {
             patches: NprocPatches::from_active(patches),
-            signal: crate::signal::SignalPatches::from_active(patches),
+            signal: patches.signal(),
             enabled,
             ucounts: Arc::clone(ucounts),
             userns: Arc::clone(userns),

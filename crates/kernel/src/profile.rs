@@ -76,6 +76,15 @@ impl ActivePatches {
         }
     }
 
+    /// The queued-signal behaviours in force.
+    pub fn signal(&self) -> crate::signal::SignalPatches {
+        crate::signal::SignalPatches {
+            ucounts: self.has(Patch::SigpendingUcounts),
+            refcount_fix: self.has(Patch::UcountsSignalRefcount),
+            no_leak: self.has(Patch::UcountsRlimitGetNoLeak),
+        }
+    }
+
     pub fn pidns(&self) -> crate::pidns::PidnsPatches {
         crate::pidns::PidnsPatches {
             nesting_limit: self.has(Patch::PidnsNestingLimit),

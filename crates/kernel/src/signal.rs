@@ -21,8 +21,6 @@
 //!   of the level found over its maximum too (before, it stayed there:
 //!   see [`ucounts::OverUnwind`]).
 
-use crate::catalog::Patch;
-use crate::profile::ActivePatches;
 use crate::setup::Op;
 use std::sync::Arc;
 use ucounts::Ucounts;
@@ -40,16 +38,6 @@ pub struct SignalPatches {
     pub ucounts: bool,
     pub refcount_fix: bool,
     pub no_leak: bool,
-}
-
-impl SignalPatches {
-    pub fn from_active(p: &ActivePatches) -> Self {
-        SignalPatches {
-            ucounts: p.has(Patch::SigpendingUcounts),
-            refcount_fix: p.has(Patch::UcountsSignalRefcount),
-            no_leak: p.has(Patch::UcountsRlimitGetNoLeak),
-        }
-    }
 }
 
 /// One pending signal (`struct sigqueue`) and what it is charged to.

@@ -7,7 +7,8 @@
 //! task that holds them; the syscall paths on them (`pidns_ops.rs`,
 //! `signal_ops.rs`, and the other files `world.rs` loads with `#[path]`)
 //! sit above, with the world's other paths. Which patches are in force
-//! comes from one place, `profile.rs`, below all of the model.
+//! comes from one place, `profile.rs`, above the models it configures
+//! and below the task and everything that runs.
 
 use layers::{assert_layered, Crate};
 
@@ -25,11 +26,9 @@ const LAYERS: &[&[&str]] = &[
     // The ops, then a scenario's set-up and the catalogue of patches.
     &["ops.rs"],
     &["setup.rs", "catalog.rs"],
-    &["known.rs", "pidns.rs"],
-    // The patches in force.
+    // The models a task holds, then the patches in force, then the task.
+    &["known.rs", "pidns.rs", "signal.rs"],
     &["profile.rs"],
-    // The models a task holds, then the task.
-    &["signal.rs"],
     &["task.rs"],
     &["process.rs", "net.rs"],
     // The world's syscall paths and checkers (`#[path]` files of
