@@ -46,8 +46,8 @@ pub struct TaskState {
     pub texts: Vec<String>,
     /// The SysV segments `shmget` made, oldest first, as the kernel's list
     /// of the task's segments has them: an `unshare(CLONE_NEWIPC)` empties
-    /// it, a child starts without (an execve loses it, which the model
-    /// does not).
+    /// it, a child starts without, an execve keeps it (the kernel's list
+    /// is the process's, which exec does not touch).
     pub shm_ids: Vec<i32>,
 }
 
@@ -58,6 +58,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         .iter()
         .map(|c| format!("{}:{}", c.pid, c.life))
         .collect();
+    let shm_ids: Vec<String> = state.shm_ids.iter().map(i32::to_string).collect();
     // Names are identifiers: no `:`, `,`, `;` or `=` in them.
     let ns_files: Vec<String> = state
         .ns_files
@@ -65,7 +66,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         .map(|(name, fd)| format!("{name}:{fd}"))
         .collect();
     format!(
-        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};nsfiles={}",
+        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};nsfiles={};shm={}",
         ctx.plan,
         ctx.results,
         ctx.instance,
@@ -73,6 +74,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         state.opened.map_or(-1, |s| s as i64),
         children.join(","),
         ns_files.join(","),
+        shm_ids.join(","),
     )
 }
 
@@ -131,9 +133,16 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
             opened: (opened >= 0).then_some(opened),
             ns_files: ns_files(fields.get("nsfiles")?)?,
             texts: Vec::new(),
-            shm_ids: Vec::new(),
+            shm_ids: shm_ids(fields.get("shm")?)?,
         },
     })
+}
+
+fn shm_ids(text: &str) -> Option<Vec<i32>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    text.split(',').map(|id| id.parse().ok()).collect()
 }
 
 #[cfg(test)]
@@ -157,7 +166,7 @@ mod tests {
             opened: Some(11),
             ns_files: [("one".to_string(), 12), ("two".to_string(), 13)].into(),
             texts: Vec::new(),
-            shm_ids: Vec::new(),
+            shm_ids: vec![0, 32769],
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
         assert_eq!(

@@ -850,7 +850,7 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
  * holds; returns only when the kernel refused it. */
 static int execve_self(long long pos, const struct state *s)
 {
-    int n = 8 + N_NS_FILES + 2 * s->n_children, i = 0;
+    int n = 9 + N_NS_FILES + 2 * s->n_children, i = 0;
     char **argv = calloc((size_t)n + 1, sizeof *argv);
     char *envp[] = { NULL };
     if (!argv)
@@ -863,6 +863,7 @@ static int execve_self(long long pos, const struct state *s)
     ARG("%d", results_fd);
     ARG("%d", s->sock);
     ARG("%d", s->opened);
+    ARG("%d", s->shm_newest);   /* the process's segments outlive exec */
     for (int f = 0; f < N_NS_FILES; f++)
         ARG("%d", s->ns_files[f]);
     ARG("%d", s->n_children);
@@ -912,13 +913,14 @@ static int resume_main(int argc, char **argv)
     struct state s;
     state_init(&s);
     int k = 2;
-    if (argc < 8 + N_NS_FILES)
+    if (argc < 9 + N_NS_FILES)
         return 2;
     me = atoi(argv[k++]);
     long long pos = atoll(argv[k++]);
     results_fd = atoi(argv[k++]);
     s.sock = atoi(argv[k++]);
     s.opened = atoi(argv[k++]);
+    s.shm_newest = atoi(argv[k++]);
     for (int f = 0; f < N_NS_FILES; f++)
         s.ns_files[f] = atoi(argv[k++]);
     int n = atoi(argv[k++]);
