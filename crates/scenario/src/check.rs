@@ -1022,7 +1022,7 @@ fn tasks(ctx: &Ctx<'_>, v: &Val<'_>, userns: &[UserNs], setup: &mut Setup) -> Re
     Ok(())
 }
 
-fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[String]) -> Res<Expect> {
+fn expect(ctx: &Ctx<'_>, v: &Val<'_>, invariants: &[String], tasks: &[TaskOps]) -> Res<Expect> {
     let outcomes = || ExpectedOutcome::ALL.iter().map(|o| o.as_str());
     let outcome_of = |ov: &Val<'_>| -> Res<ExpectedOutcome> {
         let s = string(ctx, "outcome", ov)?;
@@ -1139,17 +1139,46 @@ fn exhausted_span(expect: &Val<'_>) -> Range<usize> {
 }
 
 /// `results = { task = { op = "EPERM", other_op = "ok" } }`.
-fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<ExpectedResult>> {
+/// A task's (or child's) name and the labels of its ops, in order.
+struct TaskOps {
+    name: String,
+    labels: Vec<String>,
+}
+
+impl TaskOps {
+    fn of(name: &str, ops: &[Op]) -> TaskOps {
+        TaskOps {
+            name: name.to_string(),
+            labels: ops.iter().map(Op::label).collect(),
+        }
+    }
+
+    /// The distinct labels of its ops that `key` (an op name or a
+    /// label) stands for.
+    fn labels_of(&self, key: &str) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for l in &self.labels {
+            let named = l == key || l.strip_prefix(key).is_some_and(|r| r.starts_with('('));
+            if named && !out.contains(&l.as_str()) {
+                out.push(l);
+            }
+        }
+        out
+    }
+}
+
+fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[TaskOps]) -> Res<Vec<ExpectedResult>> {
     let by_task = table(ctx, "results", v)?;
     let mut out = Vec::new();
+    let names = || tasks.iter().map(|t| t.name.as_str());
     for (task_key, ops_v) in by_task.t.iter() {
         let task: &str = task_key.get_ref();
-        if !tasks.iter().any(|t| t == task) {
+        let Some(task_ops) = tasks.iter().find(|t| t.name == task) else {
             return Err(ctx
                 .err(task_key.span(), format!("no task named `{}`", echo(task)))
-                .with_expected(one_of(tasks.iter().map(String::as_str)))
-                .with_help_opt(did_you_mean(task, tasks.iter().map(String::as_str))));
-        }
+                .with_expected(one_of(names()))
+                .with_help_opt(did_you_mean(task, names())));
+        };
         let ops = table(ctx, task, ops_v)?;
         for (op_key, result_v) in ops.t.iter() {
             let op: &str = op_key.get_ref();
@@ -1168,6 +1197,22 @@ fn expected_results(ctx: &Ctx<'_>, v: &Val<'_>, tasks: &[String]) -> Res<Vec<Exp
                     ..ExpectedTable::default()
                 },
             };
+            // The calls of each label are counted apart: calls in order
+            // are those of one label.
+            let labels = task_ops.labels_of(op);
+            if table.calls.is_some() && labels.len() > 1 {
+                return Err(ctx
+                    .err(
+                        op_key.span(),
+                        format!(
+                            "`calls` of `{}` in `{task}`, whose ops give it {} labels ({}): each label's calls are in order, not the labels' together",
+                            echo(op),
+                            labels.len(),
+                            labels.join(", ")
+                        ),
+                    )
+                    .with_expected("one label as the key, e.g. `\"mq_open(a, 1, 16)\" = { calls = [...] }`"));
+            }
             let written = table.result.as_str();
             let (quantifier, named) = if let Some(r) = written.strip_prefix("some ") {
                 (Quantifier::Some, r)
@@ -1323,7 +1368,7 @@ fn kernels(
     v: &Val<'_>,
     base: &ExplorePatch,
     invariants: &[String],
-    tasks: &[String],
+    tasks: &[TaskOps],
 ) -> Res<Vec<KernelRun>> {
     let entries = tables(ctx, "kernel", v)?;
     if entries.is_empty() {
@@ -1510,14 +1555,14 @@ pub(crate) fn scenario(file: &str, text: &str) -> Res<Scenario> {
         }
     }
     // `kernel` is present (required above).
-    let task_names: Vec<String> = setup
+    let task_ops: Vec<TaskOps> = setup
         .tasks
         .iter()
-        .map(|t| t.name.clone())
-        .chain(setup.children.iter().map(|c| c.name.clone()))
+        .map(|t| TaskOps::of(&t.name, &t.ops))
+        .chain(setup.children.iter().map(|c| TaskOps::of(&c.name, &c.ops)))
         .collect();
     let runs = match root.get("kernel") {
-        Some(v) => kernels(&ctx, v, &base, &invariant_names, &task_names)?,
+        Some(v) => kernels(&ctx, v, &base, &invariant_names, &task_ops)?,
         None => Vec::new(),
     };
     Ok(Scenario {

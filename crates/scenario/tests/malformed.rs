@@ -1095,3 +1095,32 @@ fn pid_ns_depth_is_bounded_and_stands_alone() {
         &["`pid_ns_depth` cannot be combined with the initial namespace's `user.max_pid_namespaces`"],
     );
 }
+
+/// `calls` lists the first calls of one label in order; an op name that
+/// stands for several labels of the task has no one order of calls.
+#[test]
+fn calls_of_an_op_name_with_several_labels_is_refused() {
+    let text = BASE
+        .replace(
+            r#"ops = ["unshare(CLONE_NEWIPC)"]"#,
+            r#"ops = ["unshare(CLONE_NEWIPC)", "unshare(CLONE_NEWNET)"]"#,
+        )
+        .replace(
+            r#"expect = "pass""#,
+            r#"expect = { outcome = "pass", results = { a = { unshare = { calls = ["ok", "ok"] } } } }"#,
+        );
+    check(
+        &text,
+        Some((8, 48)),
+        &[
+            "`calls` of `unshare` in `a`",
+            "2 labels (unshare(CLONE_NEWIPC), unshare(CLONE_NEWNET))",
+            "one label as the key",
+        ],
+    );
+    let one_label = text.replace(
+        r#"a = { unshare = { calls"#,
+        r#"a = { "unshare(CLONE_NEWNET)" = { calls"#,
+    );
+    parse("t.toml", &one_label).unwrap();
+}
