@@ -197,9 +197,10 @@ impl Ipc {
         true
     }
 
-    /// `user_shm_unlock` as a locked segment goes: its pages uncharged and
-    /// the reference its charge held put.
-    fn user_shm_unlock(&self, seg: &ShmSeg) {
+    /// `user_shm_unlock` (`SHM_UNLOCK`, or as a locked segment goes): its
+    /// pages uncharged and the reference its charge held put; nothing for
+    /// a segment that is not locked.
+    pub fn user_shm_unlock(&self, seg: &ShmSeg) {
         let Some((pages, charge)) = seg.mlock.lock().take() else {
             return;
         };

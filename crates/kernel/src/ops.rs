@@ -602,6 +602,14 @@ declare_ops! {
             (EPERM, "no CAP_IPC_LOCK over the ipc namespace's owner, and the task's euid did not make the segment or its RLIMIT_MEMLOCK is 0"),
             (ENOMEM, "the segment's pages would take the task's user over RLIMIT_MEMLOCK (counted in pages; CAP_IPC_LOCK in the initial user namespace lifts the limit)"),
         ];
+    /// `shmctl(id, SHM_UNLOCK)` of the task's newest segment.
+    ShmUnlock = "shm_unlock" {}
+        "shmctl(2) SHM_UNLOCK of the newest segment the task made (with shmget) that is still on its list, looked up in the task's ipc namespace: a locked segment's pages are uncharged from the user that locked it; an unlocked one is left as it is (ok)"
+        kernel: ["shmctl_do_lock (ipc/shm.c)", "user_shm_unlock (mm/mlock.c)", "dec_rlimit_ucounts (kernel/ucount.c)"]
+        errors: [
+            (EINVAL, "the task made no segment that is still on its list and in its ipc namespace"),
+            (EPERM, "no CAP_IPC_LOCK over the ipc namespace's owner, and the task's euid did not make the segment"),
+        ];
     /// Write `/proc/sys/kernel/shm_rmid_forced` of the task's ipc namespace.
     WriteShmRmidForced = "write_shm_rmid_forced" { value: u64 = Int [label] }
         "write VALUE to /proc/sys/kernel/shm_rmid_forced of the task's ipc namespace; setting it destroys the segments whose creator is gone"

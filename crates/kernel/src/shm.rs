@@ -73,6 +73,29 @@ impl World {
         }
     }
 
+    /// `shmctl(SHM_UNLOCK)` of the newest segment the task made and its
+    /// ipc namespace still lists: EINVAL when there is none, EPERM
+    /// without CAP_IPC_LOCK over the namespace's owner unless the task's
+    /// euid made the segment; a locked segment is uncharged, an unlocked
+    /// one left as it is.
+    pub(super) fn shm_unlock(&self, task: &Task) -> Result<(), Errno> {
+        sim::point("shmctl", ObjId::NONE, &SYSCALL);
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        let seg = task
+            .shm_clist
+            .newest()
+            .filter(|s| ns.lists_segment(s))
+            .ok_or(Errno::EINVAL)?;
+        let cred = task.cred();
+        let owner = ns.owner().unwrap_or(&self.userns.init);
+        if !ns_capable(&cred, owner, CAP_IPC_LOCK) && cred.euid != seg.cuid {
+            return Err(Errno::EPERM);
+        }
+        sim::touch(seg.obj, "shmctl(SHM_UNLOCK)");
+        self.ipc.user_shm_unlock(&seg);
+        Ok(())
+    }
+
     /// `user_shm_lock`'s charge of `pages` against `limit` bytes of
     /// RLIMIT_MEMLOCK (none at RLIM_INFINITY; `exempt` with CAP_IPC_LOCK):
     /// on the locker's `user_struct` before v5.14, on its ucounts (every

@@ -97,6 +97,7 @@ pub(super) fn enters_at_its_first_point(op: &Op) -> bool {
         | Op::Shmget { .. }
         | Op::WriteShmRmidForced { .. }
         | Op::ShmLock {}
+        | Op::ShmUnlock {}
         | Op::FailAlloc { .. }
         | Op::Sleep { .. }
         | Op::Bug { .. } => false,

@@ -887,6 +887,7 @@ impl World {
             Op::Shmget { size } => self.shmget(task, *size),
             Op::WriteShmRmidForced { value } => self.write_shm_rmid_forced(task, *value),
             Op::ShmLock {} => self.shm_lock(task),
+            Op::ShmUnlock {} => self.shm_unlock(task),
             Op::FailAlloc { site, nth } => {
                 if let Some(site) = crate::ops::fault_site(site) {
                     self.faults.arm(site.name, *nth);

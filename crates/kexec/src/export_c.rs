@@ -557,6 +557,7 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             c_u64(*size)
         ),
         Op::ShmLock {} => "{ .kind = OP_SHM_LOCK }".into(),
+        Op::ShmUnlock {} => "{ .kind = OP_SHM_UNLOCK }".into(),
         Op::WriteShmRmidForced { value } => format!(
             "{{ .kind = OP_WRITE_FILE, .path = {}, .text = {} }}",
             c_string(crate::ops::SHM_RMID_FORCED),

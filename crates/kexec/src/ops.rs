@@ -91,6 +91,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::MqUnlink { .. }
         | Op::Shmget { .. }
         | Op::ShmLock {}
+        | Op::ShmUnlock {}
         | Op::WriteShmRmidForced { .. }
         | Op::Setrlimit { .. } => None,
     }
@@ -417,7 +418,13 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             state
                 .shm_ids
                 .last()
-                .map_or(Err(libc::EINVAL), |id| sys::shm_lock(*id)),
+                .map_or(Err(libc::EINVAL), |id| sys::shmctl(*id, libc::SHM_LOCK)),
+        ),
+        Op::ShmUnlock {} => done(
+            state
+                .shm_ids
+                .last()
+                .map_or(Err(libc::EINVAL), |id| sys::shmctl(*id, libc::SHM_UNLOCK)),
         ),
         Op::WriteShmRmidForced { value } => {
             done(sys::write_file_once(SHM_RMID_FORCED, &format!("{value}\n")))

@@ -258,9 +258,9 @@ pub fn shmget_private(size: u64) -> SysResult<i32> {
     check_int(r)
 }
 
-/// `shmctl(id, SHM_LOCK)`.
-pub fn shm_lock(id: i32) -> SysResult<()> {
-    check_int(unsafe { libc::shmctl(id, libc::SHM_LOCK, std::ptr::null_mut()) }).map(drop)
+/// `shmctl(id, cmd)` without a buffer (`SHM_LOCK`, `SHM_UNLOCK`).
+pub fn shmctl(id: i32, cmd: libc::c_int) -> SysResult<()> {
+    check_int(unsafe { libc::shmctl(id, cmd, std::ptr::null_mut()) }).map(drop)
 }
 
 /// `mq_unlink("/NAME")`.

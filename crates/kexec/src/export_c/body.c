@@ -837,9 +837,11 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return 0;
     }
     case OP_SHM_LOCK:
+    case OP_SHM_UNLOCK:
         if (s->shm_newest < 0)
             return EINVAL;
-        return shmctl(s->shm_newest, SHM_LOCK, NULL) < 0 ? errno : 0;
+        return shmctl(s->shm_newest, op->kind == OP_SHM_LOCK ? SHM_LOCK : SHM_UNLOCK, NULL) < 0
+            ? errno : 0;
     case OP_EXECVE:
         break;   /* run_ops makes it */
     }

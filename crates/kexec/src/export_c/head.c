@@ -70,7 +70,8 @@ enum op_kind {
     OP_MQ_OPEN,         /* a new queue path (no /): value messages of flags bytes, kept open */
     OP_MQ_UNLINK,
     OP_SHMGET,          /* a private segment of value bytes */
-    OP_SHM_LOCK         /* SHM_LOCK of the newest segment the task made */
+    OP_SHM_LOCK,        /* SHM_LOCK of the newest segment the task made */
+    OP_SHM_UNLOCK       /* SHM_UNLOCK of the newest segment the task made */
 };
 
 struct op {
