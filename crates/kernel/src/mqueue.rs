@@ -27,7 +27,7 @@ use std::sync::Arc;
 use ucounts::{
     dec_rlimit_ucounts, draw_rlimit_levels, inc_rlimit_ucounts, RlimitType, Ucounts, LONG_MAX,
 };
-use userns::caps::{CAP_FOWNER, CAP_SYS_RESOURCE};
+use userns::caps::{CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_SYS_RESOURCE};
 use userns::{capable_wrt_inode_uidgid, fsuidgid_has_mapping, ns_capable, Cred};
 
 impl World {
@@ -113,6 +113,28 @@ impl World {
             table.put_ucounts(&leaf);
         }
         made
+    }
+
+    /// `mq_open("/NAME", O_RDWR)` of an existing queue in the task's ipc
+    /// namespace (`prepare_open`): ENOENT when there is none; EACCES
+    /// (`inode_permission` of read and write on a queue made 0600) unless
+    /// the task's fsuid owns it or the task has CAP_DAC_OVERRIDE over it.
+    /// The descriptor holds the queue until the task exits.
+    pub(super) fn mq_open_existing(&self, task: &Task, name: &str) -> Result<(), Errno> {
+        sim::point("mq_open", ObjId::NONE, &SYSCALL);
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        let cred = task.cred();
+        let sb = ns.mq_sb();
+        let root = sb.root_lock.lock();
+        let inode = sb.names.lock().get(name).cloned().ok_or(Errno::ENOENT)?;
+        let owner = cred.fsuid == inode.uid;
+        if !owner && !capable_wrt_inode_uidgid(&cred, inode.uid, inode.gid, CAP_DAC_OVERRIDE) {
+            return Err(Errno::EACCES);
+        }
+        inode.hold();
+        drop(root);
+        task.own.lock().mq_fds.push(inode);
+        Ok(())
     }
 
     /// `mq_unlink("/NAME")` in the task's ipc namespace: ENOENT when there

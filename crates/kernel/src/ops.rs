@@ -580,6 +580,14 @@ declare_ops! {
             (ENOSPC, "the ipc namespace has fs.mqueue.queues_max (256) queues and the task has no CAP_SYS_RESOURCE in the initial user namespace"),
             (EMFILE, "the queue's bytes would take the creator's user over its RLIMIT_MSGQUEUE at the leaf, or a level above it over its maximum (before v5.15 the initial namespace's level over the RLIMIT_MSGQUEUE the machine booted with)"),
         ];
+    /// `mq_open("/NAME", O_RDWR)` of an existing queue.
+    MqOpenExisting = "mq_open_existing" { name: String = Name [label] }
+        "mq_open(3) of the existing POSIX message queue /NAME with O_RDWR and no O_CREAT, in the task's ipc namespace; the descriptor stays open until the task exits and holds the queue (an mq_unlink meanwhile leaves it, charged, until the close)"
+        kernel: ["do_mq_open (ipc/mqueue.c)", "prepare_open (ipc/mqueue.c)"]
+        errors: [
+            (ENOENT, "no queue of that name exists in the task's ipc namespace"),
+            (EACCES, "the queue (made 0600) is not the task's fsuid's, and the task has no CAP_DAC_OVERRIDE in a user namespace that maps the queue's owner and group"),
+        ];
     /// `mq_unlink("/NAME")`.
     MqUnlink = "mq_unlink" { name: String = Name [label] }
         "mq_unlink(3) of the POSIX message queue /NAME in the task's ipc namespace; the queue and its charge go once no descriptor holds it"
@@ -754,7 +762,10 @@ pub fn op(name: &str) -> Option<&'static OpInfo> {
 
 /// Whether `op` makes, opens or removes a message queue.
 pub fn uses_mqueue(op: &Op) -> bool {
-    matches!(op, Op::MqOpen { .. } | Op::MqUnlink { .. })
+    matches!(
+        op,
+        Op::MqOpen { .. } | Op::MqOpenExisting { .. } | Op::MqUnlink { .. }
+    )
 }
 
 /// Whether `op` charges locked memory to the task's user (SHM_LOCK), so

@@ -93,6 +93,7 @@ pub(super) fn enters_at_its_first_point(op: &Op) -> bool {
         Op::Sigqueue { .. }
         | Op::Sigtimedwait {}
         | Op::MqOpen { .. }
+        | Op::MqOpenExisting { .. }
         | Op::MqUnlink { .. }
         | Op::Shmget { .. }
         | Op::WriteShmRmidForced { .. }

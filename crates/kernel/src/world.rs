@@ -883,6 +883,7 @@ impl World {
                 maxmsg,
                 msgsize,
             } => self.mq_open(task, name, clamp_int(*maxmsg), clamp_int(*msgsize)),
+            Op::MqOpenExisting { name } => self.mq_open_existing(task, name),
             Op::MqUnlink { name } => self.mq_unlink(task, name),
             Op::Shmget { size } => self.shmget(task, *size),
             Op::WriteShmRmidForced { value } => self.write_shm_rmid_forced(task, *value),

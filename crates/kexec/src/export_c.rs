@@ -563,6 +563,12 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             c_string(crate::ops::SHM_RMID_FORCED),
             c_string(&format!("{value}\n"))
         ),
+        Op::MqOpenExisting { name } => {
+            format!(
+                "{{ .kind = OP_MQ_OPEN_EXISTING, .path = {} }}",
+                c_string(name)
+            )
+        }
         Op::MqUnlink { name } => format!("{{ .kind = OP_MQ_UNLINK, .path = {} }}", c_string(name)),
         // Refused by `unsupported_in` before any table is written.
         Op::UeventDeviceEvent { .. }

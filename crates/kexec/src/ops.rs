@@ -88,6 +88,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Sigqueue { .. }
         | Op::Sigtimedwait {}
         | Op::MqOpen { .. }
+        | Op::MqOpenExisting { .. }
         | Op::MqUnlink { .. }
         | Op::Shmget { .. }
         | Op::ShmLock {}
@@ -412,6 +413,7 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
             maxmsg,
             msgsize,
         } => done(sys::mq_open_kept(name, *maxmsg, *msgsize)),
+        Op::MqOpenExisting { name } => done(sys::mq_open_existing_kept(name)),
         Op::MqUnlink { name } => done(sys::mq_unlink(name)),
         Op::Shmget { size } => done(sys::shmget_private(*size).map(|id| state.shm_ids.push(id))),
         Op::ShmLock {} => done(

@@ -245,6 +245,23 @@ pub fn mq_open_kept(name: &str, maxmsg: u64, msgsize: u64) -> SysResult<()> {
     check_int(fd as libc::c_int).map(drop)
 }
 
+/// `mq_open("/NAME", O_RDWR)` of an existing queue; the descriptor stays
+/// open until the process exits.
+pub fn mq_open_existing_kept(name: &str) -> SysResult<()> {
+    let name = std::ffi::CString::new(name).map_err(|_| libc::EINVAL)?;
+    // The raw syscall takes the name without the C library's leading `/`.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_mq_open,
+            name.as_ptr(),
+            libc::O_RDWR,
+            0 as libc::mode_t,
+            std::ptr::null::<libc::mq_attr>(),
+        )
+    };
+    check_int(fd as libc::c_int).map(drop)
+}
+
 /// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)`: the segment's id; the
 /// segment is left to the exit or the namespace's free.
 pub fn shmget_private(size: u64) -> SysResult<i32> {

@@ -348,7 +348,7 @@ fn arg_text(
         ArgKind::Task => pick(rng, others).to_string(),
         // Queue names that collide, and one kept namespace file.
         ArgKind::Name => match op {
-            "mq_open" | "mq_unlink" => pick(rng, &["A", "B"]).to_string(),
+            "mq_open" | "mq_open_existing" | "mq_unlink" => pick(rng, &["A", "B"]).to_string(),
             _ => "f".to_string(),
         },
         // `setrlimit` draws its resource with its limit (`op_text`).

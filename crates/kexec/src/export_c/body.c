@@ -827,6 +827,11 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         long fd = syscall(SYS_mq_open, op->path, O_CREAT | O_EXCL | O_RDWR, 0600, &attr);
         return fd < 0 ? errno : 0;
     }
+    case OP_MQ_OPEN_EXISTING: {
+        /* No O_CREAT: the queue must exist; kept open until the exit. */
+        long fd = syscall(SYS_mq_open, op->path, O_RDWR, 0, NULL);
+        return fd < 0 ? errno : 0;
+    }
     case OP_MQ_UNLINK:
         return syscall(SYS_mq_unlink, op->path) < 0 ? errno : 0;
     case OP_SHMGET: {

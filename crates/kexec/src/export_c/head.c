@@ -68,6 +68,7 @@ enum op_kind {
     OP_SIGQUEUE,        /* sigqueue(3) of SIGRTMIN to target */
     OP_SIGTIMEDWAIT,    /* take a pending SIGRTMIN without waiting */
     OP_MQ_OPEN,         /* a new queue path (no /): value messages of flags bytes, kept open */
+    OP_MQ_OPEN_EXISTING, /* an existing queue path (no /), read and write, kept open */
     OP_MQ_UNLINK,
     OP_SHMGET,          /* a private segment of value bytes */
     OP_SHM_LOCK,        /* SHM_LOCK of the newest segment the task made */
