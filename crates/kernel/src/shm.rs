@@ -49,19 +49,8 @@ impl World {
     /// user over RLIMIT_MEMLOCK (`user_shm_lock`; CAP_IPC_LOCK in the
     /// initial namespace lifts that).
     pub(super) fn shm_lock(&self, task: &Task) -> Result<(), Errno> {
-        sim::point("shmctl", ObjId::NONE, &SYSCALL);
-        let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        let seg = task
-            .shm_clist
-            .newest()
-            .filter(|s| ns.lists_segment(s))
-            .ok_or(Errno::EINVAL)?;
-        let cred = task.cred();
-        let owner = ns.owner().unwrap_or(&self.userns.init);
         let limit = task.rlimit(RlimitType::Memlock).0;
-        if !ns_capable(&cred, owner, CAP_IPC_LOCK) && (cred.euid != seg.cuid || limit == 0) {
-            return Err(Errno::EPERM);
-        }
+        let (seg, cred) = self.shmctl_do_lock(task, limit == 0)?;
         let exempt = ns_capable(&cred, &self.userns.init, CAP_IPC_LOCK);
         let locked = self.ipc.user_shm_lock(&seg, |pages| {
             self.charge_locked(&cred, pages, limit, exempt)
@@ -79,6 +68,23 @@ impl World {
     /// euid made the segment; a locked segment is uncharged, an unlocked
     /// one left as it is.
     pub(super) fn shm_unlock(&self, task: &Task) -> Result<(), Errno> {
+        let (seg, _) = self.shmctl_do_lock(task, false)?;
+        sim::touch(seg.obj, "shmctl(SHM_UNLOCK)");
+        self.ipc.user_shm_unlock(&seg);
+        Ok(())
+    }
+
+    /// What `shmctl_do_lock` checks for SHM_LOCK and SHM_UNLOCK alike: the
+    /// newest segment the task made that its ipc namespace still lists
+    /// (EINVAL when none), and, without CAP_IPC_LOCK over the namespace's
+    /// owner, that the task's euid made it and the lock is not refused
+    /// for another reason (`refused`: SHM_LOCK under RLIMIT_MEMLOCK 0),
+    /// else EPERM. The segment and the caller's credentials.
+    fn shmctl_do_lock(
+        &self,
+        task: &Task,
+        refused: bool,
+    ) -> Result<(Arc<ipcns::shm::ShmSeg>, Cred), Errno> {
         sim::point("shmctl", ObjId::NONE, &SYSCALL);
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
         let seg = task
@@ -88,12 +94,10 @@ impl World {
             .ok_or(Errno::EINVAL)?;
         let cred = task.cred();
         let owner = ns.owner().unwrap_or(&self.userns.init);
-        if !ns_capable(&cred, owner, CAP_IPC_LOCK) && cred.euid != seg.cuid {
+        if !ns_capable(&cred, owner, CAP_IPC_LOCK) && (cred.euid != seg.cuid || refused) {
             return Err(Errno::EPERM);
         }
-        sim::touch(seg.obj, "shmctl(SHM_UNLOCK)");
-        self.ipc.user_shm_unlock(&seg);
-        Ok(())
+        Ok((seg, cred))
     }
 
     /// `user_shm_lock`'s charge of `pages` against `limit` bytes of
