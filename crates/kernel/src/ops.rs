@@ -760,6 +760,11 @@ pub fn op(name: &str) -> Option<&'static OpInfo> {
     OPS.iter().find(|o| o.name == name)
 }
 
+/// Whether `op` queues or takes a signal.
+pub fn queues_or_takes(op: &Op) -> bool {
+    matches!(op, Op::Sigqueue { .. } | Op::Sigtimedwait {})
+}
+
 /// Whether `op` makes, opens or removes a message queue.
 pub fn uses_mqueue(op: &Op) -> bool {
     matches!(

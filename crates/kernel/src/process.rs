@@ -1255,7 +1255,7 @@ pub fn models_processes(setup: &Setup) -> bool {
                 | Op::Setrlimit { .. }
                 | Op::FailAlloc { .. }
         ) || matches!(op, Op::SysctlWrite { .. })
-            || crate::signal::queues_or_takes(op)
+            || crate::ops::queues_or_takes(op)
             || crate::ops::uses_mqueue(op)
             || crate::ops::locks_memory(op)
     };

@@ -21,7 +21,6 @@
 //!   of the level found over its maximum too (before, it stayed there:
 //!   see [`ucounts::OverUnwind`]).
 
-use crate::setup::Op;
 use std::sync::Arc;
 use ucounts::Ucounts;
 use userns::caps::CAP_KILL;
@@ -63,11 +62,6 @@ pub struct Sighand {
     /// SIGNAL_GROUP_EXIT: the process is exiting (`do_group_exit`), and a
     /// signal sent to it from now on is dropped (`prepare_signal`).
     pub exiting: bool,
-}
-
-/// Whether `op` queues or takes a signal.
-pub fn queues_or_takes(op: &Op) -> bool {
-    matches!(op, Op::Sigqueue { .. } | Op::Sigtimedwait {})
 }
 
 /// `kill_ok_by_cred`: the sender's real or effective uid is the

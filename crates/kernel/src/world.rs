@@ -510,7 +510,7 @@ fn build_world(e: &mut Execution, spec: &RunSpec<'_>) -> Arc<World> {
             sysctl_store_first: spec.patches.has(Patch::SysctlStoreBeforePermission),
             setup_charges,
             files: spec.setup.files.clone(),
-            uses_signals: spec.setup.every_op().any(crate::signal::queues_or_takes),
+            uses_signals: spec.setup.every_op().any(crate::ops::queues_or_takes),
             pidns_patches: spec.patches.pidns(),
             faults,
             unshare_puts_nsproxy: spec.patches.has(Patch::UnshareNsproxyLeakFix),
