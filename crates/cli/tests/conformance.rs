@@ -166,15 +166,19 @@ fn nssim_conformance_agrees_with_the_running_kernel() {
         "one case per file of the two subsystems"
     );
     for c in cases {
-        assert_eq!(c["model"], "as expected", "{c}");
+        assert_eq!(c["model"], "as expected", "{}", case_summary(c));
         let verdict = &c["on_kernel"]["verdict"];
-        assert!(verdict == "agree" || verdict == "skipped", "{c}");
+        assert!(
+            verdict == "agree" || verdict == "skipped",
+            "{}",
+            case_summary(c)
+        );
     }
     let mut ran = 0;
     for c in cases {
         match c["agree"].as_bool() {
             Some(agree) => {
-                assert!(agree, "model and kernel disagree: {c}");
+                assert!(agree, "model and kernel disagree: {}", case_summary(c));
                 ran += 1;
             }
             None => {
@@ -185,6 +189,33 @@ fn nssim_conformance_agrees_with_the_running_kernel() {
     }
     assert_eq!(out.status.code(), Some(0));
     eprintln!("{ran} of {} cases ran against the kernel", cases.len());
+}
+
+/// A case's verdict and the outcomes each side showed, first and short:
+/// a failure's message is cut where it is long, so what differed comes
+/// before the whole record.
+fn case_summary(c: &Value) -> String {
+    let k = &c["on_kernel"];
+    let outcomes = |side: &str| -> String {
+        k[side]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .map(|o| format!("{} x{}", o["outcome"], o["count"]))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            })
+            .unwrap_or_default()
+    };
+    format!(
+        "case {} (model {}): verdict {}; expectations {}; kernel showed [{}]; model reaches [{}]\nwhole record: {c}",
+        c["case"],
+        c["model"],
+        k["verdict"],
+        k["expectations"],
+        outcomes("kernel_outcomes"),
+        outcomes("model_outcomes"),
+    )
 }
 
 #[test]
