@@ -297,6 +297,23 @@ fn message_queues_print_what_the_model_reports() {
     );
 }
 
+/// SysV message queues and semaphore sets: every call's errors, keys in
+/// two ipc namespaces, and the permissions of another user and of root.
+#[test]
+fn sysv_message_queues_and_semaphores_print_what_the_model_reports() {
+    for (test, scenario) in [
+        ("msg_calls", "sim-scenarios/sysvipc-msg-calls.toml"),
+        ("sem_calls", "sim-scenarios/sysvipc-sem-calls.toml"),
+        (
+            "keys_per_namespace",
+            "sim-scenarios/sysvipc-keys-per-namespace.toml",
+        ),
+        ("sysv_permissions", "sim-scenarios/sysvipc-permissions.toml"),
+    ] {
+        check_on_kernel(test, scenario, 2);
+    }
+}
+
 /// SysV shared memory: who may set kernel.shm_rmid_forced, a segment left
 /// behind by a setns (which Linux 6.18 answers as the fixed profile), and
 /// RLIMIT_MEMLOCK's ENOMEM and EPERM for SHM_LOCK in a container.

@@ -43,8 +43,11 @@
 
 pub mod charge;
 pub mod mqueue;
+pub mod msg;
 pub mod oracle;
+pub mod sem;
 pub mod shm;
+pub mod util;
 
 use oracle::Oracle;
 use sim::{CostKey, ObjId};
@@ -138,6 +141,10 @@ pub struct IpcNamespace {
     mq_sb: std::sync::OnceLock<mqueue::MqSb>,
     /// Its SysV shared memory segments.
     shm: std::sync::OnceLock<shm::ShmIds>,
+    /// Its SysV message queues.
+    msg: std::sync::OnceLock<msg::MsgIds>,
+    /// Its SysV semaphore sets.
+    sem: std::sync::OnceLock<sem::SemIds>,
 }
 
 impl IpcNamespace {
@@ -223,6 +230,8 @@ impl Ipc {
                     sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
                     mq_sb: std::sync::OnceLock::new(),
                     shm: std::sync::OnceLock::new(),
+                    msg: std::sync::OnceLock::new(),
+                    sem: std::sync::OnceLock::new(),
                 }),
                 oracle,
                 userns: userns.cloned(),
@@ -259,6 +268,8 @@ impl Ipc {
             sb_cleared: sim::HostMutex::new("ipc_ns->mq_mnt sb cleared", false),
             mq_sb: std::sync::OnceLock::new(),
             shm: std::sync::OnceLock::new(),
+            msg: std::sync::OnceLock::new(),
+            sem: std::sync::OnceLock::new(),
         }))
     }
 
@@ -405,6 +416,8 @@ impl Ipc {
         self.mq_drop_names(&ns);
         sim::free_object(ns.mq_mnt.obj);
         self.shm_exit_ns(&ns);
+        msg::msg_exit_ns(&ns);
+        sem::sem_exit_ns(&ns);
         sim::point("free_ipc_ns", ns.obj, &costs::FREE_IPC_NS);
         if let Some(u) = &ns.ucounts {
             self.ucounts.dec_ucount(u, UcountType::IpcNamespaces);
@@ -520,6 +533,8 @@ impl IpcNamespace {
             sb_cleared,
             mq_sb,
             shm,
+            msg,
+            sem,
         } = self;
         h.write_u32(obj.0);
         h.write_i64(count.peek());
@@ -529,7 +544,7 @@ impl IpcNamespace {
         h.write_u32(mq_mnt.obj.0);
         h.write_u8(mq_mnt.mnt_ns.peek() as u8);
         h.write_u8(*sb_cleared.lock() as u8);
-        mq_sb.get().is_none() && shm.get().is_none()
+        mq_sb.get().is_none() && shm.get().is_none() && msg.get().is_none() && sem.get().is_none()
     }
 }
 

@@ -130,6 +130,7 @@ impl World {
             inherited.ns_files = own.ns_files.clone();
             inherited.mq_fds = own.mq_fds.clone();
             inherited.opened_map = own.opened_map.clone();
+            inherited.sysv_ids = own.sysv_ids;
         }
         procs.fork_committed(&parent_cred, own, &cred, pid);
         Ok(Arc::new(child))

@@ -43,17 +43,12 @@ fn may_mask(access: u64) -> u32 {
 fn acl_permission_check(cred: &Cred, file: &FileSpec, mask: u32) -> bool {
     let class_bits = if cred.fsuid == file.uid {
         file.mode >> 6
-    } else if in_group_p(cred, file.gid) {
+    } else if cred.in_group_p(file.gid) {
         file.mode >> 3
     } else {
         file.mode
     };
     mask & !class_bits & 7 == 0
-}
-
-/// `in_group_p`: the caller's fs gid, or one of its supplementary groups.
-fn in_group_p(cred: &Cred, kgid: u32) -> bool {
-    cred.fsgid == kgid || cred.groups.binary_search(&kgid).is_ok()
 }
 
 /// `generic_permission` for a regular file opened without MAY_EXEC.

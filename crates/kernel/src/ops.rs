@@ -43,6 +43,47 @@ pub enum ArgKind {
     Child,
     /// An allocation site of fault injection ([`FAULT_SITES`]).
     FaultSite,
+    /// A SysV `*get`'s flags: `IPC_CREAT | IPC_EXCL | 0600`, or `0`
+    /// ([`IPC_FLAGS`] and an octal mode).
+    IpcFlags,
+    /// An integer that may be negative: `-1`, `0`, `2`.
+    SignedInt,
+    /// A SysV `*ctl` command ([`IPC_CMDS`]): `IPC_STAT`, `IPC_RMID`.
+    IpcCmd,
+}
+
+/// The flags an [`ArgKind::IpcFlags`] argument names, with their values.
+pub const IPC_FLAGS: &[(&str, u64)] = &[
+    ("IPC_CREAT", ipcns::util::IPC_CREAT),
+    ("IPC_EXCL", ipcns::util::IPC_EXCL),
+];
+
+/// The commands an [`ArgKind::IpcCmd`] argument names: each with its
+/// value and the ops that take it.
+pub const IPC_CMDS: &[(&str, u64, &[&str])] = &[
+    ("IPC_RMID", 0, &["msgctl", "semctl"]),
+    ("IPC_STAT", 2, &["msgctl", "semctl"]),
+    ("GETVAL", 12, &["semctl"]),
+];
+
+/// `IPC_STAT`: the command's value.
+pub fn ipc_cmd(name: &str) -> Option<u64> {
+    IPC_CMDS.iter().find(|c| c.0 == name).map(|c| c.1)
+}
+
+/// `IPC_CREAT | IPC_EXCL | 0600`: flags written as the format writes
+/// them (the mode in octal; `0` for none).
+pub fn ipc_flag_names(flags: u64) -> String {
+    let mut parts: Vec<String> = IPC_FLAGS
+        .iter()
+        .filter(|(_, v)| flags & v != 0)
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let mode = flags & ipcns::util::MODE_MASK;
+    if mode != 0 || parts.is_empty() {
+        parts.push(format!("0{mode:o}"));
+    }
+    parts.join(" | ")
 }
 
 /// An allocation site a scenario may make fail (`fail_alloc`), as the
@@ -178,6 +219,11 @@ impl ArgField for u64 {
         match kind {
             ArgKind::CloneFlags => flag_names(*self),
             ArgKind::OpenAccess => access_name(*self).to_string(),
+            ArgKind::IpcFlags => ipc_flag_names(*self),
+            ArgKind::IpcCmd => IPC_CMDS
+                .iter()
+                .find(|c| c.1 == *self)
+                .map_or_else(|| self.to_string(), |c| c.0.to_string()),
             _ => self.to_string(),
         }
     }
@@ -625,6 +671,84 @@ declare_ops! {
         errors: [
             (EACCES, "the task's euid is not root of the user namespace that owns its ipc namespace"),
             (EINVAL, "VALUE is not 0 or 1"),
+        ];
+    /// `msgget(key, flags)`.
+    Msgget = "msgget" { key: u64 = Int, flags: u64 = IpcFlags }
+        "msgget(2) of the SysV message queue of KEY (0 is IPC_PRIVATE: always a new queue) in the task's ipc namespace, FLAGS being IPC_CREAT, IPC_EXCL and a mode (`IPC_CREAT | 0600`, or 0); the task's later msgsnd, msgrcv and msgctl use the queue it returns (a child that acts starts with its parent's). A queue lives until msgctl(IPC_RMID) or its namespace's end, whoever made it"
+        kernel: ["ksys_msgget (ipc/msg.c)", "ipcget (ipc/util.c)", "newque (ipc/msg.c)"]
+        errors: [
+            (ENOENT, "no queue of the namespace has KEY and FLAGS has no IPC_CREAT"),
+            (EEXIST, "a queue has KEY and FLAGS has IPC_CREAT and IPC_EXCL"),
+            (EACCES, "a queue has KEY and its mode grants the task (as its owner or creator, in its group, or other) not every permission FLAGS's mode asks, and the task has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (ENOSPC, "a new queue, and the namespace has kernel.msgmni (32000) queues"),
+        ];
+    /// `msgsnd(id, msg, size, IPC_NOWAIT)`.
+    Msgsnd = "msgsnd" { size: u64 = Int }
+        "msgsnd(2) of a message of SIZE bytes (type 1) with IPC_NOWAIT to the queue of the task's last msgget"
+        kernel: ["do_msgsnd (ipc/msg.c)", "ipcperms (ipc/util.c)"]
+        errors: [
+            (EINVAL, "SIZE is above kernel.msgmax (8192), or the id of the task's last msgget names no queue of its ipc namespace (none, removed, or of another namespace)"),
+            (EACCES, "the queue's mode grants the task no write permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (EAGAIN, "the message does not fit: the queue's bytes, or its messages, would pass its limit (kernel.msgmnb, 16384, when it was made)"),
+        ];
+    /// `msgrcv(id, msg, size, 0, IPC_NOWAIT)`.
+    Msgrcv = "msgrcv" { size: u64 = Int }
+        "msgrcv(2) of the oldest message (type 0) with IPC_NOWAIT into a buffer of SIZE bytes, from the queue of the task's last msgget; reports the message's size"
+        kernel: ["do_msgrcv (ipc/msg.c)", "ipcperms (ipc/util.c)"]
+        errors: [
+            (EINVAL, "the id of the task's last msgget names no queue of its ipc namespace"),
+            (EACCES, "the queue's mode grants the task no read permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (ENOMSG, "the queue has no message"),
+            (E2BIG, "the oldest message is longer than SIZE (it stays queued)"),
+        ];
+    /// `msgctl(id, cmd)`.
+    Msgctl = "msgctl" { cmd: u64 = IpcCmd [label] }
+        "msgctl(2) of the queue of the task's last msgget: IPC_STAT reports its messages, their bytes and its byte limit (msg_qnum, msg_cbytes, msg_qbytes); IPC_RMID removes it with its messages"
+        kernel: ["ksys_msgctl (ipc/msg.c)", "msgctl_stat (ipc/msg.c)", "freeque (ipc/msg.c)", "ipcctl_obtain_check (ipc/util.c)"]
+        errors: [
+            (EINVAL, "the id of the task's last msgget names no queue of its ipc namespace"),
+            (EACCES, "IPC_STAT, and the queue's mode grants the task no read permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (EPERM, "IPC_RMID by a task whose euid neither owns nor made the queue, without CAP_SYS_ADMIN over the ipc namespace's owner"),
+        ];
+    /// `semget(key, nsems, flags)`.
+    Semget = "semget" { key: u64 = Int, nsems: u64 = Int, flags: u64 = IpcFlags }
+        "semget(2) of the SysV semaphore set of KEY (0 is IPC_PRIVATE: always a new set) of NSEMS semaphores, each 0, in the task's ipc namespace, FLAGS as msgget's; the task's later semop and semctl use the set it returns (a child that acts starts with its parent's). A set lives until semctl(IPC_RMID) or its namespace's end"
+        kernel: ["ksys_semget (ipc/sem.c)", "ipcget (ipc/util.c)", "newary (ipc/sem.c)", "sem_more_checks (ipc/sem.c)"]
+        errors: [
+            (EINVAL, "NSEMS is above 32000 (kernel.sem's SEMMSL), or 0 for a new set, or above the semaphores of the set KEY names"),
+            (ENOENT, "no set of the namespace has KEY and FLAGS has no IPC_CREAT"),
+            (EEXIST, "a set has KEY and FLAGS has IPC_CREAT and IPC_EXCL"),
+            (EACCES, "a set has KEY and its mode grants the task not every permission FLAGS's mode asks, and the task has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (ENOSPC, "a new set, and the namespace has kernel.sem's SEMMNI (32000) sets or would pass its SEMMNS semaphores"),
+        ];
+    /// `semop(id, {num, op, IPC_NOWAIT}, 1)`.
+    Semop = "semop" { num: u64 = Int, op: i64 = SignedInt }
+        "semop(2) of one operation OP on semaphore NUM with IPC_NOWAIT (no SEM_UNDO), on the set of the task's last semget: a positive OP adds to the value, a negative one takes from it, 0 waits for the value to be 0"
+        kernel: ["do_semtimedop (ipc/sem.c)", "perform_atomic_semop (ipc/sem.c)", "ipcperms (ipc/util.c)"]
+        errors: [
+            (EINVAL, "the id of the task's last semget names no set of its ipc namespace"),
+            (EFBIG, "NUM is not below the set's semaphores"),
+            (EACCES, "the set's mode grants the task no write permission (no read permission for an OP of 0), and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (EAGAIN, "the operation would wait: OP takes more than the value, or OP is 0 and the value is not"),
+            (ERANGE, "the value would pass 32767 (SEMVMX)"),
+        ];
+    /// `semctl(id, num, cmd)`.
+    Semctl = "semctl" { num: u64 = Int, cmd: u64 = IpcCmd [label] }
+        "semctl(2) of the set of the task's last semget: GETVAL reports semaphore NUM's value; IPC_STAT reports the set's semaphores (sem_nsems); IPC_RMID removes the set (NUM unused)"
+        kernel: ["ksys_semctl (ipc/sem.c)", "semctl_main (ipc/sem.c)", "semctl_stat (ipc/sem.c)", "freeary (ipc/sem.c)"]
+        errors: [
+            (EINVAL, "the id of the task's last semget names no set of its ipc namespace, or GETVAL of a NUM not below its semaphores"),
+            (EACCES, "GETVAL or IPC_STAT, and the set's mode grants the task no read permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (EPERM, "IPC_RMID by a task whose euid neither owns nor made the set, without CAP_SYS_ADMIN over the ipc namespace's owner"),
+        ];
+    /// `semctl(id, num, SETVAL, value)`.
+    SemctlSetval = "semctl_setval" { num: u64 = Int, value: u64 = Int }
+        "semctl(2) SETVAL of semaphore NUM of the set of the task's last semget to VALUE"
+        kernel: ["semctl_setval (ipc/sem.c)"]
+        errors: [
+            (ERANGE, "VALUE is above 32767 (SEMVMX)"),
+            (EINVAL, "the id of the task's last semget names no set of its ipc namespace, or NUM is not below its semaphores"),
+            (EACCES, "the set's mode grants the task no write permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
         ];
     /// `getresgid()`: the task's real, effective and saved gids.
     Getresgid = "getresgid" {}

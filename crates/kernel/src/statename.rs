@@ -99,6 +99,14 @@ pub(super) fn enters_at_its_first_point(op: &Op) -> bool {
         | Op::WriteShmRmidForced { .. }
         | Op::ShmLock {}
         | Op::ShmUnlock {}
+        | Op::Msgget { .. }
+        | Op::Msgsnd { .. }
+        | Op::Msgrcv { .. }
+        | Op::Msgctl { .. }
+        | Op::Semget { .. }
+        | Op::Semop { .. }
+        | Op::Semctl { .. }
+        | Op::SemctlSetval { .. }
         | Op::FailAlloc { .. }
         | Op::Sleep { .. }
         | Op::Bug { .. } => false,

@@ -88,10 +88,22 @@ pub struct Own {
     /// The POSIX message queues it opened (`mq_open` descriptors, kept
     /// until it exits).
     pub mq_fds: Vec<Arc<ipcns::mqueue::MqInode>>,
+    /// The ids its last `msgget` and `semget` returned.
+    pub sysv_ids: SysvIds,
     /// The values the op under way reports in the results, if any.
     pub reported: Vec<u64>,
     /// The words it reports (the ACTION of a received uevent).
     pub reported_texts: Vec<String>,
+}
+
+/// The SysV ids the task's last `msgget` and `semget` returned: numbers
+/// the program keeps, which hold nothing in the kernel (a child that acts
+/// starts with its parent's; an id means whatever object has it in the
+/// ipc namespace the task is in when it uses it).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SysvIds {
+    pub msqid: Option<i32>,
+    pub semid: Option<i32>,
 }
 
 /// A `/proc/PID/uid_map` file kept open: the namespace it belongs to, its
@@ -240,6 +252,7 @@ impl Task {
                     opened_map: None,
                     ns_files: BTreeMap::new(),
                     mq_fds: Vec::new(),
+                    sysv_ids: SysvIds::default(),
                     reported_texts: Vec::new(),
                     reported: Vec::new(),
                 },
@@ -436,9 +449,13 @@ impl Own {
             opened_map,
             ns_files,
             mq_fds,
+            sysv_ids,
             reported,
             reported_texts,
         } = self;
+        for id in [sysv_ids.msqid, sysv_ids.semid] {
+            h.write_i64(id.map_or(-1, i64::from));
+        }
         h.write_u64(rlimit_nproc.0);
         h.write_u64(rlimit_nproc.1);
         h.write_u8(*nproc_exceeded as u8);

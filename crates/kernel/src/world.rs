@@ -52,6 +52,9 @@ pub mod mqueue;
 #[path = "shm.rs"]
 mod shm;
 
+#[path = "sysvipc.rs"]
+mod sysvipc;
+
 #[path = "fault.rs"]
 pub mod fault;
 
@@ -889,6 +892,14 @@ impl World {
             Op::WriteShmRmidForced { value } => self.write_shm_rmid_forced(task, *value),
             Op::ShmLock {} => self.shm_lock(task),
             Op::ShmUnlock {} => self.shm_unlock(task),
+            Op::Msgget { key, flags } => self.msgget(task, *key, *flags),
+            Op::Msgsnd { size } => self.msgsnd(task, *size),
+            Op::Msgrcv { size } => self.msgrcv(task, *size),
+            Op::Msgctl { cmd } => self.msgctl(task, *cmd),
+            Op::Semget { key, nsems, flags } => self.semget(task, *key, *nsems, *flags),
+            Op::Semop { num, op } => self.semop(task, *num, *op),
+            Op::Semctl { num, cmd } => self.semctl(task, *num, *cmd),
+            Op::SemctlSetval { num, value } => self.semctl_setval(task, *num, *value),
             Op::FailAlloc { site, nth } => {
                 if let Some(site) = crate::ops::fault_site(site) {
                     self.faults.arm(site.name, *nth);

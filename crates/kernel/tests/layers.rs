@@ -45,6 +45,7 @@ const LAYERS: &[&[&str]] = &[
         "shm.rs",
         "signal_ops.rs",
         "statename.rs",
+        "sysvipc.rs",
         "userns_ops.rs",
     ],
     &["world.rs"],

@@ -570,6 +570,37 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             )
         }
         Op::MqUnlink { name } => format!("{{ .kind = OP_MQ_UNLINK, .path = {} }}", c_string(name)),
+        Op::Msgget { key, flags } => format!(
+            "{{ .kind = OP_MSGGET, .value = (long long){}, .flags = 0{flags:o}UL }}",
+            c_u64(*key)
+        ),
+        Op::Msgsnd { size } => format!(
+            "{{ .kind = OP_MSGSND, .value = (long long){} }}",
+            c_u64(*size)
+        ),
+        Op::Msgrcv { size } => format!(
+            "{{ .kind = OP_MSGRCV, .value = (long long){} }}",
+            c_u64(*size)
+        ),
+        Op::Msgctl { cmd } => format!("{{ .kind = OP_MSGCTL, .flags = {cmd}UL }}"),
+        Op::Semget { key, nsems, flags } => format!(
+            "{{ .kind = OP_SEMGET, .value = (long long){}, .ids = {{ {} }}, .flags = 0{flags:o}UL }}",
+            c_u64(*key),
+            c_uint(*nsems)
+        ),
+        Op::Semop { num, op } => format!(
+            "{{ .kind = OP_SEMOP, .ids = {{ {} }}, .value = {op} }}",
+            c_uint(*num)
+        ),
+        Op::Semctl { num, cmd } => format!(
+            "{{ .kind = OP_SEMCTL, .ids = {{ {} }}, .flags = {cmd}UL }}",
+            c_uint(*num)
+        ),
+        Op::SemctlSetval { num, value } => format!(
+            "{{ .kind = OP_SEMCTL_SETVAL, .ids = {{ {} }}, .value = (long long){} }}",
+            c_uint(*num),
+            c_u64(*value)
+        ),
         // Refused by `unsupported_in` before any table is written.
         Op::UeventDeviceEvent { .. }
         | Op::MqPathWalk { .. }
@@ -595,6 +626,12 @@ fn c_long_long(v: u64) -> String {
         Ok(v) => format!("{v}LL"),
         Err(_) => format!("(long long){v}ULL"),
     }
+}
+
+/// An `unsigned` of the op's `ids`: every value the checker admits
+/// (at most 2147483647) fits.
+fn c_uint(v: u64) -> String {
+    format!("{}U", v.min(u64::from(u32::MAX)))
 }
 
 fn c_u64(v: u64) -> String {

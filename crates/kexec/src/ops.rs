@@ -94,6 +94,14 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::ShmLock {}
         | Op::ShmUnlock {}
         | Op::WriteShmRmidForced { .. }
+        | Op::Msgget { .. }
+        | Op::Msgsnd { .. }
+        | Op::Msgrcv { .. }
+        | Op::Msgctl { .. }
+        | Op::Semget { .. }
+        | Op::Semop { .. }
+        | Op::Semctl { .. }
+        | Op::SemctlSetval { .. }
         | Op::Setrlimit { .. } => None,
     }
 }
@@ -118,6 +126,9 @@ pub fn reports_values(op: &Op) -> bool {
             | Op::Getresgid {}
             | Op::Capget {}
             | Op::NsId { .. }
+            | Op::Msgrcv { .. }
+            | Op::Msgctl { .. }
+            | Op::Semctl { .. }
     )
 }
 
@@ -204,6 +215,8 @@ fn start_child(ctx: &TaskCtx<'_>, state: &mut TaskState, flags: u64, child: &str
         let inherited = TaskState {
             ns_files: std::mem::take(&mut state.ns_files),
             opened: state.opened.take(),
+            msqid: state.msqid,
+            semid: state.semid,
             ..TaskState::default()
         };
         in_child_of(state);
@@ -238,6 +251,12 @@ fn in_child_of(state: &TaskState) {
     {
         sys::close(*fd);
     }
+}
+
+/// A kept SysV id, or -1 (which every call refuses with EINVAL, as the
+/// model refuses a task that has none).
+fn kept(id: Option<i32>) -> i32 {
+    id.unwrap_or(-1)
 }
 
 /// The child exits (its pipe closed) and is reaped; a child that acts
@@ -428,6 +447,29 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
                 .last()
                 .map_or(Err(libc::EINVAL), |id| sys::shmctl(*id, libc::SHM_UNLOCK)),
         ),
+        Op::Msgget { key, flags } => {
+            done(sys::msgget(*key, *flags).map(|id| state.msqid = Some(id)))
+        }
+        Op::Msgsnd { size } => done(sys::msgsnd(kept(state.msqid), *size)),
+        Op::Msgrcv { size } => match sys::msgrcv(kept(state.msqid), *size) {
+            Ok(got) => (Ok(()), vec![got]),
+            Err(e) => done(Err(e)),
+        },
+        Op::Msgctl { cmd } => match sys::msgctl(kept(state.msqid), *cmd) {
+            Ok(values) => (Ok(()), values),
+            Err(e) => done(Err(e)),
+        },
+        Op::Semget { key, nsems, flags } => {
+            done(sys::semget(*key, *nsems, *flags).map(|id| state.semid = Some(id)))
+        }
+        Op::Semop { num, op } => done(sys::semop(kept(state.semid), *num, *op)),
+        Op::Semctl { num, cmd } => match sys::semctl(kept(state.semid), *num, *cmd) {
+            Ok(values) => (Ok(()), values),
+            Err(e) => done(Err(e)),
+        },
+        Op::SemctlSetval { num, value } => {
+            done(sys::semctl_setval(kept(state.semid), *num, *value))
+        }
         Op::WriteShmRmidForced { value } => {
             done(sys::write_file_once(SHM_RMID_FORCED, &format!("{value}\n")))
         }

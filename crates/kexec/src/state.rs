@@ -49,6 +49,11 @@ pub struct TaskState {
     /// it, a child starts without, an execve keeps it (the kernel's list
     /// is the process's, which exec does not touch).
     pub shm_ids: Vec<i32>,
+    /// The ids the last `msgget` and `semget` returned (numbers the
+    /// program keeps: a child that acts starts with them, an execve
+    /// keeps them).
+    pub msqid: Option<i32>,
+    pub semid: Option<i32>,
 }
 
 /// The argument that resumes a task after its execve.
@@ -66,7 +71,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         .map(|(name, fd)| format!("{name}:{fd}"))
         .collect();
     format!(
-        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};nsfiles={};shm={}",
+        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};nsfiles={};shm={};msq={};sem={}",
         ctx.plan,
         ctx.results,
         ctx.instance,
@@ -75,6 +80,8 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         children.join(","),
         ns_files.join(","),
         shm_ids.join(","),
+        state.msqid.map_or(-1, i64::from),
+        state.semid.map_or(-1, i64::from),
     )
 }
 
@@ -134,8 +141,16 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
             ns_files: ns_files(fields.get("nsfiles")?)?,
             texts: Vec::new(),
             shm_ids: shm_ids(fields.get("shm")?)?,
+            msqid: kept_id(fields.get("msq")?)?,
+            semid: kept_id(fields.get("sem")?)?,
         },
     })
+}
+
+/// A kept SysV id, -1 for none.
+fn kept_id(text: &str) -> Option<Option<i32>> {
+    let id: i32 = text.parse().ok()?;
+    Some((id >= 0).then_some(id))
 }
 
 fn shm_ids(text: &str) -> Option<Vec<i32>> {
@@ -167,6 +182,8 @@ mod tests {
             ns_files: [("one".to_string(), 12), ("two".to_string(), 13)].into(),
             texts: Vec::new(),
             shm_ids: vec![0, 32769],
+            msqid: Some(32768),
+            semid: None,
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
         assert_eq!(

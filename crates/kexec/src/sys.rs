@@ -280,6 +280,98 @@ pub fn shmctl(id: i32, cmd: libc::c_int) -> SysResult<()> {
     check_int(unsafe { libc::shmctl(id, cmd, std::ptr::null_mut()) }).map(drop)
 }
 
+/// `msgget(key, flags)`: the queue's id.
+pub fn msgget(key: u64, flags: u64) -> SysResult<i32> {
+    check_int(unsafe { libc::msgget(key as libc::key_t, flags as libc::c_int) })
+}
+
+/// The most bytes a message buffer is given: more than any
+/// `kernel.msgmax` an executor's namespace has (8192), which the kernel
+/// checks a size against before it copies.
+const MSG_BUF_MAX: u64 = 1 << 20;
+
+/// `msgsnd` of `size` bytes of type 1 with IPC_NOWAIT.
+pub fn msgsnd(id: i32, size: u64) -> SysResult<()> {
+    let len = std::mem::size_of::<libc::c_long>() + size.min(MSG_BUF_MAX) as usize;
+    let mut buf = vec![0u8; len];
+    buf[..std::mem::size_of::<libc::c_long>()].copy_from_slice(&(1 as libc::c_long).to_ne_bytes());
+    let r = unsafe {
+        libc::msgsnd(
+            id,
+            buf.as_ptr().cast(),
+            size as libc::size_t,
+            libc::IPC_NOWAIT,
+        )
+    };
+    check_int(r).map(drop)
+}
+
+/// `msgrcv` of the oldest message with IPC_NOWAIT into `size` bytes: the
+/// message's size.
+pub fn msgrcv(id: i32, size: u64) -> SysResult<u64> {
+    let len = std::mem::size_of::<libc::c_long>() + size.min(MSG_BUF_MAX) as usize;
+    let mut buf = vec![0u8; len];
+    let r = unsafe {
+        libc::msgrcv(
+            id,
+            buf.as_mut_ptr().cast(),
+            size as libc::size_t,
+            0,
+            libc::IPC_NOWAIT,
+        )
+    };
+    check(r as libc::c_long).map(|n| n as u64)
+}
+
+/// `msgctl(id, cmd)`: IPC_STAT's msg_qnum, msg_cbytes and msg_qbytes;
+/// nothing for IPC_RMID.
+pub fn msgctl(id: i32, cmd: u64) -> SysResult<Vec<u64>> {
+    let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+    check_int(unsafe { libc::msgctl(id, cmd as libc::c_int, &mut ds) })?;
+    Ok(if cmd as libc::c_int == libc::IPC_STAT {
+        vec![ds.msg_qnum, ds.__msg_cbytes, ds.msg_qbytes]
+    } else {
+        Vec::new()
+    })
+}
+
+/// `semget(key, nsems, flags)`: the set's id.
+pub fn semget(key: u64, nsems: u64, flags: u64) -> SysResult<i32> {
+    let nsems = libc::c_int::try_from(nsems).unwrap_or(libc::c_int::MAX);
+    check_int(unsafe { libc::semget(key as libc::key_t, nsems, flags as libc::c_int) })
+}
+
+/// `semop` of one operation with IPC_NOWAIT.
+pub fn semop(id: i32, num: u64, op: i64) -> SysResult<()> {
+    let mut sop = libc::sembuf {
+        sem_num: libc::c_ushort::try_from(num).unwrap_or(libc::c_ushort::MAX),
+        sem_op: op as libc::c_short,
+        sem_flg: libc::IPC_NOWAIT as libc::c_short,
+    };
+    check_int(unsafe { libc::semop(id, &mut sop, 1) }).map(drop)
+}
+
+/// `semctl(id, num, cmd)`: GETVAL's value, IPC_STAT's sem_nsems; nothing
+/// for IPC_RMID.
+pub fn semctl(id: i32, num: u64, cmd: u64) -> SysResult<Vec<u64>> {
+    let num = libc::c_int::try_from(num).unwrap_or(libc::c_int::MAX);
+    let cmd = cmd as libc::c_int;
+    let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
+    let r = check_int(unsafe { libc::semctl(id, num, cmd, &mut ds as *mut libc::semid_ds) })?;
+    Ok(match cmd {
+        libc::GETVAL => vec![r as u64],
+        libc::IPC_STAT => vec![ds.sem_nsems as u64],
+        _ => Vec::new(),
+    })
+}
+
+/// `semctl(id, num, SETVAL, value)`.
+pub fn semctl_setval(id: i32, num: u64, value: u64) -> SysResult<()> {
+    let num = libc::c_int::try_from(num).unwrap_or(libc::c_int::MAX);
+    let value = libc::c_int::try_from(value).unwrap_or(libc::c_int::MAX);
+    check_int(unsafe { libc::semctl(id, num, libc::SETVAL, value) }).map(drop)
+}
+
 /// `mq_unlink("/NAME")`.
 pub fn mq_unlink(name: &str) -> SysResult<()> {
     let name = std::ffi::CString::new(name).map_err(|_| libc::EINVAL)?;

@@ -377,8 +377,36 @@ fn arg_text(
             "mq_open" if i == 1 => rng.random_range(1..=3).to_string(),
             "mq_open" => pick(rng, &["16", "64", "1024"]).to_string(),
             "write_shm_rmid_forced" => rng.random_range(0..=1).to_string(),
+            // Keys that collide (0 is IPC_PRIVATE), sets of a few
+            // semaphores, numbers inside and past them, messages that fit
+            // and one past kernel.msgmax.
+            "msgget" | "semget" if i == 0 => pick(rng, &["0", "7", "7", "8"]).to_string(),
+            "semget" => rng.random_range(0..=3).to_string(),
+            "semop" | "semctl" | "semctl_setval" if i == 0 => rng.random_range(0..=2).to_string(),
+            "semctl_setval" => pick(rng, &["0", "1", "5", "32768"]).to_string(),
+            "msgsnd" | "msgrcv" => pick(rng, &["0", "16", "100", "8192", "8193"]).to_string(),
             _ => some_uid(rng).to_string(),
         },
+        ArgKind::SignedInt => rng.random_range(-2..=2).to_string(),
+        ArgKind::IpcFlags => pick(
+            rng,
+            &[
+                "0",
+                "IPC_CREAT | 0600",
+                "IPC_CREAT | 0666",
+                "IPC_CREAT | IPC_EXCL | 0600",
+                "0400",
+            ],
+        )
+        .to_string(),
+        ArgKind::IpcCmd => {
+            let cmds: Vec<&str> = kernel::ops::IPC_CMDS
+                .iter()
+                .filter(|c| c.2.contains(&op))
+                .map(|c| c.0)
+                .collect();
+            pick(rng, &cmds).to_string()
+        }
         ArgKind::Str => {
             let text = match op {
                 "write_setgroups" | "write_setgroups_of" => {

@@ -62,6 +62,9 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
         ArgKind::IdList => "\"ids\"",
         ArgKind::NsType => "namespace",
         ArgKind::FaultSite => "site",
+        ArgKind::IpcFlags => "ipc_flags",
+        ArgKind::SignedInt => "signed_integer",
+        ArgKind::IpcCmd => "command",
     }
 }
 
@@ -376,6 +379,9 @@ fn check_arg(
             }
         }
         ArgKind::Int => int_arg(bare, range).map(ArgValue::Int),
+        ArgKind::SignedInt => signed_int_arg(bare, range).map(ArgValue::Int),
+        ArgKind::IpcFlags => ipc_flags(bare, range.start).map(ArgValue::Flags),
+        ArgKind::IpcCmd => ipc_cmd(op.name, bare, range).map(ArgValue::Flags),
         ArgKind::Task => {
             if tasks.contains(&bare) {
                 Ok(ArgValue::Text(bare.to_string()))
@@ -512,6 +518,90 @@ fn int_arg(bare: &str, range: Range<usize>) -> Result<i64, OpError> {
     match bare.parse::<i64>() {
         Ok(v) if v <= INT_MAX => Ok(v),
         _ => Err(OpError::new(range, format!("value `{bare}` is out of range")).expected(expected)),
+    }
+}
+
+/// A semaphore operation: an integer in -32767..=32767.
+fn signed_int_arg(bare: &str, range: Range<usize>) -> Result<i64, OpError> {
+    const SEMVMX: i64 = 32_767;
+    let expected = format!("an integer in -{SEMVMX}..={SEMVMX}");
+    let digits = bare.strip_prefix('-').unwrap_or(bare);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(OpError::new(range, format!("`{bare}` is not an integer")).expected(expected));
+    }
+    match bare.parse::<i64>() {
+        Ok(v) if v.abs() <= SEMVMX => Ok(v),
+        _ => Err(OpError::new(range, format!("value `{bare}` is out of range")).expected(expected)),
+    }
+}
+
+/// `IPC_CREAT | IPC_EXCL | 0600`, or `0`: flags and at most one octal
+/// mode (`0` followed by octal digits, at most 0777); `base` is where
+/// `bare` starts in the op text.
+fn ipc_flags(bare: &str, base: usize) -> Result<u64, OpError> {
+    let expected = || {
+        format!(
+            "{} and an octal mode (`IPC_CREAT | IPC_EXCL | 0600`), or 0",
+            one_of(kernel::ops::IPC_FLAGS.iter().map(|f| f.0))
+        )
+    };
+    let mut flags = 0u64;
+    let mut mode_seen = false;
+    let mut offset = 0usize;
+    for part in bare.split('|') {
+        let lead = part.len() - part.trim_start().len();
+        let word = part.trim();
+        let start = base + offset + lead;
+        let range = start..start + word.len();
+        offset += part.len() + 1;
+        if let Some((_, value)) = kernel::ops::IPC_FLAGS.iter().find(|f| f.0 == word) {
+            flags |= value;
+            continue;
+        }
+        let octal = word.starts_with('0') && word.bytes().all(|b| (b'0'..=b'7').contains(&b));
+        match u64::from_str_radix(word, 8) {
+            Ok(mode) if octal && !mode_seen && mode <= 0o777 => {
+                flags |= mode;
+                mode_seen = true;
+            }
+            _ if octal && mode_seen => {
+                return Err(OpError::new(range, "a second mode").expected(expected()))
+            }
+            _ if octal => {
+                return Err(OpError::new(range, format!("mode `{word}` is above 0777"))
+                    .expected(expected()))
+            }
+            _ => {
+                let names = || kernel::ops::IPC_FLAGS.iter().map(|f| f.0);
+                return Err(OpError::new(range, format!("unknown ipc flag `{word}`"))
+                    .expected(expected())
+                    .help(did_you_mean(word, names()).or_else(|| {
+                        word.bytes()
+                            .all(|b| b.is_ascii_digit())
+                            .then(|| format!("a mode is octal with a leading 0: 0{word}"))
+                    })));
+            }
+        }
+    }
+    Ok(flags)
+}
+
+/// A `*ctl` command `op` takes ([`kernel::ops::IPC_CMDS`]).
+fn ipc_cmd(op: &str, bare: &str, range: Range<usize>) -> Result<u64, OpError> {
+    let taken = || {
+        kernel::ops::IPC_CMDS
+            .iter()
+            .filter(|c| c.2.contains(&op))
+            .map(|c| c.0)
+    };
+    match kernel::ops::IPC_CMDS.iter().find(|c| c.0 == bare) {
+        Some(cmd) if cmd.2.contains(&op) => Ok(cmd.1),
+        Some(_) => {
+            Err(OpError::new(range, format!("{op} does not take {bare}")).expected(one_of(taken())))
+        }
+        None => Err(OpError::new(range, format!("unknown command `{bare}`"))
+            .expected(one_of(taken()))
+            .help(did_you_mean(bare, taken()))),
     }
 }
 

@@ -620,6 +620,50 @@ fn ops() {
     );
 }
 
+/// The SysV ipc arguments: flags with a mode, a command the op takes, a
+/// semaphore operation in range.
+#[test]
+fn sysv_ipc_arguments() {
+    let op = |o: &str| edit("\"unshare(CLONE_NEWIPC)\"", &format!("\"{o}\""));
+    parse("t.toml", &op("msgget(7, IPC_CREAT | IPC_EXCL | 0600)")).unwrap();
+    parse("t.toml", &op("semop(0, -1)")).unwrap();
+    check(
+        &op("msgget(7, IPC_CREATE)"),
+        Some((5, 19)),
+        &["unknown ipc flag `IPC_CREATE`", "did you mean `IPC_CREAT`?"],
+    );
+    check(
+        &op("msgget(7, IPC_CREAT | 600)"),
+        Some((5, 31)),
+        &["a mode is octal with a leading 0: 0600"],
+    );
+    check(
+        &op("msgget(7, 01000)"),
+        Some((5, 19)),
+        &["mode `01000` is above 0777"],
+    );
+    check(
+        &op("msgget(7, 0600 | 0644)"),
+        Some((5, 26)),
+        &["a second mode"],
+    );
+    check(
+        &op("msgctl(GETVAL)"),
+        Some((5, 16)),
+        &["msgctl does not take GETVAL", "one of: IPC_RMID, IPC_STAT"],
+    );
+    check(
+        &op("semop(0, -40000)"),
+        Some((5, 18)),
+        &["value `-40000` is out of range", "-32767..=32767"],
+    );
+    check(
+        &op("semop(0, x)"),
+        Some((5, 18)),
+        &["`x` is not an integer"],
+    );
+}
+
 #[test]
 fn op_positions_inside_other_string_forms() {
     // A multi-line literal string: the error is on the string's second line.

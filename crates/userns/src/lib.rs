@@ -158,6 +158,7 @@ pub mod caps {
     pub const CAP_SETUID: u32 = 7;
     pub const CAP_NET_ADMIN: u32 = 12;
     pub const CAP_IPC_LOCK: u32 = 14;
+    pub const CAP_IPC_OWNER: u32 = 15;
     pub const CAP_SYS_PTRACE: u32 = 19;
     pub const CAP_SYS_ADMIN: u32 = 21;
     pub const CAP_SYS_RESOURCE: u32 = 24;
@@ -452,6 +453,12 @@ pub struct Cred {
 }
 
 impl Cred {
+    /// `in_group_p`: whether kgid `kgid` is the fs gid or one of the
+    /// supplementary groups.
+    pub fn in_group_p(&self, kgid: u32) -> bool {
+        self.fsgid == kgid || self.groups.binary_search(&kgid).is_ok()
+    }
+
     /// A process of kernel uid/gid `uid`/`gid` in `ns` with `caps`.
     pub fn new(ns: &Arc<UserNamespace>, uid: u32, gid: u32, caps: CapSet) -> Cred {
         Cred {

@@ -418,13 +418,14 @@ struct state {
     int opened;               /* the uid_map open_uid_map_of kept, -1 none */
     int ns_files[N_NS_FILES]; /* the ns/user files open_ns_user kept, by name index, -1 none */
     int shm_newest;           /* the newest segment shmget made, -1 none (unshare(CLONE_NEWIPC) forgets it) */
+    int msqid, semid;         /* the ids the last msgget and semget returned, -1 none */
 };
 
 /* A state holding nothing. */
 static void state_init(struct state *s)
 {
     memset(s, 0, sizeof *s);
-    s->sock = s->opened = s->shm_newest = -1;
+    s->sock = s->opened = s->shm_newest = s->msqid = s->semid = -1;
     for (int f = 0; f < N_NS_FILES; f++)
         s->ns_files[f] = -1;
 }
@@ -537,6 +538,8 @@ static int start_child(struct state *s, unsigned long flags, int index)
             s->ns_files[f] = -1;
         inherited.opened = s->opened;
         s->opened = -1;
+        inherited.msqid = s->msqid;
+        inherited.semid = s->semid;
         in_child_of(s);
         close(ready[0]);
         me = index;
@@ -673,6 +676,87 @@ static int set_groups(const char *text)
         p = end;
     }
     return err_of(setgroups(n, gids));
+}
+
+
+/* ---- SysV message queues and semaphores (the ids the task keeps) ---- */
+
+/* msgsnd of size bytes of type 1 without waiting; the buffer is cut at
+ * 1 MiB, past any kernel.msgmax a run's namespace has, which the kernel
+ * checks first. */
+static int msg_send(int id, size_t size)
+{
+    size_t len = size < (1u << 20) ? size : (1u << 20);
+    long *buf = calloc(1, sizeof(long) + len);
+    if (!buf)
+        return ENOMEM;
+    buf[0] = 1;
+    int e = msgsnd(id, buf, size, IPC_NOWAIT) < 0 ? errno : 0;
+    free(buf);
+    return e;
+}
+
+/* msgrcv of the oldest message without waiting: reports its size. */
+static int msg_receive(int id, size_t size, unsigned long long **values, int *n)
+{
+    size_t len = size < (1u << 20) ? size : (1u << 20);
+    long *buf = calloc(1, sizeof(long) + len);
+    if (!buf)
+        return ENOMEM;
+    ssize_t got = msgrcv(id, buf, size, 0, IPC_NOWAIT);
+    int e = got < 0 ? errno : 0;
+    free(buf);
+    if (e)
+        return e;
+    *values = malloc(sizeof **values);
+    if (!*values)
+        return ENOMEM;
+    (*values)[0] = (unsigned long long)got;
+    *n = 1;
+    return 0;
+}
+
+/* msgctl: IPC_STAT reports msg_qnum, msg_cbytes and msg_qbytes. */
+static int msg_ctl(int id, int cmd, unsigned long long **values, int *n)
+{
+    struct msqid_ds ds;
+    if (msgctl(id, cmd, &ds) < 0)
+        return errno;
+    if (cmd != IPC_STAT)
+        return 0;
+    *values = malloc(sizeof **values * 3);
+    if (!*values)
+        return ENOMEM;
+    (*values)[0] = ds.msg_qnum;
+    (*values)[1] = ds.__msg_cbytes;
+    (*values)[2] = ds.msg_qbytes;
+    *n = 3;
+    return 0;
+}
+
+/* semctl's fourth argument, which the program defines (semctl(2)). */
+union semun {
+    int val;
+    struct semid_ds *buf;
+    unsigned short *array;
+};
+
+/* semctl: GETVAL reports the value, IPC_STAT the set's semaphores. */
+static int sem_ctl(int id, int num, int cmd, unsigned long long **values, int *n)
+{
+    struct semid_ds ds;
+    union semun arg = { .buf = &ds };
+    int r = semctl(id, num, cmd, arg);
+    if (r < 0)
+        return errno;
+    if (cmd != GETVAL && cmd != IPC_STAT)
+        return 0;
+    *values = malloc(sizeof **values);
+    if (!*values)
+        return ENOMEM;
+    (*values)[0] = cmd == GETVAL ? (unsigned long long)r : (unsigned long long)ds.sem_nsems;
+    *n = 1;
+    return 0;
 }
 
 /* getresuid or getresgid: the three ids as values. */
@@ -847,6 +931,38 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
             return EINVAL;
         return shmctl(s->shm_newest, op->kind == OP_SHM_LOCK ? SHM_LOCK : SHM_UNLOCK, NULL) < 0
             ? errno : 0;
+    case OP_MSGGET: {
+        int id = msgget((key_t)op->value, (int)op->flags);
+        if (id < 0)
+            return errno;
+        s->msqid = id;
+        return 0;
+    }
+    case OP_MSGSND:
+        return msg_send(s->msqid, (size_t)op->value);
+    case OP_MSGRCV:
+        return msg_receive(s->msqid, (size_t)op->value, values, n);
+    case OP_MSGCTL:
+        return msg_ctl(s->msqid, (int)op->flags, values, n);
+    case OP_SEMGET: {
+        int id = semget((key_t)op->value, (int)op->ids[0], (int)op->flags);
+        if (id < 0)
+            return errno;
+        s->semid = id;
+        return 0;
+    }
+    case OP_SEMOP: {
+        struct sembuf sop = { .sem_num = (unsigned short)op->ids[0],
+                              .sem_op = (short)op->value, .sem_flg = IPC_NOWAIT };
+        return semop(s->semid, &sop, 1) < 0 ? errno : 0;
+    }
+    case OP_SEMCTL:
+        return sem_ctl(s->semid, (int)op->ids[0], (int)op->flags, values, n);
+    case OP_SEMCTL_SETVAL:
+    {
+        union semun arg = { .val = (int)op->value };
+        return semctl(s->semid, (int)op->ids[0], SETVAL, arg) < 0 ? errno : 0;
+    }
     case OP_EXECVE:
         break;   /* run_ops makes it */
     }
@@ -857,7 +973,7 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
  * holds; returns only when the kernel refused it. */
 static int execve_self(long long pos, const struct state *s)
 {
-    int n = 9 + N_NS_FILES + 2 * s->n_children, i = 0;
+    int n = 11 + N_NS_FILES + 2 * s->n_children, i = 0;
     char **argv = calloc((size_t)n + 1, sizeof *argv);
     char *envp[] = { NULL };
     if (!argv)
@@ -871,6 +987,8 @@ static int execve_self(long long pos, const struct state *s)
     ARG("%d", s->sock);
     ARG("%d", s->opened);
     ARG("%d", s->shm_newest);   /* the process's segments outlive exec */
+    ARG("%d", s->msqid);
+    ARG("%d", s->semid);
     for (int f = 0; f < N_NS_FILES; f++)
         ARG("%d", s->ns_files[f]);
     ARG("%d", s->n_children);
@@ -920,7 +1038,7 @@ static int resume_main(int argc, char **argv)
     struct state s;
     state_init(&s);
     int k = 2;
-    if (argc < 9 + N_NS_FILES)
+    if (argc < 11 + N_NS_FILES)
         return 2;
     me = atoi(argv[k++]);
     long long pos = atoll(argv[k++]);
@@ -928,6 +1046,8 @@ static int resume_main(int argc, char **argv)
     s.sock = atoi(argv[k++]);
     s.opened = atoi(argv[k++]);
     s.shm_newest = atoi(argv[k++]);
+    s.msqid = atoi(argv[k++]);
+    s.semid = atoi(argv[k++]);
     for (int f = 0; f < N_NS_FILES; f++)
         s.ns_files[f] = atoi(argv[k++]);
     int n = atoi(argv[k++]);

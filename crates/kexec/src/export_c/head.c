@@ -16,8 +16,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -72,7 +74,15 @@ enum op_kind {
     OP_MQ_UNLINK,
     OP_SHMGET,          /* a private segment of value bytes */
     OP_SHM_LOCK,        /* SHM_LOCK of the newest segment the task made */
-    OP_SHM_UNLOCK       /* SHM_UNLOCK of the newest segment the task made */
+    OP_SHM_UNLOCK,      /* SHM_UNLOCK of the newest segment the task made */
+    OP_MSGGET,          /* key value, flags: IPC_CREAT... and the mode; the id kept */
+    OP_MSGSND,          /* value bytes, type 1, IPC_NOWAIT, to the kept queue */
+    OP_MSGRCV,          /* the oldest message into value bytes, IPC_NOWAIT; reports its size */
+    OP_MSGCTL,          /* flags: the command; IPC_STAT reports qnum, cbytes, qbytes */
+    OP_SEMGET,          /* key value, ids[0] semaphores, flags: IPC_CREAT... and the mode */
+    OP_SEMOP,           /* ids[0]: the semaphore, value: the operation, IPC_NOWAIT */
+    OP_SEMCTL,          /* ids[0]: the semaphore, flags: the command; GETVAL and IPC_STAT report */
+    OP_SEMCTL_SETVAL    /* ids[0]: the semaphore, value: the value */
 };
 
 struct op {

@@ -1,0 +1,298 @@
+//! The SysV message queue and semaphore calls: `msgget`, `msgsnd`,
+//! `msgrcv`, `msgctl`, `semget`, `semop` and `semctl`, each in the ipc
+//! namespace the task is in when it calls, with the permission checks
+//! that read credentials.
+//!
+//! Models ipc/msg.c (`ksys_msgget`, `do_msgsnd`, `do_msgrcv`,
+//! `ksys_msgctl`), ipc/sem.c (`ksys_semget`, `do_semtimedop`,
+//! `ksys_semctl`, `semctl_setval`) and ipc/util.c's `ipcget`, `ipcperms`
+//! (the owner's, group's or others' bits of the object's mode; the rest
+//! with CAP_IPC_OWNER over the namespace's owner) and
+//! `ipcctl_obtain_check` (IPC_RMID by the owner, the creator, or with
+//! CAP_SYS_ADMIN over the namespace's owner). The objects themselves are
+//! the `ipcns` crate's [`ipcns::msg`] and [`ipcns::sem`].
+
+use super::World;
+use crate::costs::SYSCALL;
+use crate::errno::Errno;
+use crate::ops::ipc_cmd;
+use crate::task::Task;
+use ipcns::msg::{MsgError, MsgQueue};
+use ipcns::sem::{SemArray, SemError, SEMVMX};
+use ipcns::util::{IpcObject, KernIpcPerm, Lookup, IPC_CREAT, MODE_MASK};
+use ipcns::IpcNamespace;
+use sim::ObjId;
+use std::sync::Arc;
+use sync::Ordering;
+use userns::caps::{CAP_IPC_OWNER, CAP_SYS_ADMIN};
+use userns::{ns_capable, Cred};
+
+/// `S_IRUGO` and `S_IWUGO`: what reading and changing an object ask.
+const READ: u64 = 0o444;
+const WRITE: u64 = 0o222;
+
+impl World {
+    /// `msgget(key, flags)`: the queue's id becomes the task's.
+    pub(super) fn msgget(&self, task: &Task, key: u64, flags: u64) -> Result<(), Errno> {
+        sim::point("msgget", ObjId::NONE, &SYSCALL);
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        let cred = task.cred();
+        let msg = ns.msg_ids();
+        let key = i64::try_from(key).map_err(|_| Errno::EINVAL)?;
+        let id = {
+            let _rwsem = msg.ids.rwsem.lock();
+            match msg.ids.ipcget(key, flags) {
+                Lookup::New => {
+                    let perm = new_perm(msg.ids.next_id(), key, flags, &cred)?;
+                    msg.newque(perm).ok_or(Errno::ENOSPC)?.perm.id
+                }
+                Lookup::Found(queue) => self.check_perms(&ns, &cred, &queue, flags)?,
+                Lookup::NoEntry => return Err(Errno::ENOENT),
+                Lookup::Exists => return Err(Errno::EEXIST),
+            }
+        };
+        task.own.lock().sysv_ids.msqid = Some(id);
+        Ok(())
+    }
+
+    /// `msgsnd` of `size` bytes without waiting to the task's queue.
+    pub(super) fn msgsnd(&self, task: &Task, size: u64) -> Result<(), Errno> {
+        sim::point("msgsnd", ObjId::NONE, &SYSCALL);
+        let (ns, queue) = self.task_queue(task)?;
+        if size > ns.msg_ids().msgmax.load(Ordering::Relaxed) {
+            return Err(Errno::EINVAL);
+        }
+        self.may(&ns, &task.cred(), &queue, WRITE)?;
+        let msgmax = ns.msg_ids().msgmax.load(Ordering::Relaxed);
+        queue.send(size, msgmax).map_err(msg_errno)
+    }
+
+    /// `msgrcv` of the oldest message without waiting into `size` bytes:
+    /// its size reported.
+    pub(super) fn msgrcv(&self, task: &Task, size: u64) -> Result<(), Errno> {
+        sim::point("msgrcv", ObjId::NONE, &SYSCALL);
+        let (ns, queue) = self.task_queue(task)?;
+        self.may(&ns, &task.cred(), &queue, READ)?;
+        let got = queue.receive(size).map_err(msg_errno)?;
+        task.own.lock().reported = vec![got];
+        Ok(())
+    }
+
+    /// `msgctl(cmd)` of the task's queue.
+    pub(super) fn msgctl(&self, task: &Task, cmd: u64) -> Result<(), Errno> {
+        sim::point("msgctl", ObjId::NONE, &SYSCALL);
+        if Some(cmd) == ipc_cmd("IPC_RMID") {
+            let ns = Arc::clone(&task.nsproxy().ipc_ns);
+            let msg = ns.msg_ids();
+            let _rwsem = msg.ids.rwsem.lock();
+            let (_, queue) = self.task_queue(task)?;
+            self.ipcctl_obtain_check(&ns, &task.cred(), &queue)?;
+            msg.freeque(&queue);
+            return Ok(());
+        }
+        let (ns, queue) = self.task_queue(task)?;
+        self.may(&ns, &task.cred(), &queue, READ)?;
+        let (qnum, cbytes) = queue.stat();
+        task.own.lock().reported = vec![qnum, cbytes, queue.qbytes];
+        Ok(())
+    }
+
+    /// `semget(key, nsems, flags)`: the set's id becomes the task's.
+    pub(super) fn semget(
+        &self,
+        task: &Task,
+        key: u64,
+        nsems: u64,
+        flags: u64,
+    ) -> Result<(), Errno> {
+        sim::point("semget", ObjId::NONE, &SYSCALL);
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        let cred = task.cred();
+        let sem = ns.sem_ids();
+        if nsems > sem.semmsl.load(Ordering::Relaxed) {
+            return Err(Errno::EINVAL);
+        }
+        let key = i64::try_from(key).map_err(|_| Errno::EINVAL)?;
+        let id = {
+            let _rwsem = sem.ids.rwsem.lock();
+            match sem.ids.ipcget(key, flags) {
+                Lookup::New if nsems == 0 => return Err(Errno::EINVAL),
+                Lookup::New => {
+                    let perm = new_perm(sem.ids.next_id(), key, flags, &cred)?;
+                    sem.newary(perm, nsems).ok_or(Errno::ENOSPC)?.perm.id
+                }
+                // sem_more_checks comes before the permissions.
+                Lookup::Found(set) if nsems > set.nsems() => return Err(Errno::EINVAL),
+                Lookup::Found(set) => self.check_perms(&ns, &cred, &set, flags)?,
+                Lookup::NoEntry => return Err(Errno::ENOENT),
+                Lookup::Exists => return Err(Errno::EEXIST),
+            }
+        };
+        task.own.lock().sysv_ids.semid = Some(id);
+        Ok(())
+    }
+
+    /// `semop` of one operation without waiting on the task's set.
+    pub(super) fn semop(&self, task: &Task, num: u64, op: i64) -> Result<(), Errno> {
+        sim::point("semop", ObjId::NONE, &SYSCALL);
+        let (ns, set) = self.task_set(task)?;
+        if num >= set.nsems() {
+            return Err(Errno::EFBIG);
+        }
+        let asks = if op == 0 { READ } else { WRITE };
+        self.may(&ns, &task.cred(), &set, asks)?;
+        set.semop(num, op).map_err(sem_errno)
+    }
+
+    /// `semctl(num, cmd)` of the task's set.
+    pub(super) fn semctl(&self, task: &Task, num: u64, cmd: u64) -> Result<(), Errno> {
+        sim::point("semctl", ObjId::NONE, &SYSCALL);
+        if Some(cmd) == ipc_cmd("IPC_RMID") {
+            let ns = Arc::clone(&task.nsproxy().ipc_ns);
+            let sem = ns.sem_ids();
+            let _rwsem = sem.ids.rwsem.lock();
+            let (_, set) = self.task_set(task)?;
+            self.ipcctl_obtain_check(&ns, &task.cred(), &set)?;
+            sem.freeary(&set);
+            return Ok(());
+        }
+        let (ns, set) = self.task_set(task)?;
+        self.may(&ns, &task.cred(), &set, READ)?;
+        let reported = if Some(cmd) == ipc_cmd("GETVAL") {
+            let value = set.getval(num).map_err(|_| Errno::EINVAL)?;
+            u64::try_from(value).unwrap_or(0)
+        } else {
+            set.nsems()
+        };
+        task.own.lock().reported = vec![reported];
+        Ok(())
+    }
+
+    /// `semctl(num, SETVAL, value)` of the task's set.
+    pub(super) fn semctl_setval(&self, task: &Task, num: u64, value: u64) -> Result<(), Errno> {
+        sim::point("semctl", ObjId::NONE, &SYSCALL);
+        if value > SEMVMX as u64 {
+            return Err(Errno::ERANGE);
+        }
+        let (ns, set) = self.task_set(task)?;
+        if num >= set.nsems() {
+            return Err(Errno::EINVAL);
+        }
+        self.may(&ns, &task.cred(), &set, WRITE)?;
+        set.setval(num, value).map_err(sem_errno)
+    }
+
+    /// The queue the task's last `msgget` id names in its ipc namespace
+    /// now (`ipc_obtain_object_check`), or EINVAL.
+    fn task_queue(&self, task: &Task) -> Result<(Arc<IpcNamespace>, Arc<MsgQueue>), Errno> {
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        let id = task.own.lock().sysv_ids.msqid.ok_or(Errno::EINVAL)?;
+        let queue = ns.msg_ids().ids.obtain_object_check(id);
+        let queue = queue.ok_or(Errno::EINVAL)?;
+        sim::touch(queue.obj, "ipc_obtain_object_check");
+        Ok((ns, queue))
+    }
+
+    /// The set the task's last `semget` id names in its ipc namespace now.
+    fn task_set(&self, task: &Task) -> Result<(Arc<IpcNamespace>, Arc<SemArray>), Errno> {
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        let id = task.own.lock().sysv_ids.semid.ok_or(Errno::EINVAL)?;
+        let set = ns.sem_ids().ids.obtain_object_check(id);
+        let set = set.ok_or(Errno::EINVAL)?;
+        sim::touch(set.obj, "ipc_obtain_object_check");
+        Ok((ns, set))
+    }
+
+    /// `ipc_check_perms` of an object a key found: the mode bits of
+    /// `flags` it grants (EACCES), then its id.
+    fn check_perms(
+        &self,
+        ns: &IpcNamespace,
+        cred: &Cred,
+        object: &(impl IpcObject + ?Sized),
+        flags: u64,
+    ) -> Result<i32, Errno> {
+        self.may(ns, cred, object, flags & MODE_MASK)?;
+        Ok(object.perm().id)
+    }
+
+    /// `ipcperms`: EACCES unless the object's mode grants the caller, as
+    /// its owner or creator, in its group, or other, every bit `asks`
+    /// asks of any class, or the caller has CAP_IPC_OWNER over the
+    /// namespace's owner.
+    fn may(
+        &self,
+        ns: &IpcNamespace,
+        cred: &Cred,
+        object: &(impl IpcObject + ?Sized),
+        asks: u64,
+    ) -> Result<(), Errno> {
+        let perm = object.perm();
+        let requested = (asks >> 6) | (asks >> 3) | asks;
+        let granted = if cred.euid == perm.cuid || cred.euid == perm.uid {
+            perm.mode >> 6
+        } else if cred.in_group_p(perm.cgid) || cred.in_group_p(perm.gid) {
+            perm.mode >> 3
+        } else {
+            perm.mode
+        };
+        let owner = ns.owner().unwrap_or(&self.userns.init);
+        if requested & !granted & 0o7 != 0 && !ns_capable(cred, owner, CAP_IPC_OWNER) {
+            return Err(Errno::EACCES);
+        }
+        Ok(())
+    }
+
+    /// `ipcctl_obtain_check` for IPC_RMID: the caller's euid owns or made
+    /// the object, or it has CAP_SYS_ADMIN over the namespace's owner;
+    /// else EPERM.
+    fn ipcctl_obtain_check(
+        &self,
+        ns: &IpcNamespace,
+        cred: &Cred,
+        object: &(impl IpcObject + ?Sized),
+    ) -> Result<(), Errno> {
+        let perm = object.perm();
+        let owner = ns.owner().unwrap_or(&self.userns.init);
+        if cred.euid == perm.cuid || cred.euid == perm.uid || ns_capable(cred, owner, CAP_SYS_ADMIN)
+        {
+            Ok(())
+        } else {
+            Err(Errno::EPERM)
+        }
+    }
+}
+
+/// The permission record of a new object: `next` its id (ENOSPC when the
+/// ids are full), the caller's euid and egid its owner and creator, the
+/// mode bits of `flags` its mode (`IPC_CREAT` is not kept).
+fn new_perm(next: Option<i32>, key: i64, flags: u64, cred: &Cred) -> Result<KernIpcPerm, Errno> {
+    let id = next.ok_or(Errno::ENOSPC)?;
+    debug_assert!(flags & IPC_CREAT != 0 || key == ipcns::util::IPC_PRIVATE);
+    Ok(KernIpcPerm {
+        key,
+        id,
+        uid: cred.euid,
+        gid: cred.egid,
+        cuid: cred.euid,
+        cgid: cred.egid,
+        mode: flags & MODE_MASK,
+    })
+}
+
+fn msg_errno(e: MsgError) -> Errno {
+    match e {
+        MsgError::TooLong => Errno::EINVAL,
+        MsgError::Full => Errno::EAGAIN,
+        MsgError::Empty => Errno::ENOMSG,
+        MsgError::TooBig => Errno::E2BIG,
+    }
+}
+
+fn sem_errno(e: SemError) -> Errno {
+    match e {
+        SemError::NoSuchSemaphore => Errno::EINVAL,
+        SemError::WouldWait => Errno::EAGAIN,
+        SemError::OutOfRange => Errno::ERANGE,
+    }
+}
