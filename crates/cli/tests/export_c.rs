@@ -297,8 +297,9 @@ fn message_queues_print_what_the_model_reports() {
     );
 }
 
-/// SysV message queues and semaphore sets: every call's errors, keys in
-/// two ipc namespaces, and the permissions of another user and of root.
+/// SysV message queues, semaphore sets and keyed segments: every call's
+/// errors, keys in two ipc namespaces, the permissions of another user
+/// and of root, attachments across a fork and the namespace one holds.
 #[test]
 fn sysv_message_queues_and_semaphores_print_what_the_model_reports() {
     for (test, scenario) in [
@@ -309,6 +310,11 @@ fn sysv_message_queues_and_semaphores_print_what_the_model_reports() {
             "sim-scenarios/sysvipc-keys-per-namespace.toml",
         ),
         ("sysv_permissions", "sim-scenarios/sysvipc-permissions.toml"),
+        ("shm_attach", "sim-scenarios/sysvipc-shm-attach.toml"),
+        (
+            "attachment_holds_namespace",
+            "sim-scenarios/sysvipc-shm-attachment-holds-namespace.toml",
+        ),
     ] {
         check_on_kernel(test, scenario, 2);
     }

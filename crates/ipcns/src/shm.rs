@@ -1,12 +1,17 @@
-//! SysV shared memory segments of an ipc namespace, as far as their
-//! lifetime goes: made by `shmget`, remembered on their creator's list
-//! (`task->sysvshm.shm_clist`), destroyed by the creator's exit when
-//! `kernel.shm_rmid_forced` is set, or with their namespace.
+//! SysV shared memory segments of an ipc namespace and their lifetime:
+//! made or found by key by `shmget`, remembered on their creator's list
+//! (`task->sysvshm.shm_clist`), attached by `shmat` (each attachment's
+//! file holds the namespace it was looked up in), removed by
+//! `shmctl(IPC_RMID)` (at once, or once the last attachment goes, the key
+//! made private meanwhile), destroyed by the creator's exit when
+//! `kernel.shm_rmid_forced` is set and nothing is attached, or with their
+//! namespace.
 //!
-//! Models ipc/shm.c: `newseg`, `shm_rmid`/`shm_destroy`, `shm_exit_ns`
-//! (through `free_ipcs`), `exit_shm` and `shm_destroy_orphaned`. No
-//! segment is ever attached (`shm_nattch` is 0), so `shm_may_destroy`
-//! is the namespace's `shm_rmid_forced` alone.
+//! Models ipc/shm.c: `newseg`, `shm_more_checks`, `do_shmat`,
+//! `shm_open`/`shm_close` (a mapping copied by fork, dropped by `shmdt`,
+//! exec or exit), `shm_release`, `do_shm_rmid`, `shm_may_destroy`,
+//! `shm_rmid`/`shm_destroy`, `shm_exit_ns` (through `free_ipcs`),
+//! `exit_shm` and `shm_destroy_orphaned`.
 //!
 //! Until "shm: extend forced shm destroy to support objects from several
 //! IPC nses" (v5.16, [`crate::IpcPatches::shm_own_namespace`]) `exit_shm` destroyed
@@ -19,24 +24,28 @@
 //! removal unlinks it from its creator's list under the creator's lock.
 
 use crate::charge::RlimitCharge;
+use crate::util::{ipcid_to_idx, IpcIds, IpcObject, KernIpcPerm, IPC_PRIVATE};
 use crate::{Ipc, IpcNamespace};
 use sim::{HostMutex, ObjId};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use ucounts::{RlimitType, Ucounts};
 
 /// `PAGE_SIZE` on x86-64: RLIMIT_MEMLOCK counts locked pages.
 pub const PAGE_SIZE: u64 = 4096;
 
+/// `SHMMNI`: a new namespace's `kernel.shmmni` (segments).
+pub const SHMMNI: u64 = 4_096;
+
 /// One segment (`struct shmid_kernel`).
 pub struct ShmSeg {
     pub obj: ObjId,
-    /// Its index in its namespace's ids (`ipcid_to_idx`).
-    pub idx: u32,
-    /// Its size in bytes, and its creator's euid (`shm_perm.cuid`).
+    /// Its key when made, id, owner, creator and mode.
+    pub perm: KernIpcPerm,
+    /// Its size in bytes (`shm_segsz`).
     pub size: u64,
-    pub cuid: u32,
+    /// What attachments and `IPC_RMID` change.
+    state: HostMutex<SegState>,
     /// Set by `SHM_LOCK`: the pages charged, and to what.
     mlock: HostMutex<Option<(i64, RlimitCharge)>>,
     /// `shp->ns` (v5.16; not refcounted): the namespace it was made in.
@@ -44,6 +53,51 @@ pub struct ShmSeg {
     /// `shp->shm_creator`'s list, while the creator is alive and the
     /// segment on it.
     creator: HostMutex<Option<Arc<ShmClist>>>,
+}
+
+/// A segment's key now, attachments and `SHM_DEST`.
+struct SegState {
+    key: i64,
+    nattch: u64,
+    dest: bool,
+}
+
+impl IpcObject for ShmSeg {
+    fn perm(&self) -> &KernIpcPerm {
+        &self.perm
+    }
+
+    fn key(&self) -> i64 {
+        self.state.lock().key
+    }
+}
+
+impl ShmSeg {
+    /// `shm_segsz` and `shm_nattch` (IPC_STAT).
+    pub fn stat(&self) -> (u64, u64) {
+        (self.size, self.state.lock().nattch)
+    }
+
+    /// The index its id names in its namespace's ids.
+    fn idx(&self) -> u32 {
+        ipcid_to_idx(self.perm.id)
+    }
+
+    /// `shm_may_destroy` under the namespace whose `shm_rmid_forced` is
+    /// `forced`: nothing attached, and removed or forced.
+    fn may_destroy(&self, forced: bool) -> bool {
+        let state = self.state.lock();
+        state.nattch == 0 && (forced || state.dest)
+    }
+}
+
+/// The file of an attachment (`struct shm_file_data`): the segment, the
+/// namespace it was looked up in (referenced until the file goes,
+/// `shm_release`), and the mappings of it (a fork copies them).
+pub struct ShmFile {
+    pub seg: Arc<ShmSeg>,
+    ns: Arc<IpcNamespace>,
+    maps: AtomicU64,
 }
 
 /// A task's `sysvshm.shm_clist`: the segments it created, with the lock
@@ -68,28 +122,27 @@ impl ShmClist {
     fn first(&self) -> Option<Arc<ShmSeg>> {
         self.segs.lock().first().cloned()
     }
-
-    /// The newest segment still on the list.
-    pub fn newest(&self) -> Option<Arc<ShmSeg>> {
-        self.segs.lock().last().cloned()
-    }
 }
 
 /// An ipc namespace's shm ids (`shm_ids(ns)`: the idr and its rwsem) and
-/// its `kernel.shm_rmid_forced`.
+/// its `kernel.shm_rmid_forced` and `kernel.shmmni`.
 pub struct ShmIds {
-    pub rwsem: sync::Mutex<()>,
-    idr: HostMutex<BTreeMap<u32, Arc<ShmSeg>>>,
+    pub ids: IpcIds<ShmSeg>,
     pub rmid_forced: AtomicBool,
+    pub shmmni: AtomicU64,
 }
 
 impl ShmIds {
     fn new() -> ShmIds {
         ShmIds {
-            rwsem: sync::Mutex::new("shm_ids(ns).rwsem", ()),
-            idr: HostMutex::new("shm_ids(ns) idr", BTreeMap::new()),
+            ids: IpcIds::new("shm_ids(ns).rwsem"),
             rmid_forced: AtomicBool::new(false),
+            shmmni: AtomicU64::new(SHMMNI),
         }
+    }
+
+    fn forced(&self) -> bool {
+        self.rmid_forced.load(Ordering::Relaxed)
     }
 }
 
@@ -101,7 +154,7 @@ impl IpcNamespace {
 
     /// Segments the namespace lists (for checkers and reports).
     pub fn peek_segments(&self) -> usize {
-        self.shm.get().map_or(0, |ids| ids.idr.lock().len())
+        self.shm.get().map_or(0, |ids| ids.ids.in_use())
     }
 
     /// The ucounts entries its locked segments hold (for checkers).
@@ -109,46 +162,111 @@ impl IpcNamespace {
         let Some(ids) = self.shm.get() else {
             return Vec::new();
         };
-        let segs: Vec<Arc<ShmSeg>> = ids.idr.lock().values().cloned().collect();
-        segs.iter()
+        ids.ids
+            .all()
+            .iter()
             .filter_map(|s| s.mlock.lock().as_ref()?.1.ucounts().cloned())
             .collect()
-    }
-
-    /// Whether `seg` is listed here (its id found by a lookup in this
-    /// namespace).
-    pub fn lists_segment(&self, seg: &Arc<ShmSeg>) -> bool {
-        self.shm.get().is_some_and(|ids| {
-            ids.idr
-                .lock()
-                .get(&seg.idx)
-                .is_some_and(|s| Arc::ptr_eq(s, seg))
-        })
     }
 }
 
 impl Ipc {
-    /// `newseg`: a segment of `size` bytes by `cuid` in `ns` (under its
-    /// ids' rwsem), on `clist`.
-    pub fn newseg(&self, ns: &Arc<IpcNamespace>, clist: &Arc<ShmClist>, size: u64, cuid: u32) {
+    /// `newseg`: a segment of `size` bytes with `perm` (whose id is the
+    /// next one) in `ns`, on `clist`; the caller holds the ids' rwsem.
+    /// `None` (ENOSPC) at `kernel.shmmni` segments.
+    pub fn newseg(
+        &self,
+        ns: &Arc<IpcNamespace>,
+        clist: &Arc<ShmClist>,
+        perm: KernIpcPerm,
+        size: u64,
+    ) -> Option<Arc<ShmSeg>> {
         let ids = ns.shm_ids();
-        let _rwsem = ids.rwsem.lock();
-        // ipc_addid takes the lowest free index.
-        let idx = (0..)
-            .find(|i| !ids.idr.lock().contains_key(i))
-            .expect("a free index");
+        if ids.ids.in_use() as u64 >= ids.shmmni.load(Ordering::Relaxed) {
+            return None;
+        }
         let seg = Arc::new(ShmSeg {
             obj: sim::new_object("shmid_kernel"),
-            idx,
+            state: HostMutex::new(
+                "shp->shm_perm",
+                SegState {
+                    key: perm.key,
+                    nattch: 0,
+                    dest: false,
+                },
+            ),
+            perm,
             size,
-            cuid,
             mlock: HostMutex::new("shp->mlock_ucounts", None),
             ns: Arc::downgrade(ns),
             creator: HostMutex::new("shp->shm_creator", Some(Arc::clone(clist))),
         });
-        ids.idr.lock().insert(idx, Arc::clone(&seg));
+        ids.ids.ipc_addid(Arc::clone(&seg));
         let _task_lock = self.patches.shm_own_namespace.then(|| clist.lock.lock());
-        clist.segs.lock().push(seg);
+        clist.segs.lock().push(Arc::clone(&seg));
+        Some(seg)
+    }
+
+    /// `do_shmat` of `seg`, looked up in `ns`: one more attachment, whose
+    /// file references `ns`.
+    pub fn shm_attach(&self, ns: &Arc<IpcNamespace>, seg: &Arc<ShmSeg>) -> Arc<ShmFile> {
+        let _rwsem = ns.shm_ids().ids.rwsem.lock();
+        sim::touch(seg.obj, "do_shmat");
+        seg.state.lock().nattch += 1;
+        ns.get();
+        Arc::new(ShmFile {
+            seg: Arc::clone(seg),
+            ns: Arc::clone(ns),
+            maps: AtomicU64::new(1),
+        })
+    }
+
+    /// `shm_open` of a mapping a fork copies: one more attachment of the
+    /// same file.
+    pub fn shm_open(&self, file: &ShmFile) {
+        sim::touch(file.seg.obj, "shm_open");
+        file.seg.state.lock().nattch += 1;
+        file.maps.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `shm_close` of one mapping (`shmdt`, exec, exit): one attachment
+    /// less, the segment destroyed if that may destroy it, and the
+    /// file's reference on its namespace put with its last mapping
+    /// (`shm_release`).
+    pub fn shm_close(&self, file: &ShmFile) {
+        let ns = &file.ns;
+        let ids = ns.shm_ids();
+        {
+            let _rwsem = ids.ids.rwsem.lock();
+            sim::touch(file.seg.obj, "shm_close");
+            file.seg.state.lock().nattch -= 1;
+            let valid = ids
+                .ids
+                .at_index(file.seg.idx())
+                .is_some_and(|s| Arc::ptr_eq(&s, &file.seg));
+            if valid && file.seg.may_destroy(ids.forced()) {
+                self.shm_destroy(ns, &file.seg);
+            }
+        }
+        if file.maps.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.put_ipc_ns(Arc::clone(ns));
+        }
+    }
+
+    /// `do_shm_rmid` of `seg` in `ns` (the caller holds the ids' rwsem):
+    /// destroyed when nothing is attached; else marked `SHM_DEST` with
+    /// its key made private, to go with its last attachment.
+    pub fn do_shm_rmid(&self, ns: &IpcNamespace, seg: &ShmSeg) {
+        sim::touch(seg.obj, "do_shm_rmid");
+        {
+            let mut state = seg.state.lock();
+            if state.nattch > 0 {
+                state.dest = true;
+                state.key = IPC_PRIVATE;
+                return;
+            }
+        }
+        self.shm_destroy(ns, seg);
     }
 
     /// `shm_destroy` of `seg` through `ns` (whose rwsem the caller holds):
@@ -163,7 +281,7 @@ impl Ipc {
             clist.unlink(seg);
         }
         // ipc_rmid: whatever `ns` has at that index goes.
-        ns.shm_ids().idr.lock().remove(&seg.idx);
+        ns.shm_ids().ids.ipc_rmid(seg);
         self.user_shm_unlock(seg);
         sim::free_object(seg.obj);
     }
@@ -217,11 +335,9 @@ impl Ipc {
         let Some(ids) = ns.shm.get() else {
             return;
         };
-        let _rwsem = ids.rwsem.lock();
-        loop {
-            let Some(seg) = ids.idr.lock().values().next().cloned() else {
-                break;
-            };
+        let _rwsem = ids.ids.rwsem.lock();
+        // An attachment holds the namespace: nothing is attached here.
+        while let Some(seg) = ids.ids.all().into_iter().next() {
             sim::touch(seg.obj, "free_ipcs");
             self.shm_destroy(ns, &seg);
         }
@@ -239,14 +355,14 @@ impl Ipc {
             return self.exit_shm_own_namespace(clist);
         }
         let ids = current.shm_ids();
-        let forced = ids.rmid_forced.load(Ordering::Relaxed);
-        let _rwsem = ids.rwsem.lock();
+        let forced = ids.forced();
+        let _rwsem = ids.ids.rwsem.lock();
         let segs = std::mem::take(&mut *clist.segs.lock());
         for seg in segs {
             // shp->shm_creator = NULL
             sim::touch(seg.obj, "exit_shm: shp->shm_creator");
             *seg.creator.lock() = None;
-            if forced {
+            if forced && seg.may_destroy(forced) {
                 self.shm_destroy(current, &seg);
             }
         }
@@ -265,7 +381,7 @@ impl Ipc {
             let ns = seg
                 .ns
                 .upgrade()
-                .filter(|ns| ns.shm_ids().rmid_forced.load(Ordering::Relaxed))
+                .filter(|ns| ns.shm_ids().forced())
                 .filter(|ns| ns.get_not_zero());
             clist.unlink(&seg);
             *seg.creator.lock() = None;
@@ -274,13 +390,12 @@ impl Ipc {
                 continue;
             };
             let ids = ns.shm_ids();
-            let rwsem = ids.rwsem.lock();
+            let rwsem = ids.ids.rwsem.lock();
             let valid = ids
-                .idr
-                .lock()
-                .get(&seg.idx)
-                .is_some_and(|s| Arc::ptr_eq(s, &seg));
-            if valid {
+                .ids
+                .at_index(seg.idx())
+                .is_some_and(|s| Arc::ptr_eq(&s, &seg));
+            if valid && seg.may_destroy(ids.forced()) {
                 self.shm_destroy(&ns, &seg);
             }
             drop(rwsem);
@@ -292,13 +407,12 @@ impl Ipc {
     /// segments of `ns` whose creator is gone are destroyed.
     pub fn shm_destroy_orphaned(&self, ns: &IpcNamespace) {
         let ids = ns.shm_ids();
-        let _rwsem = ids.rwsem.lock();
+        let _rwsem = ids.ids.rwsem.lock();
         let orphans: Vec<Arc<ShmSeg>> = ids
-            .idr
-            .lock()
-            .values()
-            .filter(|s| s.creator.lock().is_none())
-            .cloned()
+            .ids
+            .all()
+            .into_iter()
+            .filter(|s| s.creator.lock().is_none() && s.may_destroy(true))
             .collect();
         for seg in orphans {
             self.shm_destroy(ns, &seg);

@@ -27,6 +27,10 @@ pub const IPC_CREAT: u64 = 0o1000;
 pub const IPC_EXCL: u64 = 0o2000;
 /// The permission bits of a `*get` flag word and of an object's mode.
 pub const MODE_MASK: u64 = 0o777;
+/// `S_IRUGO` and `S_IWUGO`: what reading and changing an object ask of
+/// its mode.
+pub const S_IRUGO: u64 = 0o444;
+pub const S_IWUGO: u64 = 0o222;
 /// `IPCMNI`: indexes per ids, and the multiplier of the sequence number.
 pub const IPCMNI: u32 = 32_768;
 
@@ -41,6 +45,23 @@ pub struct KernIpcPerm {
     pub cuid: u32,
     pub cgid: u32,
     pub mode: u64,
+}
+
+impl KernIpcPerm {
+    /// The record of a new object of `key` with id `id` by a caller of
+    /// euid and egid `euid`, `egid` (its owner and creator), the mode bits
+    /// of `flags` its mode (`ipc_addid`, and each kind's `new*`).
+    pub fn new(key: i64, id: i32, flags: u64, euid: u32, egid: u32) -> KernIpcPerm {
+        KernIpcPerm {
+            key,
+            id,
+            uid: euid,
+            gid: egid,
+            cuid: euid,
+            cgid: egid,
+            mode: flags & MODE_MASK,
+        }
+    }
 }
 
 /// What a `*get` of a key found or was told to make (`ipcget_public`).
@@ -59,11 +80,21 @@ pub enum Lookup<T> {
 /// An object that lives in [`IpcIds`].
 pub trait IpcObject {
     fn perm(&self) -> &KernIpcPerm;
+
+    /// The key a look-up finds it by now (a segment removed while
+    /// attached has `IPC_PRIVATE`).
+    fn key(&self) -> i64 {
+        self.perm().key
+    }
 }
 
 impl<T: IpcObject> IpcObject for Arc<T> {
     fn perm(&self) -> &KernIpcPerm {
         (**self).perm()
+    }
+
+    fn key(&self) -> i64 {
+        (**self).key()
     }
 }
 
@@ -106,11 +137,7 @@ impl<T: IpcObject> IpcIds<T> {
     }
 
     fn ipc_findkey(&self, key: i64) -> Option<Arc<T>> {
-        self.idr
-            .lock()
-            .values()
-            .find(|o| o.perm().key == key)
-            .cloned()
+        self.idr.lock().values().find(|o| o.key() == key).cloned()
     }
 
     /// The id the next object gets (`ipc_idr_alloc`): the first free index
@@ -159,8 +186,18 @@ impl<T: IpcObject> IpcIds<T> {
         self.idr.lock().remove(&idx);
     }
 
-    /// Every object, in index order (for `free_ipcs` at the namespace's
-    /// end).
+    /// The object at index `idx`, whatever its id.
+    pub fn at_index(&self, idx: u32) -> Option<Arc<T>> {
+        self.idr.lock().get(&idx).cloned()
+    }
+
+    /// Every object, in index order.
+    pub fn all(&self) -> Vec<Arc<T>> {
+        self.idr.lock().values().cloned().collect()
+    }
+
+    /// Every object, in index order, taken out (for `free_ipcs` at the
+    /// namespace's end).
     pub fn take_all(&self) -> Vec<Arc<T>> {
         std::mem::take(&mut *self.idr.lock())
             .into_values()

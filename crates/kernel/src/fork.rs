@@ -132,6 +132,11 @@ impl World {
             inherited.opened_map = own.opened_map.clone();
             inherited.sysv_ids = own.sysv_ids;
         }
+        // `dup_mmap`: the image's SysV attachments are the child's too.
+        for file in &own.shm_maps {
+            self.ipc.shm_open(file);
+        }
+        child.own.lock().shm_maps = own.shm_maps.clone();
         procs.fork_committed(&parent_cred, own, &cred, pid);
         Ok(Arc::new(child))
     }

@@ -242,6 +242,7 @@ impl World {
         if let Some(mm) = task.replace_mm(None) {
             self.userns.put_user_ns(&mm.user_ns);
         }
+        self.shm_detach_all(task);
         self.exit_shm(task);
         self.close_all_kept(task);
         self.mq_close_all(task);

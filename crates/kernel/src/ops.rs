@@ -61,8 +61,8 @@ pub const IPC_FLAGS: &[(&str, u64)] = &[
 /// The commands an [`ArgKind::IpcCmd`] argument names: each with its
 /// value and the ops that take it.
 pub const IPC_CMDS: &[(&str, u64, &[&str])] = &[
-    ("IPC_RMID", 0, &["msgctl", "semctl"]),
-    ("IPC_STAT", 2, &["msgctl", "semctl"]),
+    ("IPC_RMID", 0, &["msgctl", "semctl", "shmctl"]),
+    ("IPC_STAT", 2, &["msgctl", "semctl", "shmctl"]),
     ("GETVAL", 12, &["semctl"]),
 ];
 
@@ -647,21 +647,54 @@ declare_ops! {
         "shmget(2) of a new private SysV shared memory segment of SIZE bytes in the task's ipc namespace, which the task's exit destroys where kernel.shm_rmid_forced is set (an unshare(CLONE_NEWIPC) likewise for the namespace it leaves), and the namespace's free otherwise"
         kernel: ["ksys_shmget (ipc/shm.c)", "newseg (ipc/shm.c)", "exit_shm (ipc/shm.c)"]
         errors: [(EINVAL, "SIZE is 0")];
-    /// `shmctl(id, SHM_LOCK)` of the task's newest segment.
+    /// `shmget(key, size, flags)`.
+    ShmgetKey = "shmget_key" { key: u64 = Int, size: u64 = Int, flags: u64 = IpcFlags }
+        "shmget(2) of the SysV shared memory segment of KEY (0 is IPC_PRIVATE: always a new one) of SIZE bytes in the task's ipc namespace, FLAGS as msgget's; a new segment goes on the task's list as shmget's do. The task's later shmat and shmctl use the segment it returns (as they do after shmget; a child that acts starts with its parent's)"
+        kernel: ["ksys_shmget (ipc/shm.c)", "ipcget (ipc/util.c)", "newseg (ipc/shm.c)", "shm_more_checks (ipc/shm.c)"]
+        errors: [
+            (EINVAL, "a new segment of SIZE 0, or SIZE above the size of the segment KEY names"),
+            (ENOENT, "no segment of the namespace has KEY and FLAGS has no IPC_CREAT"),
+            (EEXIST, "a segment has KEY and FLAGS has IPC_CREAT and IPC_EXCL"),
+            (EACCES, "a segment has KEY and its mode grants the task not every permission FLAGS's mode asks, and the task has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (ENOSPC, "a new segment, and the namespace has kernel.shmmni (4096) segments"),
+        ];
+    /// `shmat(id, NULL, 0)`.
+    Shmat = "shmat" {}
+        "shmat(2) of the segment of the task's last shmget or shmget_key, for reading and writing: one more attachment (shm_nattch), which forks copy and shmdt, execve and exit drop, and whose file holds the ipc namespace the segment was looked up in until its last mapping goes"
+        kernel: ["do_shmat (ipc/shm.c)", "shm_open (ipc/shm.c)"]
+        errors: [
+            (EINVAL, "the id of the task's last shmget names no segment of its ipc namespace"),
+            (EACCES, "the segment's mode grants the task not both read and write permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+        ];
+    /// `shmdt(addr)` of the task's newest attachment.
+    Shmdt = "shmdt" {}
+        "shmdt(2) of the task's newest attachment: a segment removed meanwhile (IPC_RMID), or whose namespace has kernel.shm_rmid_forced set and whose creator is gone, is destroyed with its last attachment"
+        kernel: ["ksys_shmdt (ipc/shm.c)", "shm_close (ipc/shm.c)", "shm_may_destroy (ipc/shm.c)"]
+        errors: [(EINVAL, "the task has no attachment")];
+    /// `shmctl(id, cmd)`.
+    Shmctl = "shmctl" { cmd: u64 = IpcCmd [label] }
+        "shmctl(2) of the segment of the task's last shmget or shmget_key: IPC_STAT reports its size and attachments (shm_segsz, shm_nattch); IPC_RMID destroys it when nothing is attached, else marks it to go with its last attachment and makes its key private (a look-up by key no longer finds it; its id still works)"
+        kernel: ["ksys_shmctl (ipc/shm.c)", "shmctl_stat (ipc/shm.c)", "do_shm_rmid (ipc/shm.c)", "ipcctl_obtain_check (ipc/util.c)"]
+        errors: [
+            (EINVAL, "the id of the task's last shmget names no segment of its ipc namespace"),
+            (EACCES, "IPC_STAT, and the segment's mode grants the task no read permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (EPERM, "IPC_RMID by a task whose euid neither owns nor made the segment, without CAP_SYS_ADMIN over the ipc namespace's owner"),
+        ];
+    /// `shmctl(id, SHM_LOCK)` of the task's last segment.
     ShmLock = "shm_lock" {}
-        "shmctl(2) SHM_LOCK of the newest segment the task made (with shmget) that is still on its list, looked up in the task's ipc namespace: its pages are charged to the task's user against RLIMIT_MEMLOCK until the segment is destroyed"
+        "shmctl(2) SHM_LOCK of the segment of the task's last shmget or shmget_key, looked up in the task's ipc namespace: its pages are charged to the task's user against RLIMIT_MEMLOCK until the segment is destroyed"
         kernel: ["shmctl_do_lock (ipc/shm.c)", "user_shm_lock (mm/mlock.c)", "inc_rlimit_ucounts (kernel/ucount.c)"]
         errors: [
-            (EINVAL, "the task made no segment that is still on its list and in its ipc namespace"),
+            (EINVAL, "the id of the task's last shmget names no segment of its ipc namespace"),
             (EPERM, "no CAP_IPC_LOCK over the ipc namespace's owner, and the task's euid did not make the segment or its RLIMIT_MEMLOCK is 0"),
             (ENOMEM, "the segment's pages would take the task's user over RLIMIT_MEMLOCK (counted in pages; CAP_IPC_LOCK in the initial user namespace lifts the limit)"),
         ];
-    /// `shmctl(id, SHM_UNLOCK)` of the task's newest segment.
+    /// `shmctl(id, SHM_UNLOCK)` of the task's last segment.
     ShmUnlock = "shm_unlock" {}
-        "shmctl(2) SHM_UNLOCK of the newest segment the task made (with shmget) that is still on its list, looked up in the task's ipc namespace: a locked segment's pages are uncharged from the user that locked it; an unlocked one is left as it is (ok)"
+        "shmctl(2) SHM_UNLOCK of the segment of the task's last shmget or shmget_key, looked up in the task's ipc namespace: a locked segment's pages are uncharged from the user that locked it; an unlocked one is left as it is (ok)"
         kernel: ["shmctl_do_lock (ipc/shm.c)", "user_shm_unlock (mm/mlock.c)", "dec_rlimit_ucounts (kernel/ucount.c)"]
         errors: [
-            (EINVAL, "the task made no segment that is still on its list and in its ipc namespace"),
+            (EINVAL, "the id of the task's last shmget names no segment of its ipc namespace"),
             (EPERM, "no CAP_IPC_LOCK over the ipc namespace's owner, and the task's euid did not make the segment"),
         ];
     /// Write `/proc/sys/kernel/shm_rmid_forced` of the task's ipc namespace.

@@ -1,11 +1,15 @@
-//! SysV shared memory, as far as a segment's lifetime goes: `shmget`
-//! makes one in the task's ipc namespace and puts it on the task's list
-//! of segments it created; `exit_shm` (at exit, and at an
-//! `unshare(CLONE_NEWIPC)` for the namespace left) destroys them where
-//! `kernel.shm_rmid_forced` is set, or orphans them; a namespace's free
-//! destroys what it still lists.
+//! SysV shared memory calls: `shmget` makes or finds a segment by key in
+//! the task's ipc namespace (a new one goes on the task's list of
+//! segments it created), and the task keeps its id, which `shmat`,
+//! `shmctl` and the SHM_LOCK paths look up in the namespace the task is
+//! in then; `shmdt`, exec and exit drop attachments; `exit_shm` (at exit,
+//! and at an `unshare(CLONE_NEWIPC)` for the namespace left) destroys the
+//! task's segments where `kernel.shm_rmid_forced` is set and nothing is
+//! attached, or orphans them; a namespace's free destroys what it still
+//! lists.
 //!
-//! Models ipc/shm.c (`ksys_shmget`, `newseg`, `exit_shm`) and the
+//! Models ipc/shm.c (`ksys_shmget`, `do_shmat`, `ksys_shmdt`,
+//! `ksys_shmctl`, `shmctl_do_lock`, `exit_shm`) and the
 //! `kernel.shm_rmid_forced` handler of ipc/ipc_sysctl.c
 //! (`proc_ipc_dointvec_minmax_orphans`, with the ownership rule of
 //! `ipc_permissions`); the segments themselves are the `ipcns` crate's
@@ -15,9 +19,12 @@
 use super::World;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
+use crate::ops::ipc_cmd;
 use crate::task::Task;
 use ipcns::charge::RlimitCharge;
-use ipcns::shm::PAGE_SIZE;
+use ipcns::shm::{ShmSeg, PAGE_SIZE};
+use ipcns::util::{KernIpcPerm, Lookup, IPC_CREAT, S_IRUGO as READ, S_IWUGO as WRITE};
+use ipcns::IpcNamespace;
 use sim::ObjId;
 use std::sync::Arc;
 use sync::Ordering;
@@ -31,19 +38,107 @@ impl World {
     /// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)` in the task's ipc
     /// namespace: EINVAL for a size of 0.
     pub(super) fn shmget(&self, task: &Task, size: u64) -> Result<(), Errno> {
+        self.shmget_key(task, 0, size, IPC_CREAT | 0o600)
+    }
+
+    /// `shmget(key, size, flags)`: the segment's id becomes the task's;
+    /// a new one goes on the task's list of segments it made.
+    pub(super) fn shmget_key(
+        &self,
+        task: &Task,
+        key: u64,
+        size: u64,
+        flags: u64,
+    ) -> Result<(), Errno> {
         sim::point("shmget", ObjId::NONE, &SYSCALL);
-        if size == 0 {
-            return Err(Errno::EINVAL);
-        }
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        self.ipc
-            .newseg(&ns, &task.shm_clist, size, task.cred().euid);
+        let cred = task.cred();
+        let shm = ns.shm_ids();
+        let key = i64::try_from(key).map_err(|_| Errno::EINVAL)?;
+        let id = {
+            let _rwsem = shm.ids.rwsem.lock();
+            match shm.ids.ipcget(key, flags) {
+                Lookup::New if size == 0 => return Err(Errno::EINVAL),
+                Lookup::New => {
+                    let id = shm.ids.next_id().ok_or(Errno::ENOSPC)?;
+                    let perm = KernIpcPerm::new(key, id, flags, cred.euid, cred.egid);
+                    let seg = self.ipc.newseg(&ns, &task.shm_clist, perm, size);
+                    seg.ok_or(Errno::ENOSPC)?.perm.id
+                }
+                // shm_more_checks comes before the permissions.
+                Lookup::Found(seg) if size > seg.size => return Err(Errno::EINVAL),
+                Lookup::Found(seg) => self.check_perms(&ns, &cred, &seg, flags)?,
+                Lookup::NoEntry => return Err(Errno::ENOENT),
+                Lookup::Exists => return Err(Errno::EEXIST),
+            }
+        };
+        task.own.lock().sysv_ids.shmid = Some(id);
         Ok(())
     }
 
-    /// `shmctl(id, SHM_LOCK)` of the newest segment the task made that is
-    /// still on its list, looked up in the task's ipc namespace: EINVAL
-    /// when there is none there; EPERM without CAP_IPC_LOCK over the
+    /// `shmat` of the segment of the task's last `shmget` id, read and
+    /// write: EINVAL when the id names none in the task's ipc namespace,
+    /// EACCES without read and write permission.
+    pub(super) fn shmat(&self, task: &Task) -> Result<(), Errno> {
+        sim::point("shmat", ObjId::NONE, &SYSCALL);
+        let (ns, seg) = self.task_segment(task)?;
+        self.may(&ns, &task.cred(), &seg, READ | WRITE)?;
+        let file = self.ipc.shm_attach(&ns, &seg);
+        task.own.lock().shm_maps.push(file);
+        Ok(())
+    }
+
+    /// `shmdt` of the task's newest attachment: EINVAL when it has none.
+    pub(super) fn shmdt(&self, task: &Task) -> Result<(), Errno> {
+        sim::point("shmdt", ObjId::NONE, &SYSCALL);
+        let file = task.own.lock().shm_maps.pop().ok_or(Errno::EINVAL)?;
+        self.ipc.shm_close(&file);
+        Ok(())
+    }
+
+    /// `shmctl(cmd)` of the segment of the task's last `shmget` id:
+    /// IPC_STAT reports its size and attachments, IPC_RMID removes it
+    /// (`do_shm_rmid`).
+    pub(super) fn shmctl(&self, task: &Task, cmd: u64) -> Result<(), Errno> {
+        sim::point("shmctl", ObjId::NONE, &SYSCALL);
+        if Some(cmd) == ipc_cmd("IPC_RMID") {
+            let ns = Arc::clone(&task.nsproxy().ipc_ns);
+            let _rwsem = ns.shm_ids().ids.rwsem.lock();
+            let (_, seg) = self.task_segment(task)?;
+            self.ipcctl_obtain_check(&ns, &task.cred(), &seg)?;
+            self.ipc.do_shm_rmid(&ns, &seg);
+            return Ok(());
+        }
+        let (ns, seg) = self.task_segment(task)?;
+        self.may(&ns, &task.cred(), &seg, READ)?;
+        let (size, nattch) = seg.stat();
+        task.own.lock().reported = vec![size, nattch];
+        Ok(())
+    }
+
+    /// The segment the task's last `shmget` id names in its ipc namespace
+    /// now, or EINVAL.
+    fn task_segment(&self, task: &Task) -> Result<(Arc<IpcNamespace>, Arc<ShmSeg>), Errno> {
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        let id = task.own.lock().sysv_ids.shmid.ok_or(Errno::EINVAL)?;
+        let seg = ns.shm_ids().ids.obtain_object_check(id);
+        let seg = seg.ok_or(Errno::EINVAL)?;
+        sim::touch(seg.obj, "ipc_obtain_object_check");
+        Ok((ns, seg))
+    }
+
+    /// Every attachment of the task's image goes (`exit_mmap` at exit and
+    /// exec): each mapping closed.
+    pub(super) fn shm_detach_all(&self, task: &Task) {
+        let maps = std::mem::take(&mut task.own.lock().shm_maps);
+        for file in maps.iter().rev() {
+            self.ipc.shm_close(file);
+        }
+    }
+
+    /// `shmctl(id, SHM_LOCK)` of the segment of the task's last `shmget`
+    /// id, looked up in the task's ipc namespace: EINVAL when it names
+    /// none there; EPERM without CAP_IPC_LOCK over the
     /// namespace's owner when the task's euid did not make it or its
     /// RLIMIT_MEMLOCK is 0; ENOMEM when its pages would take the locker's
     /// user over RLIMIT_MEMLOCK (`user_shm_lock`; CAP_IPC_LOCK in the
@@ -62,8 +157,8 @@ impl World {
         }
     }
 
-    /// `shmctl(SHM_UNLOCK)` of the newest segment the task made and its
-    /// ipc namespace still lists: EINVAL when there is none, EPERM
+    /// `shmctl(SHM_UNLOCK)` of the segment of the task's last `shmget` id
+    /// in its ipc namespace: EINVAL when it names none, EPERM
     /// without CAP_IPC_LOCK over the namespace's owner unless the task's
     /// euid made the segment; a locked segment is uncharged, an unlocked
     /// one left as it is.
@@ -75,8 +170,8 @@ impl World {
     }
 
     /// What `shmctl_do_lock` checks for SHM_LOCK and SHM_UNLOCK alike: the
-    /// newest segment the task made that its ipc namespace still lists
-    /// (EINVAL when none), and, without CAP_IPC_LOCK over the namespace's
+    /// segment of the task's last `shmget` id in its ipc namespace (EINVAL
+    /// when none), and, without CAP_IPC_LOCK over the namespace's
     /// owner, that the task's euid made it and the lock is not refused
     /// for another reason (`refused`: SHM_LOCK under RLIMIT_MEMLOCK 0),
     /// else EPERM. The segment and the caller's credentials.
@@ -86,15 +181,10 @@ impl World {
         refused: bool,
     ) -> Result<(Arc<ipcns::shm::ShmSeg>, Cred), Errno> {
         sim::point("shmctl", ObjId::NONE, &SYSCALL);
-        let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        let seg = task
-            .shm_clist
-            .newest()
-            .filter(|s| ns.lists_segment(s))
-            .ok_or(Errno::EINVAL)?;
+        let (ns, seg) = self.task_segment(task)?;
         let cred = task.cred();
         let owner = ns.owner().unwrap_or(&self.userns.init);
-        if !ns_capable(&cred, owner, CAP_IPC_LOCK) && (cred.euid != seg.cuid || refused) {
+        if !ns_capable(&cred, owner, CAP_IPC_LOCK) && (cred.euid != seg.perm.cuid || refused) {
             return Err(Errno::EPERM);
         }
         Ok((seg, cred))

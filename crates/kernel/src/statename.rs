@@ -107,6 +107,10 @@ pub(super) fn enters_at_its_first_point(op: &Op) -> bool {
         | Op::Semop { .. }
         | Op::Semctl { .. }
         | Op::SemctlSetval { .. }
+        | Op::ShmgetKey { .. }
+        | Op::Shmat {}
+        | Op::Shmdt {}
+        | Op::Shmctl { .. }
         | Op::FailAlloc { .. }
         | Op::Sleep { .. }
         | Op::Bug { .. } => false,

@@ -19,17 +19,13 @@ use crate::ops::ipc_cmd;
 use crate::task::Task;
 use ipcns::msg::{MsgError, MsgQueue};
 use ipcns::sem::{SemArray, SemError, SEMVMX};
-use ipcns::util::{IpcObject, KernIpcPerm, Lookup, IPC_CREAT, MODE_MASK};
+use ipcns::util::{IpcObject, KernIpcPerm, Lookup, MODE_MASK, S_IRUGO as READ, S_IWUGO as WRITE};
 use ipcns::IpcNamespace;
 use sim::ObjId;
 use std::sync::Arc;
 use sync::Ordering;
 use userns::caps::{CAP_IPC_OWNER, CAP_SYS_ADMIN};
 use userns::{ns_capable, Cred};
-
-/// `S_IRUGO` and `S_IWUGO`: what reading and changing an object ask.
-const READ: u64 = 0o444;
-const WRITE: u64 = 0o222;
 
 impl World {
     /// `msgget(key, flags)`: the queue's id becomes the task's.
@@ -205,7 +201,7 @@ impl World {
 
     /// `ipc_check_perms` of an object a key found: the mode bits of
     /// `flags` it grants (EACCES), then its id.
-    fn check_perms(
+    pub(super) fn check_perms(
         &self,
         ns: &IpcNamespace,
         cred: &Cred,
@@ -220,7 +216,7 @@ impl World {
     /// its owner or creator, in its group, or other, every bit `asks`
     /// asks of any class, or the caller has CAP_IPC_OWNER over the
     /// namespace's owner.
-    fn may(
+    pub(super) fn may(
         &self,
         ns: &IpcNamespace,
         cred: &Cred,
@@ -246,7 +242,7 @@ impl World {
     /// `ipcctl_obtain_check` for IPC_RMID: the caller's euid owns or made
     /// the object, or it has CAP_SYS_ADMIN over the namespace's owner;
     /// else EPERM.
-    fn ipcctl_obtain_check(
+    pub(super) fn ipcctl_obtain_check(
         &self,
         ns: &IpcNamespace,
         cred: &Cred,
@@ -263,21 +259,11 @@ impl World {
     }
 }
 
-/// The permission record of a new object: `next` its id (ENOSPC when the
-/// ids are full), the caller's euid and egid its owner and creator, the
-/// mode bits of `flags` its mode (`IPC_CREAT` is not kept).
+/// The permission record of a new object by `cred`: `next` its id
+/// (ENOSPC when the ids are full).
 fn new_perm(next: Option<i32>, key: i64, flags: u64, cred: &Cred) -> Result<KernIpcPerm, Errno> {
     let id = next.ok_or(Errno::ENOSPC)?;
-    debug_assert!(flags & IPC_CREAT != 0 || key == ipcns::util::IPC_PRIVATE);
-    Ok(KernIpcPerm {
-        key,
-        id,
-        uid: cred.euid,
-        gid: cred.egid,
-        cuid: cred.euid,
-        cgid: cred.egid,
-        mode: flags & MODE_MASK,
-    })
+    Ok(KernIpcPerm::new(key, id, flags, cred.euid, cred.egid))
 }
 
 fn msg_errno(e: MsgError) -> Errno {

@@ -88,15 +88,18 @@ pub struct Own {
     /// The POSIX message queues it opened (`mq_open` descriptors, kept
     /// until it exits).
     pub mq_fds: Vec<Arc<ipcns::mqueue::MqInode>>,
-    /// The ids its last `msgget` and `semget` returned.
+    /// The ids its last `msgget`, `semget` and `shmget` returned.
     pub sysv_ids: SysvIds,
+    /// Its image's SysV shared memory attachments, oldest first (a fork
+    /// copies them; exec and exit drop them).
+    pub shm_maps: Vec<Arc<ipcns::shm::ShmFile>>,
     /// The values the op under way reports in the results, if any.
     pub reported: Vec<u64>,
     /// The words it reports (the ACTION of a received uevent).
     pub reported_texts: Vec<String>,
 }
 
-/// The SysV ids the task's last `msgget` and `semget` returned: numbers
+/// The SysV ids the task's last `msgget`, `semget` and `shmget` returned: numbers
 /// the program keeps, which hold nothing in the kernel (a child that acts
 /// starts with its parent's; an id means whatever object has it in the
 /// ipc namespace the task is in when it uses it).
@@ -104,6 +107,7 @@ pub struct Own {
 pub struct SysvIds {
     pub msqid: Option<i32>,
     pub semid: Option<i32>,
+    pub shmid: Option<i32>,
 }
 
 /// A `/proc/PID/uid_map` file kept open: the namespace it belongs to, its
@@ -253,6 +257,7 @@ impl Task {
                     ns_files: BTreeMap::new(),
                     mq_fds: Vec::new(),
                     sysv_ids: SysvIds::default(),
+                    shm_maps: Vec::new(),
                     reported_texts: Vec::new(),
                     reported: Vec::new(),
                 },
@@ -450,10 +455,11 @@ impl Own {
             ns_files,
             mq_fds,
             sysv_ids,
+            shm_maps,
             reported,
             reported_texts,
         } = self;
-        for id in [sysv_ids.msqid, sysv_ids.semid] {
+        for id in [sysv_ids.msqid, sysv_ids.semid, sysv_ids.shmid] {
             h.write_i64(id.map_or(-1, i64::from));
         }
         h.write_u64(rlimit_nproc.0);
@@ -475,6 +481,7 @@ impl Own {
             && opened_map.is_none()
             && ns_files.is_empty()
             && mq_fds.is_empty()
+            && shm_maps.is_empty()
             && reported_texts.is_empty()
     }
 }

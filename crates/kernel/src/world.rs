@@ -868,7 +868,14 @@ impl World {
                 let gids = crate::ops::id_list(gids).expect("the scenario checker admits only ids");
                 procs.setgroups(task, &gids)
             }
-            Op::Execve {} => task.with_own(|own| procs.execve(task, own)),
+            Op::Execve {} => {
+                let done = task.with_own(|own| procs.execve(task, own));
+                // `exec_mmap`: the old image's attachments go with it.
+                if done.is_ok() {
+                    self.shm_detach_all(task);
+                }
+                done
+            }
             Op::Setrlimit { resource, limit } => {
                 let resource = crate::ops::rlimit_named(resource)
                     .expect("the scenario checker admits only these");
@@ -900,6 +907,10 @@ impl World {
             Op::Semop { num, op } => self.semop(task, *num, *op),
             Op::Semctl { num, cmd } => self.semctl(task, *num, *cmd),
             Op::SemctlSetval { num, value } => self.semctl_setval(task, *num, *value),
+            Op::ShmgetKey { key, size, flags } => self.shmget_key(task, *key, *size, *flags),
+            Op::Shmat {} => self.shmat(task),
+            Op::Shmdt {} => self.shmdt(task),
+            Op::Shmctl { cmd } => self.shmctl(task, *cmd),
             Op::FailAlloc { site, nth } => {
                 if let Some(site) = crate::ops::fault_site(site) {
                     self.faults.arm(site.name, *nth);

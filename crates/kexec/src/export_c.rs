@@ -553,9 +553,17 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             msgsize
         ),
         Op::Shmget { size } => format!(
-            "{{ .kind = OP_SHMGET, .value = (long long){} }}",
-            c_u64(*size)
+            "{{ .kind = OP_SHMGET, .value = 0, .ids = {{ {} }}, .flags = 01600UL }}",
+            c_uint(*size)
         ),
+        Op::ShmgetKey { key, size, flags } => format!(
+            "{{ .kind = OP_SHMGET, .value = (long long){}, .ids = {{ {} }}, .flags = 0{flags:o}UL }}",
+            c_u64(*key),
+            c_uint(*size)
+        ),
+        Op::Shmat {} => "{ .kind = OP_SHMAT }".into(),
+        Op::Shmdt {} => "{ .kind = OP_SHMDT }".into(),
+        Op::Shmctl { cmd } => format!("{{ .kind = OP_SHMCTL, .flags = {cmd}UL }}"),
         Op::ShmLock {} => "{ .kind = OP_SHM_LOCK }".into(),
         Op::ShmUnlock {} => "{ .kind = OP_SHM_UNLOCK }".into(),
         Op::WriteShmRmidForced { value } => format!(

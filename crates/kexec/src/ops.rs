@@ -102,6 +102,10 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Semop { .. }
         | Op::Semctl { .. }
         | Op::SemctlSetval { .. }
+        | Op::ShmgetKey { .. }
+        | Op::Shmat {}
+        | Op::Shmdt {}
+        | Op::Shmctl { .. }
         | Op::Setrlimit { .. } => None,
     }
 }
@@ -129,6 +133,7 @@ pub fn reports_values(op: &Op) -> bool {
             | Op::Msgrcv { .. }
             | Op::Msgctl { .. }
             | Op::Semctl { .. }
+            | Op::Shmctl { .. }
     )
 }
 
@@ -217,6 +222,8 @@ fn start_child(ctx: &TaskCtx<'_>, state: &mut TaskState, flags: u64, child: &str
             opened: state.opened.take(),
             msqid: state.msqid,
             semid: state.semid,
+            shmid: state.shmid,
+            shm_addrs: state.shm_addrs.clone(),
             ..TaskState::default()
         };
         in_child_of(state);
@@ -273,13 +280,7 @@ pub fn end_child(child: Child) -> SysResult<()> {
 pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>, Vec<u64>) {
     let done = |r: SysResult<()>| (r, Vec::new());
     match op {
-        Op::Unshare { flags } => {
-            let r = sys::unshare(*flags);
-            if r.is_ok() && *flags & kernel::clone_flags::CLONE_NEWIPC != 0 {
-                state.shm_ids.clear();
-            }
-            done(r)
-        }
+        Op::Unshare { flags } => done(sys::unshare(*flags)),
         Op::Post { event } => done(sys::write(event_fd(ctx, event) + 1, b"e").map(drop)),
         Op::Wait { event } => {
             let mut byte = [0u8; 1];
@@ -434,19 +435,23 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         } => done(sys::mq_open_kept(name, *maxmsg, *msgsize)),
         Op::MqOpenExisting { name } => done(sys::mq_open_existing_kept(name)),
         Op::MqUnlink { name } => done(sys::mq_unlink(name)),
-        Op::Shmget { size } => done(sys::shmget_private(*size).map(|id| state.shm_ids.push(id))),
-        Op::ShmLock {} => done(
-            state
-                .shm_ids
-                .last()
-                .map_or(Err(libc::EINVAL), |id| sys::shmctl(*id, libc::SHM_LOCK)),
-        ),
-        Op::ShmUnlock {} => done(
-            state
-                .shm_ids
-                .last()
-                .map_or(Err(libc::EINVAL), |id| sys::shmctl(*id, libc::SHM_UNLOCK)),
-        ),
+        Op::Shmget { size } => {
+            done(sys::shmget(0, *size, 0o1000 | 0o600).map(|id| state.shmid = Some(id)))
+        }
+        Op::ShmgetKey { key, size, flags } => {
+            done(sys::shmget(*key, *size, *flags).map(|id| state.shmid = Some(id)))
+        }
+        Op::ShmLock {} => done(sys::shmctl(kept(state.shmid), libc::SHM_LOCK)),
+        Op::ShmUnlock {} => done(sys::shmctl(kept(state.shmid), libc::SHM_UNLOCK)),
+        Op::Shmat {} => done(sys::shmat(kept(state.shmid)).map(|addr| state.shm_addrs.push(addr))),
+        Op::Shmdt {} => done(match state.shm_addrs.pop() {
+            Some(addr) => sys::shmdt(addr),
+            None => Err(libc::EINVAL),
+        }),
+        Op::Shmctl { cmd } => match sys::shmctl_stat(kept(state.shmid), *cmd) {
+            Ok(values) => (Ok(()), values),
+            Err(e) => done(Err(e)),
+        },
         Op::Msgget { key, flags } => {
             done(sys::msgget(*key, *flags).map(|id| state.msqid = Some(id)))
         }

@@ -44,16 +44,16 @@ pub struct TaskState {
     /// The words the op under way reports (the ACTION of a received
     /// uevent); empty between ops.
     pub texts: Vec<String>,
-    /// The SysV segments `shmget` made, oldest first, as the kernel's list
-    /// of the task's segments has them: an `unshare(CLONE_NEWIPC)` empties
-    /// it, a child starts without, an execve keeps it (the kernel's list
-    /// is the process's, which exec does not touch).
-    pub shm_ids: Vec<i32>,
-    /// The ids the last `msgget` and `semget` returned (numbers the
-    /// program keeps: a child that acts starts with them, an execve
-    /// keeps them).
+    /// The ids the last `msgget`, `semget` and `shmget` returned
+    /// (numbers the program keeps: a child that acts starts with them, an
+    /// execve keeps them).
     pub msqid: Option<i32>,
     pub semid: Option<i32>,
+    pub shmid: Option<i32>,
+    /// The addresses `shmat` attached at, oldest first: a fork copies the
+    /// mappings (a child that acts starts with them), an execve drops
+    /// them.
+    pub shm_addrs: Vec<usize>,
 }
 
 /// The argument that resumes a task after its execve.
@@ -63,7 +63,6 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         .iter()
         .map(|c| format!("{}:{}", c.pid, c.life))
         .collect();
-    let shm_ids: Vec<String> = state.shm_ids.iter().map(i32::to_string).collect();
     // Names are identifiers: no `:`, `,`, `;` or `=` in them.
     let ns_files: Vec<String> = state
         .ns_files
@@ -79,7 +78,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         state.opened.map_or(-1, |s| s as i64),
         children.join(","),
         ns_files.join(","),
-        shm_ids.join(","),
+        state.shmid.map_or(-1, i64::from),
         state.msqid.map_or(-1, i64::from),
         state.semid.map_or(-1, i64::from),
     )
@@ -140,7 +139,8 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
             opened: (opened >= 0).then_some(opened),
             ns_files: ns_files(fields.get("nsfiles")?)?,
             texts: Vec::new(),
-            shm_ids: shm_ids(fields.get("shm")?)?,
+            shmid: kept_id(fields.get("shm")?)?,
+            shm_addrs: Vec::new(),
             msqid: kept_id(fields.get("msq")?)?,
             semid: kept_id(fields.get("sem")?)?,
         },
@@ -151,13 +151,6 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
 fn kept_id(text: &str) -> Option<Option<i32>> {
     let id: i32 = text.parse().ok()?;
     Some((id >= 0).then_some(id))
-}
-
-fn shm_ids(text: &str) -> Option<Vec<i32>> {
-    if text.is_empty() {
-        return Some(Vec::new());
-    }
-    text.split(',').map(|id| id.parse().ok()).collect()
 }
 
 #[cfg(test)]
@@ -181,9 +174,10 @@ mod tests {
             opened: Some(11),
             ns_files: [("one".to_string(), 12), ("two".to_string(), 13)].into(),
             texts: Vec::new(),
-            shm_ids: vec![0, 32769],
             msqid: Some(32768),
             semid: None,
+            shmid: Some(1),
+            shm_addrs: Vec::new(),
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
         assert_eq!(

@@ -262,17 +262,42 @@ pub fn mq_open_existing_kept(name: &str) -> SysResult<()> {
     check_int(fd as libc::c_int).map(drop)
 }
 
-/// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)`: the segment's id; the
-/// segment is left to the exit or the namespace's free.
-pub fn shmget_private(size: u64) -> SysResult<i32> {
+/// `shmget(key, size, flags)`: the segment's id.
+pub fn shmget(key: u64, size: u64, flags: u64) -> SysResult<i32> {
     let r = unsafe {
         libc::shmget(
-            libc::IPC_PRIVATE,
+            key as libc::key_t,
             size as libc::size_t,
-            libc::IPC_CREAT | 0o600,
+            flags as libc::c_int,
         )
     };
     check_int(r)
+}
+
+/// `shmat(id, NULL, 0)`: the address it attached at.
+pub fn shmat(id: i32) -> SysResult<usize> {
+    let addr = unsafe { libc::shmat(id, std::ptr::null(), 0) };
+    if addr as isize == -1 {
+        return Err(errno());
+    }
+    Ok(addr as usize)
+}
+
+/// `shmdt(addr)`.
+pub fn shmdt(addr: usize) -> SysResult<()> {
+    check_int(unsafe { libc::shmdt(addr as *const libc::c_void) }).map(drop)
+}
+
+/// `shmctl(id, cmd)` with a buffer: IPC_STAT's shm_segsz and shm_nattch;
+/// nothing for IPC_RMID.
+pub fn shmctl_stat(id: i32, cmd: u64) -> SysResult<Vec<u64>> {
+    let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+    check_int(unsafe { libc::shmctl(id, cmd as libc::c_int, &mut ds) })?;
+    Ok(if cmd as libc::c_int == libc::IPC_STAT {
+        vec![ds.shm_segsz as u64, ds.shm_nattch as u64]
+    } else {
+        Vec::new()
+    })
 }
 
 /// `shmctl(id, cmd)` without a buffer (`SHM_LOCK`, `SHM_UNLOCK`).

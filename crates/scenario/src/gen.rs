@@ -380,7 +380,10 @@ fn arg_text(
             // Keys that collide (0 is IPC_PRIVATE), sets of a few
             // semaphores, numbers inside and past them, messages that fit
             // and one past kernel.msgmax.
-            "msgget" | "semget" if i == 0 => pick(rng, &["0", "7", "7", "8"]).to_string(),
+            "msgget" | "semget" | "shmget_key" if i == 0 => {
+                pick(rng, &["0", "7", "7", "8"]).to_string()
+            }
+            "shmget_key" => pick(rng, &["0", "1", "4096", "8192"]).to_string(),
             "semget" => rng.random_range(0..=3).to_string(),
             "semop" | "semctl" | "semctl_setval" if i == 0 => rng.random_range(0..=2).to_string(),
             "semctl_setval" => pick(rng, &["0", "1", "5", "32768"]).to_string(),

@@ -417,15 +417,16 @@ struct state {
     int sock;                 /* its uevent socket, -1 none */
     int opened;               /* the uid_map open_uid_map_of kept, -1 none */
     int ns_files[N_NS_FILES]; /* the ns/user files open_ns_user kept, by name index, -1 none */
-    int shm_newest;           /* the newest segment shmget made, -1 none (unshare(CLONE_NEWIPC) forgets it) */
-    int msqid, semid;         /* the ids the last msgget and semget returned, -1 none */
+    int shmid, msqid, semid;  /* the ids the last shmget, msgget and semget returned, -1 none */
+    void **shm_addrs;         /* where shmat attached, oldest first (exec drops them) */
+    int n_shm_addrs;
 };
 
 /* A state holding nothing. */
 static void state_init(struct state *s)
 {
     memset(s, 0, sizeof *s);
-    s->sock = s->opened = s->shm_newest = s->msqid = s->semid = -1;
+    s->sock = s->opened = s->shmid = s->msqid = s->semid = -1;
     for (int f = 0; f < N_NS_FILES; f++)
         s->ns_files[f] = -1;
 }
@@ -540,6 +541,9 @@ static int start_child(struct state *s, unsigned long flags, int index)
         s->opened = -1;
         inherited.msqid = s->msqid;
         inherited.semid = s->semid;
+        inherited.shmid = s->shmid;
+        inherited.shm_addrs = s->shm_addrs;   /* the mappings are copied */
+        inherited.n_shm_addrs = s->n_shm_addrs;
         in_child_of(s);
         close(ready[0]);
         me = index;
@@ -734,6 +738,38 @@ static int msg_ctl(int id, int cmd, unsigned long long **values, int *n)
     return 0;
 }
 
+/* shmat of the kept segment, read and write; the address kept for
+ * shmdt. */
+static int shm_attach(struct state *s)
+{
+    void **grown = realloc(s->shm_addrs, sizeof *grown * (size_t)(s->n_shm_addrs + 1));
+    if (!grown)
+        return ENOMEM;
+    s->shm_addrs = grown;
+    void *addr = shmat(s->shmid, NULL, 0);
+    if (addr == (void *)-1)
+        return errno;
+    s->shm_addrs[s->n_shm_addrs++] = addr;
+    return 0;
+}
+
+/* shmctl: IPC_STAT reports shm_segsz and shm_nattch. */
+static int shm_ctl(int id, int cmd, unsigned long long **values, int *n)
+{
+    struct shmid_ds ds;
+    if (shmctl(id, cmd, &ds) < 0)
+        return errno;
+    if (cmd != IPC_STAT)
+        return 0;
+    *values = malloc(sizeof **values * 2);
+    if (!*values)
+        return ENOMEM;
+    (*values)[0] = ds.shm_segsz;
+    (*values)[1] = ds.shm_nattch;
+    *n = 2;
+    return 0;
+}
+
 /* semctl's fourth argument, which the program defines (semctl(2)). */
 union semun {
     int val;
@@ -781,10 +817,7 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
     char path[128];
     switch (op->kind) {
     case OP_UNSHARE: {
-        int e = err_of(unshare((int)op->flags));
-        if (!e && (op->flags & CLONE_NEWIPC))
-            s->shm_newest = -1;
-        return e;
+        return err_of(unshare((int)op->flags));
     }
     case OP_SYSCTL_WRITE: {
         char text[32];
@@ -919,18 +952,24 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
     case OP_MQ_UNLINK:
         return syscall(SYS_mq_unlink, op->path) < 0 ? errno : 0;
     case OP_SHMGET: {
-        int id = shmget(IPC_PRIVATE, (size_t)op->value, IPC_CREAT | 0600);
+        int id = shmget((key_t)op->value, (size_t)op->ids[0], (int)op->flags);
         if (id < 0)
             return errno;
-        s->shm_newest = id;
+        s->shmid = id;
         return 0;
     }
     case OP_SHM_LOCK:
     case OP_SHM_UNLOCK:
-        if (s->shm_newest < 0)
-            return EINVAL;
-        return shmctl(s->shm_newest, op->kind == OP_SHM_LOCK ? SHM_LOCK : SHM_UNLOCK, NULL) < 0
+        return shmctl(s->shmid, op->kind == OP_SHM_LOCK ? SHM_LOCK : SHM_UNLOCK, NULL) < 0
             ? errno : 0;
+    case OP_SHMAT:
+        return shm_attach(s);
+    case OP_SHMDT:
+        if (s->n_shm_addrs == 0)
+            return EINVAL;
+        return shmdt(s->shm_addrs[--s->n_shm_addrs]) < 0 ? errno : 0;
+    case OP_SHMCTL:
+        return shm_ctl(s->shmid, (int)op->flags, values, n);
     case OP_MSGGET: {
         int id = msgget((key_t)op->value, (int)op->flags);
         if (id < 0)
@@ -986,7 +1025,7 @@ static int execve_self(long long pos, const struct state *s)
     ARG("%d", results_fd);
     ARG("%d", s->sock);
     ARG("%d", s->opened);
-    ARG("%d", s->shm_newest);   /* the process's segments outlive exec */
+    ARG("%d", s->shmid);        /* ids are numbers; exec drops the attachments */
     ARG("%d", s->msqid);
     ARG("%d", s->semid);
     for (int f = 0; f < N_NS_FILES; f++)
@@ -1045,7 +1084,7 @@ static int resume_main(int argc, char **argv)
     results_fd = atoi(argv[k++]);
     s.sock = atoi(argv[k++]);
     s.opened = atoi(argv[k++]);
-    s.shm_newest = atoi(argv[k++]);
+    s.shmid = atoi(argv[k++]);
     s.msqid = atoi(argv[k++]);
     s.semid = atoi(argv[k++]);
     for (int f = 0; f < N_NS_FILES; f++)

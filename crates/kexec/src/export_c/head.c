@@ -72,9 +72,12 @@ enum op_kind {
     OP_MQ_OPEN,         /* a new queue path (no /): value messages of flags bytes, kept open */
     OP_MQ_OPEN_EXISTING, /* an existing queue path (no /), read and write, kept open */
     OP_MQ_UNLINK,
-    OP_SHMGET,          /* a private segment of value bytes */
-    OP_SHM_LOCK,        /* SHM_LOCK of the newest segment the task made */
-    OP_SHM_UNLOCK,      /* SHM_UNLOCK of the newest segment the task made */
+    OP_SHMGET,          /* key value, ids[0] bytes, flags: IPC_CREAT... and the mode; the id kept */
+    OP_SHM_LOCK,        /* SHM_LOCK of the kept segment */
+    OP_SHM_UNLOCK,      /* SHM_UNLOCK of the kept segment */
+    OP_SHMAT,           /* attach the kept segment, read and write */
+    OP_SHMDT,           /* detach the newest attachment */
+    OP_SHMCTL,          /* flags: the command; IPC_STAT reports shm_segsz and shm_nattch */
     OP_MSGGET,          /* key value, flags: IPC_CREAT... and the mode; the id kept */
     OP_MSGSND,          /* value bytes, type 1, IPC_NOWAIT, to the kept queue */
     OP_MSGRCV,          /* the oldest message into value bytes, IPC_NOWAIT; reports its size */
