@@ -299,7 +299,8 @@ fn message_queues_print_what_the_model_reports() {
 
 /// SysV message queues, semaphore sets and keyed segments: every call's
 /// errors, keys in two ipc namespaces, the permissions of another user
-/// and of root, attachments across a fork and the namespace one holds.
+/// and of root, attachments across a fork and the namespace one holds,
+/// and the namespace's limits written and held.
 #[test]
 fn sysv_message_queues_and_semaphores_print_what_the_model_reports() {
     for (test, scenario) in [
@@ -311,6 +312,7 @@ fn sysv_message_queues_and_semaphores_print_what_the_model_reports() {
         ),
         ("sysv_permissions", "sim-scenarios/sysvipc-permissions.toml"),
         ("shm_attach", "sim-scenarios/sysvipc-shm-attach.toml"),
+        ("ipc_sysctls", "sim-scenarios/sysvipc-ipc-sysctls.toml"),
         (
             "attachment_holds_namespace",
             "sim-scenarios/sysvipc-shm-attachment-holds-namespace.toml",

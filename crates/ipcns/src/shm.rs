@@ -46,6 +46,10 @@ pub struct ShmSeg {
     pub size: u64,
     /// What attachments and `IPC_RMID` change.
     state: HostMutex<SegState>,
+    /// `shm_perm.lock`: held across SHM_LOCK's look at whether the
+    /// segment is locked, its charge, and the mark (`shmctl_do_lock`), so
+    /// two lockers of one segment charge it once.
+    perm_lock: sync::SpinLock<()>,
     /// Set by `SHM_LOCK`: the pages charged, and to what.
     mlock: HostMutex<Option<(i64, RlimitCharge)>>,
     /// `shp->ns` (v5.16; not refcounted): the namespace it was made in.
@@ -60,6 +64,9 @@ struct SegState {
     key: i64,
     nattch: u64,
     dest: bool,
+    /// `shm_perm.deleted`: destroyed; a caller that looked it up before
+    /// and takes its lock after finds it gone (EIDRM).
+    deleted: bool,
 }
 
 impl IpcObject for ShmSeg {
@@ -89,6 +96,15 @@ impl ShmSeg {
         let state = self.state.lock();
         state.nattch == 0 && (forced || state.dest)
     }
+}
+
+/// Why SHM_LOCK or SHM_UNLOCK failed under the segment's lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShmLockError {
+    /// EIDRM: destroyed since the look-up.
+    Removed,
+    /// ENOMEM: the pages would pass RLIMIT_MEMLOCK.
+    NoMemory,
 }
 
 /// The file of an attachment (`struct shm_file_data`): the segment, the
@@ -193,10 +209,12 @@ impl Ipc {
                     key: perm.key,
                     nattch: 0,
                     dest: false,
+                    deleted: false,
                 },
             ),
             perm,
             size,
+            perm_lock: sync::SpinLock::new("shp->shm_perm.lock", ()),
             mlock: HostMutex::new("shp->mlock_ucounts", None),
             ns: Arc::downgrade(ns),
             creator: HostMutex::new("shp->shm_creator", Some(Arc::clone(clist))),
@@ -208,17 +226,21 @@ impl Ipc {
     }
 
     /// `do_shmat` of `seg`, looked up in `ns`: one more attachment, whose
-    /// file references `ns`.
-    pub fn shm_attach(&self, ns: &Arc<IpcNamespace>, seg: &Arc<ShmSeg>) -> Arc<ShmFile> {
-        let _rwsem = ns.shm_ids().ids.rwsem.lock();
+    /// file references `ns`, made under the segment's lock.
+    /// `None` (EIDRM) when it was destroyed since the look-up.
+    pub fn shm_attach(&self, ns: &Arc<IpcNamespace>, seg: &Arc<ShmSeg>) -> Option<Arc<ShmFile>> {
+        let _perm = seg.perm_lock.lock();
+        if seg.state.lock().deleted {
+            return None;
+        }
         sim::touch(seg.obj, "do_shmat");
         seg.state.lock().nattch += 1;
         ns.get();
-        Arc::new(ShmFile {
+        Some(Arc::new(ShmFile {
             seg: Arc::clone(seg),
             ns: Arc::clone(ns),
             maps: AtomicU64::new(1),
-        })
+        }))
     }
 
     /// `shm_open` of a mapping a fork copies: one more attachment of the
@@ -274,6 +296,10 @@ impl Ipc {
     /// lock from v5.16) and removes index `seg.idx` from `ns`'s ids, then
     /// the segment is freed.
     fn shm_destroy(&self, ns: &IpcNamespace, seg: &ShmSeg) {
+        {
+            let _perm = seg.perm_lock.lock();
+            seg.state.lock().deleted = true;
+        }
         sim::touch(seg.obj, "shm_rmid");
         let creator = seg.creator.lock().take();
         if let Some(clist) = creator {
@@ -298,10 +324,14 @@ impl Ipc {
         &self,
         seg: &ShmSeg,
         charge: impl FnOnce(i64) -> Option<RlimitCharge>,
-    ) -> bool {
+    ) -> Result<(), ShmLockError> {
+        let _perm = seg.perm_lock.lock();
+        if seg.state.lock().deleted {
+            return Err(ShmLockError::Removed);
+        }
         sim::touch(seg.obj, "shmctl(SHM_LOCK)");
         if seg.mlock.lock().is_some() {
-            return true;
+            return Ok(());
         }
         let pages = i64::try_from(seg.size.div_ceil(PAGE_SIZE)).unwrap_or(i64::MAX);
         let charged = {
@@ -309,17 +339,38 @@ impl Ipc {
             charge(pages)
         };
         let Some(charged) = charged else {
-            return false;
+            return Err(ShmLockError::NoMemory);
         };
         *seg.mlock.lock() = Some((pages, charged));
-        true
+        Ok(())
+    }
+
+    /// SHM_UNLOCK of `seg` under its lock: `user_shm_unlock`, or EIDRM
+    /// when it was destroyed since the look-up.
+    pub fn shm_unlock_cmd(&self, seg: &ShmSeg) -> Result<(), ShmLockError> {
+        let taken = {
+            let _perm = seg.perm_lock.lock();
+            if seg.state.lock().deleted {
+                return Err(ShmLockError::Removed);
+            }
+            sim::touch(seg.obj, "shmctl(SHM_UNLOCK)");
+            seg.mlock.lock().take()
+        };
+        self.uncharge_locked(taken);
+        Ok(())
     }
 
     /// `user_shm_unlock` (`SHM_UNLOCK`, or as a locked segment goes): its
     /// pages uncharged and the reference its charge held put; nothing for
     /// a segment that is not locked.
     pub fn user_shm_unlock(&self, seg: &ShmSeg) {
-        let Some((pages, charge)) = seg.mlock.lock().take() else {
+        let taken = seg.mlock.lock().take();
+        self.uncharge_locked(taken);
+    }
+
+    /// A lock's charge of `pages` given back, its reference put.
+    fn uncharge_locked(&self, taken: Option<(i64, RlimitCharge)>) {
+        let Some((pages, charge)) = taken else {
             return;
         };
         {

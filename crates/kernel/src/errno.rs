@@ -42,6 +42,7 @@ declare_errnos! {
     ENOSPC = 28,
     ERANGE = 34,
     ENOMSG = 42,
+    EIDRM = 43,
     EOVERFLOW = 75,
     EUSERS = 87,
     ENOBUFS = 105,

@@ -50,6 +50,8 @@ pub enum ArgKind {
     SignedInt,
     /// A SysV `*ctl` command ([`IPC_CMDS`]): `IPC_STAT`, `IPC_RMID`.
     IpcCmd,
+    /// An ipc sysctl ([`IPC_SYSCTLS`]): `kernel.msgmni`.
+    IpcSysctl,
 }
 
 /// The flags an [`ArgKind::IpcFlags`] argument names, with their values.
@@ -65,6 +67,51 @@ pub const IPC_CMDS: &[(&str, u64, &[&str])] = &[
     ("IPC_STAT", 2, &["msgctl", "semctl", "shmctl"]),
     ("GETVAL", 12, &["semctl"]),
 ];
+
+/// An ipc sysctl an [`ArgKind::IpcSysctl`] argument names: a limit of
+/// the SysV objects of one ipc namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpcSysctlInfo {
+    pub name: &'static str,
+    /// The largest value a write takes (`extra2` of its table entry).
+    pub max: u64,
+    /// A new namespace's value.
+    pub default: u64,
+    pub summary: &'static str,
+}
+
+/// The ipc sysctls `ipc_sysctl_write` writes.
+pub const IPC_SYSCTLS: &[IpcSysctlInfo] = &[
+    IpcSysctlInfo {
+        name: "kernel.msgmni",
+        max: ipcns::util::IPCMNI as u64,
+        default: ipcns::msg::MSGMNI,
+        summary: "message queues of the namespace (msgget's ENOSPC)",
+    },
+    IpcSysctlInfo {
+        name: "kernel.msgmax",
+        max: i32::MAX as u64,
+        default: ipcns::msg::MSGMAX,
+        summary: "bytes of one message (msgsnd's EINVAL)",
+    },
+    IpcSysctlInfo {
+        name: "kernel.msgmnb",
+        max: i32::MAX as u64,
+        default: ipcns::msg::MSGMNB,
+        summary: "bytes of a queue made from then on (msgsnd's EAGAIN)",
+    },
+    IpcSysctlInfo {
+        name: "kernel.shmmni",
+        max: ipcns::util::IPCMNI as u64,
+        default: ipcns::shm::SHMMNI,
+        summary: "segments of the namespace (shmget's ENOSPC)",
+    },
+];
+
+/// The ipc sysctl called `name`.
+pub fn ipc_sysctl(name: &str) -> Option<&'static IpcSysctlInfo> {
+    IPC_SYSCTLS.iter().find(|s| s.name == name)
+}
 
 /// `IPC_STAT`: the command's value.
 pub fn ipc_cmd(name: &str) -> Option<u64> {
@@ -665,6 +712,7 @@ declare_ops! {
         errors: [
             (EINVAL, "the id of the task's last shmget names no segment of its ipc namespace"),
             (EACCES, "the segment's mode grants the task not both read and write permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+            (EIDRM, "the segment was destroyed between the look-up and the attachment"),
         ];
     /// `shmdt(addr)` of the task's newest attachment.
     Shmdt = "shmdt" {}
@@ -688,6 +736,7 @@ declare_ops! {
             (EINVAL, "the id of the task's last shmget names no segment of its ipc namespace"),
             (EPERM, "no CAP_IPC_LOCK over the ipc namespace's owner, and the task's euid did not make the segment or its RLIMIT_MEMLOCK is 0"),
             (ENOMEM, "the segment's pages would take the task's user over RLIMIT_MEMLOCK (counted in pages; CAP_IPC_LOCK in the initial user namespace lifts the limit)"),
+            (EIDRM, "the segment was destroyed between the look-up and the lock"),
         ];
     /// `shmctl(id, SHM_UNLOCK)` of the task's last segment.
     ShmUnlock = "shm_unlock" {}
@@ -696,6 +745,7 @@ declare_ops! {
         errors: [
             (EINVAL, "the id of the task's last shmget names no segment of its ipc namespace"),
             (EPERM, "no CAP_IPC_LOCK over the ipc namespace's owner, and the task's euid did not make the segment"),
+            (EIDRM, "the segment was destroyed between the look-up and the unlock"),
         ];
     /// Write `/proc/sys/kernel/shm_rmid_forced` of the task's ipc namespace.
     WriteShmRmidForced = "write_shm_rmid_forced" { value: u64 = Int [label] }
@@ -782,6 +832,14 @@ declare_ops! {
             (ERANGE, "VALUE is above 32767 (SEMVMX)"),
             (EINVAL, "the id of the task's last semget names no set of its ipc namespace, or NUM is not below its semaphores"),
             (EACCES, "the set's mode grants the task no write permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
+        ];
+    /// Write an ipc sysctl of the task's ipc namespace.
+    IpcSysctlWrite = "ipc_sysctl_write" { name: String = IpcSysctl [label], value: u64 = Int }
+        "write VALUE to /proc/sys/NAME of the task's ipc namespace: kernel.msgmni (queues, 32000 in a new namespace, at most 32768), kernel.msgmax (bytes of a message, 8192), kernel.msgmnb (bytes of a queue made from then on, 16384) or kernel.shmmni (segments, 4096, at most 32768)"
+        kernel: ["proc_ipc_dointvec_minmax (ipc/ipc_sysctl.c)", "ipc_permissions (ipc/ipc_sysctl.c)"]
+        errors: [
+            (EACCES, "the task's euid is not root of the user namespace that owns its ipc namespace (before v6.1, patch ipc-sysctl-namespace-root: not global root)"),
+            (EINVAL, "VALUE is above the sysctl's most"),
         ];
     /// `getresgid()`: the task's real, effective and saved gids.
     Getresgid = "getresgid" {}

@@ -22,7 +22,7 @@ use crate::errno::Errno;
 use crate::ops::ipc_cmd;
 use crate::task::Task;
 use ipcns::charge::RlimitCharge;
-use ipcns::shm::{ShmSeg, PAGE_SIZE};
+use ipcns::shm::{ShmLockError, ShmSeg, PAGE_SIZE};
 use ipcns::util::{KernIpcPerm, Lookup, IPC_CREAT, S_IRUGO as READ, S_IWUGO as WRITE};
 use ipcns::IpcNamespace;
 use sim::ObjId;
@@ -83,7 +83,7 @@ impl World {
         sim::point("shmat", ObjId::NONE, &SYSCALL);
         let (ns, seg) = self.task_segment(task)?;
         self.may(&ns, &task.cred(), &seg, READ | WRITE)?;
-        let file = self.ipc.shm_attach(&ns, &seg);
+        let file = self.ipc.shm_attach(&ns, &seg).ok_or(Errno::EIDRM)?;
         task.own.lock().shm_maps.push(file);
         Ok(())
     }
@@ -147,14 +147,11 @@ impl World {
         let limit = task.rlimit(RlimitType::Memlock).0;
         let (seg, cred) = self.shmctl_do_lock(task, limit == 0)?;
         let exempt = ns_capable(&cred, &self.userns.init, CAP_IPC_LOCK);
-        let locked = self.ipc.user_shm_lock(&seg, |pages| {
-            self.charge_locked(&cred, pages, limit, exempt)
-        });
-        if locked {
-            Ok(())
-        } else {
-            Err(Errno::ENOMEM)
-        }
+        self.ipc
+            .user_shm_lock(&seg, |pages| {
+                self.charge_locked(&cred, pages, limit, exempt)
+            })
+            .map_err(lock_errno)
     }
 
     /// `shmctl(SHM_UNLOCK)` of the segment of the task's last `shmget` id
@@ -164,9 +161,7 @@ impl World {
     /// one left as it is.
     pub(super) fn shm_unlock(&self, task: &Task) -> Result<(), Errno> {
         let (seg, _) = self.shmctl_do_lock(task, false)?;
-        sim::touch(seg.obj, "shmctl(SHM_UNLOCK)");
-        self.ipc.user_shm_unlock(&seg);
-        Ok(())
+        self.ipc.shm_unlock_cmd(&seg).map_err(lock_errno)
     }
 
     /// What `shmctl_do_lock` checks for SHM_LOCK and SHM_UNLOCK alike: the
@@ -240,11 +235,7 @@ impl World {
     pub(super) fn write_shm_rmid_forced(&self, task: &Task, value: u64) -> Result<(), Errno> {
         sim::point("proc_sys_write", ObjId::NONE, &SYSCALL);
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        let owner = ns.owner().filter(|_| self.ipc_sysctl_namespace_root);
-        let root = owner.map_or(0, |owner| userns::map_write::make_kuid(owner, 0));
-        if task.cred().euid != root {
-            return Err(Errno::EACCES);
-        }
+        self.ipc_permissions(task, &ns)?;
         if value > 1 {
             return Err(Errno::EINVAL);
         }
@@ -261,5 +252,12 @@ impl World {
     pub(super) fn exit_shm(&self, task: &Task) {
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
         self.ipc.exit_shm(&task.shm_clist, &ns);
+    }
+}
+
+fn lock_errno(e: ShmLockError) -> Errno {
+    match e {
+        ShmLockError::Removed => Errno::EIDRM,
+        ShmLockError::NoMemory => Errno::ENOMEM,
     }
 }

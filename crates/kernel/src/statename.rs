@@ -111,6 +111,7 @@ pub(super) fn enters_at_its_first_point(op: &Op) -> bool {
         | Op::Shmat {}
         | Op::Shmdt {}
         | Op::Shmctl { .. }
+        | Op::IpcSysctlWrite { .. }
         | Op::FailAlloc { .. }
         | Op::Sleep { .. }
         | Op::Bug { .. } => false,

@@ -15,7 +15,7 @@
 use super::World;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
-use crate::ops::ipc_cmd;
+use crate::ops::{ipc_cmd, ipc_sysctl};
 use crate::task::Task;
 use ipcns::msg::{MsgError, MsgQueue};
 use ipcns::sem::{SemArray, SemError, SEMVMX};
@@ -176,6 +176,45 @@ impl World {
         }
         self.may(&ns, &task.cred(), &set, WRITE)?;
         set.setval(num, value).map_err(sem_errno)
+    }
+
+    /// A write of `value` to the ipc sysctl `name` (kernel.msgmni, ...)
+    /// of the task's ipc namespace: EACCES as `ipc_permissions` says,
+    /// EINVAL outside the sysctl's range.
+    pub(super) fn ipc_sysctl_write(
+        &self,
+        task: &Task,
+        name: &str,
+        value: u64,
+    ) -> Result<(), Errno> {
+        sim::point("proc_sys_write", ObjId::NONE, &SYSCALL);
+        let ns = Arc::clone(&task.nsproxy().ipc_ns);
+        self.ipc_permissions(task, &ns)?;
+        let sysctl = ipc_sysctl(name).ok_or(Errno::EINVAL)?;
+        if value > sysctl.max {
+            return Err(Errno::EINVAL);
+        }
+        let slot = match sysctl.name {
+            "kernel.msgmni" => &ns.msg_ids().msgmni,
+            "kernel.msgmax" => &ns.msg_ids().msgmax,
+            "kernel.msgmnb" => &ns.msg_ids().msgmnb,
+            _ => &ns.shm_ids().shmmni,
+        };
+        slot.store(value, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `ipc_permissions` of a sysctl of `ns` (mode 0644): EACCES unless
+    /// the task's euid is root of the namespace's owner (patch
+    /// `ipc-sysctl-namespace-root`; before it, the initial namespace's
+    /// root: the table's owner in `test_perm`).
+    pub(super) fn ipc_permissions(&self, task: &Task, ns: &IpcNamespace) -> Result<(), Errno> {
+        let owner = ns.owner().filter(|_| self.ipc_sysctl_namespace_root);
+        let root = owner.map_or(0, |owner| userns::map_write::make_kuid(owner, 0));
+        if task.cred().euid != root {
+            return Err(Errno::EACCES);
+        }
+        Ok(())
     }
 
     /// The queue the task's last `msgget` id names in its ipc namespace

@@ -911,6 +911,7 @@ impl World {
             Op::Shmat {} => self.shmat(task),
             Op::Shmdt {} => self.shmdt(task),
             Op::Shmctl { cmd } => self.shmctl(task, *cmd),
+            Op::IpcSysctlWrite { name, value } => self.ipc_sysctl_write(task, name, *value),
             Op::FailAlloc { site, nth } => {
                 if let Some(site) = crate::ops::fault_site(site) {
                     self.faults.arm(site.name, *nth);

@@ -561,6 +561,11 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             c_u64(*key),
             c_uint(*size)
         ),
+        Op::IpcSysctlWrite { name, value } => format!(
+            "{{ .kind = OP_WRITE_FILE, .path = {}, .text = {} }}",
+            c_string(&crate::sys::sysctl_path(name)),
+            c_string(&format!("{value}\n"))
+        ),
         Op::Shmat {} => "{ .kind = OP_SHMAT }".into(),
         Op::Shmdt {} => "{ .kind = OP_SHMDT }".into(),
         Op::Shmctl { cmd } => format!("{{ .kind = OP_SHMCTL, .flags = {cmd}UL }}"),

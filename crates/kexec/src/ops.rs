@@ -106,6 +106,7 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Shmat {}
         | Op::Shmdt {}
         | Op::Shmctl { .. }
+        | Op::IpcSysctlWrite { .. }
         | Op::Setrlimit { .. } => None,
     }
 }
@@ -475,6 +476,10 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         Op::SemctlSetval { num, value } => {
             done(sys::semctl_setval(kept(state.semid), *num, *value))
         }
+        Op::IpcSysctlWrite { name, value } => done(sys::write_file_once(
+            &crate::sys::sysctl_path(name),
+            &format!("{value}\n"),
+        )),
         Op::WriteShmRmidForced { value } => {
             done(sys::write_file_once(SHM_RMID_FORCED, &format!("{value}\n")))
         }

@@ -384,6 +384,7 @@ fn arg_text(
                 pick(rng, &["0", "7", "7", "8"]).to_string()
             }
             "shmget_key" => pick(rng, &["0", "1", "4096", "8192"]).to_string(),
+            "ipc_sysctl_write" => pick(rng, &["0", "1", "2", "100"]).to_string(),
             "semget" => rng.random_range(0..=3).to_string(),
             "semop" | "semctl" | "semctl_setval" if i == 0 => rng.random_range(0..=2).to_string(),
             "semctl_setval" => pick(rng, &["0", "1", "5", "32768"]).to_string(),
@@ -391,6 +392,7 @@ fn arg_text(
             _ => some_uid(rng).to_string(),
         },
         ArgKind::SignedInt => rng.random_range(-2..=2).to_string(),
+        ArgKind::IpcSysctl => pick(rng, kernel::ops::IPC_SYSCTLS).name.to_string(),
         ArgKind::IpcFlags => pick(
             rng,
             &[

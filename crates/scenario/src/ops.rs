@@ -65,6 +65,7 @@ pub(crate) fn kind_name(kind: ArgKind) -> &'static str {
         ArgKind::IpcFlags => "ipc_flags",
         ArgKind::SignedInt => "signed_integer",
         ArgKind::IpcCmd => "command",
+        ArgKind::IpcSysctl => "ipc_sysctl",
     }
 }
 
@@ -382,6 +383,15 @@ fn check_arg(
         ArgKind::SignedInt => signed_int_arg(bare, range).map(ArgValue::Int),
         ArgKind::IpcFlags => ipc_flags(bare, range.start).map(ArgValue::Flags),
         ArgKind::IpcCmd => ipc_cmd(op.name, bare, range).map(ArgValue::Flags),
+        ArgKind::IpcSysctl => {
+            let names = || kernel::ops::IPC_SYSCTLS.iter().map(|s| s.name);
+            match kernel::ops::ipc_sysctl(bare) {
+                Some(s) => Ok(ArgValue::Text(s.name.to_string())),
+                None => Err(OpError::new(range, format!("unknown ipc sysctl `{bare}`"))
+                    .expected(one_of(names()))
+                    .help(did_you_mean(bare, names()))),
+            }
+        }
         ArgKind::Task => {
             if tasks.contains(&bare) {
                 Ok(ArgValue::Text(bare.to_string()))
