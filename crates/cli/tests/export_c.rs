@@ -359,6 +359,7 @@ fn pid_namespaces_print_what_the_model_reports() {
             "pidns_create_reap_limit_one",
             "sim-scenarios/pidns-create-reap-limit-one.toml",
         ),
+        ("pidns_numbers", "sim-scenarios/pidns-numbers.toml"),
     ] {
         check_on_kernel(test, scenario, 2);
     }

@@ -354,7 +354,10 @@ impl Ipc {
                 return Err(ShmLockError::Removed);
             }
             sim::touch(seg.obj, "shmctl(SHM_UNLOCK)");
-            seg.mlock.lock().take()
+            // Taken before the segment's lock is let go: the host lock
+            // of the charge must not outlive it (its release is a point).
+            let taken = seg.mlock.lock().take();
+            taken
         };
         self.uncharge_locked(taken);
         Ok(())

@@ -109,15 +109,26 @@ impl World {
         } else {
             Ok(())
         };
-        if let Err(e) = made.and_then(|()| self.alloc_pid(&child)) {
-            if let Some(mm) = child.replace_mm(None) {
-                self.userns.put_user_ns(&mm.user_ns);
+        let nr = match made.and_then(|()| self.alloc_pid(&child)) {
+            Ok(nr) => nr,
+            Err(e) => {
+                if let Some(mm) = child.replace_mm(None) {
+                    self.userns.put_user_ns(&mm.user_ns);
+                }
+                let shared = child.replace_nsproxy(parent.nsproxy());
+                self.put_nsproxy(shared);
+                procs.fork_undone(cred, pid);
+                return Err(ForkError::Other(e));
             }
-            let shared = child.replace_nsproxy(parent.nsproxy());
-            self.put_nsproxy(shared);
-            procs.fork_undone(cred, pid);
-            return Err(ForkError::Other(e));
-        }
+        };
+        // `getppid`: the parent's number where the child's namespace
+        // numbers it, 0 when the parent is outside it.
+        let same_ns = Arc::ptr_eq(&child.pid_ns(), &parent.pid_ns());
+        child.own.lock().pid_nrs = crate::task::PidNrs {
+            nr,
+            ppid: if same_ns { own.pid_nrs.nr } else { 0 },
+            home_level: own.pid_nrs.home_level,
+        };
         if acting.is_some() {
             child.acting = Some(Acting::new());
             for ns in own.ns_files.values() {

@@ -841,6 +841,14 @@ declare_ops! {
             (EACCES, "the task's euid is not root of the user namespace that owns its ipc namespace (before v6.1, patch ipc-sysctl-namespace-root: not global root)"),
             (EINVAL, "VALUE is above the sysctl's most"),
         ];
+    /// `getpid()`.
+    Getpid = "getpid" {}
+        "getpid(2): reports the task's pid as its own pid namespace numbers it (1 for a namespace's init, then 2, 3, ... for the processes born in it), where that namespace is one the scenario's ops made (clone or unshare with CLONE_NEWPID); in the namespace the scenario's task started in the numbers are the machine's, and nothing is reported"
+        kernel: ["__task_pid_nr_ns (kernel/pid.c)"];
+    /// `getppid()`.
+    Getppid = "getppid" {}
+        "getppid(2): reports the task's parent's pid as the task's pid namespace numbers it, 0 when the parent is outside it (the init of a namespace the scenario made); reported where getpid reports"
+        kernel: ["__task_pid_nr_ns (kernel/pid.c)", "task_tgid_nr_ns (kernel/pid.c)"];
     /// `getresgid()`: the task's real, effective and saved gids.
     Getresgid = "getresgid" {}
         "getresgid(2): reports the real, effective and saved gids as the task's user namespace sees them, 65534 (overflowgid) for one it does not map"

@@ -55,6 +55,9 @@ pub struct PidNamespace {
     pub(crate) adding: AtomicBool,
     /// The pid of its init, the first process born in it.
     pub(crate) init: HostMutex<Option<u64>>,
+    /// The number the next process born in it gets here (`idr_alloc_cyclic`
+    /// of a namespace whose numbers have not wrapped: 1, 2, ...).
+    pub(crate) next_nr: HostMutex<u32>,
 }
 
 impl PidNamespace {
@@ -69,6 +72,7 @@ impl PidNamespace {
             user_ns: None,
             adding: AtomicBool::new(true),
             init: HostMutex::new("init_pid_ns's init", Some(1)),
+            next_nr: HostMutex::new("pid_ns->idr", 1),
         })
     }
 
@@ -104,13 +108,23 @@ impl PidNamespace {
                 user_ns: None,
                 adding: AtomicBool::new(true),
                 init: HostMutex::new("the pid namespace's init", None),
+                next_nr: HostMutex::new("pid_ns->idr", 1),
             });
         }
         if depth > 0 {
             ns.get();
             *ns.init.lock() = Some(init_pid);
+            ns.alloc_nr();
         }
         ns
+    }
+
+    /// The number of a process born in it now (`alloc_pid` at this level).
+    pub(crate) fn alloc_nr(&self) -> u32 {
+        let mut next = self.next_nr.lock();
+        let nr = *next;
+        *next += 1;
+        nr
     }
 
     pub(crate) fn is_initial(&self) -> bool {
@@ -152,6 +166,7 @@ impl PidNamespace {
             user_ns,
             adding,
             init,
+            next_nr,
         } = self;
         h.write_u32(obj.0);
         h.write_i64(count.as_ref().map_or(-1, |c| c.peek()));
@@ -159,6 +174,7 @@ impl PidNamespace {
         h.write_u32(user_ns.as_ref().map_or(0, |u| u.obj.0));
         h.write_u8(adding.load(Ordering::SeqCst) as u8);
         h.write_u64(init.lock().map_or(0, |pid| pid + 1));
+        h.write_u32(*next_nr.lock());
         match parent {
             Some(p) => p.name_state(h),
             None => h.write_u8(0xff),

@@ -73,6 +73,7 @@ impl World {
             user_ns: Some(Arc::clone(&cred.user_ns)),
             adding: AtomicBool::new(true),
             init: HostMutex::new("the pid namespace's init", None),
+            next_nr: HostMutex::new("pid_ns->idr", 1),
         });
         sim::note("create_pid_namespace", ns.obj, 0);
         Ok(ns)
@@ -129,17 +130,37 @@ impl World {
     /// `alloc_pid` in the namespace `child`'s nsproxy makes children in:
     /// ENOMEM once that namespace's init has exited; the first process
     /// born in a namespace is its init.
-    pub(super) fn alloc_pid(&self, child: &Task) -> Result<(), Errno> {
+    /// Its number there (0 in the initial namespace, whose numbers are
+    /// the machine's to give and no op reports).
+    pub(super) fn alloc_pid(&self, child: &Task) -> Result<u32, Errno> {
         let ns = Arc::clone(&child.nsproxy().pid_ns_for_children);
         if ns.is_initial() {
-            return Ok(());
+            return Ok(0);
         }
         if !ns.adding.load(Ordering::Relaxed) {
             return Err(Errno::ENOMEM);
         }
         ns.get();
         ns.init.lock().get_or_insert(child.pid);
+        let nr = ns.alloc_nr();
         child.set_pid_ns(ns);
+        Ok(nr)
+    }
+
+    /// `getpid` (`0` for the pid) or `getppid`: the task's pid, or its
+    /// parent's, as the task's pid namespace numbers them (a parent
+    /// outside it is 0), reported where that namespace is below the one
+    /// the scenario's task started in; nothing is reported in the
+    /// scenario's own namespaces, whose numbers are the machine's.
+    pub(super) fn getpid(&self, task: &Task, parent: bool) -> Result<(), Errno> {
+        sim::point("getpid", sim::ObjId::NONE, &crate::costs::SYSCALL);
+        let level = task.pid_ns().level;
+        let mut own = task.own.lock();
+        let nrs = own.pid_nrs;
+        own.reported = match level > nrs.home_level {
+            true => vec![u64::from(if parent { nrs.ppid } else { nrs.nr })],
+            false => Vec::new(),
+        };
         Ok(())
     }
 

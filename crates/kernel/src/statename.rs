@@ -77,6 +77,8 @@ pub(super) fn enters_at_its_first_point(op: &Op) -> bool {
         | Op::Open { .. }
         | Op::Getresuid {}
         | Op::Getresgid {}
+        | Op::Getpid {}
+        | Op::Getppid {}
         | Op::Capget {}
         | Op::NsId { .. } => true,
         // The task's own state leaves it for the call (`Task::with_own`)

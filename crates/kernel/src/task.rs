@@ -90,6 +90,8 @@ pub struct Own {
     pub mq_fds: Vec<Arc<ipcns::mqueue::MqInode>>,
     /// The ids its last `msgget`, `semget` and `shmget` returned.
     pub sysv_ids: SysvIds,
+    /// Its pid and its parent's as its pid namespace numbers them.
+    pub pid_nrs: PidNrs,
     /// Its image's SysV shared memory attachments, oldest first (a fork
     /// copies them; exec and exit drop them).
     pub shm_maps: Vec<Arc<ipcns::shm::ShmFile>>,
@@ -97,6 +99,17 @@ pub struct Own {
     pub reported: Vec<u64>,
     /// The words it reports (the ACTION of a received uevent).
     pub reported_texts: Vec<String>,
+}
+
+/// A task's pid and its parent's in its own pid namespace, and the level
+/// of the namespace the scenario's task it descends from started in:
+/// numbers below that level are the scenario's own, those at it the
+/// machine's.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PidNrs {
+    pub nr: u32,
+    pub ppid: u32,
+    pub home_level: u32,
 }
 
 /// The SysV ids the task's last `msgget`, `semget` and `shmget` returned: numbers
@@ -224,6 +237,12 @@ impl Task {
         rlimit: u64,
     ) -> Task {
         let pid_ns = Arc::clone(&nsproxy.pid_ns_for_children);
+        // A set-up task in nested namespaces is the init of the deepest.
+        let pid_nrs = PidNrs {
+            nr: u32::from(pid_ns.level > 0),
+            ppid: 0,
+            home_level: pid_ns.level,
+        };
         Task {
             pid,
             name,
@@ -257,6 +276,7 @@ impl Task {
                     ns_files: BTreeMap::new(),
                     mq_fds: Vec::new(),
                     sysv_ids: SysvIds::default(),
+                    pid_nrs,
                     shm_maps: Vec::new(),
                     reported_texts: Vec::new(),
                     reported: Vec::new(),
@@ -455,10 +475,14 @@ impl Own {
             ns_files,
             mq_fds,
             sysv_ids,
+            pid_nrs,
             shm_maps,
             reported,
             reported_texts,
         } = self;
+        h.write_u32(pid_nrs.nr);
+        h.write_u32(pid_nrs.ppid);
+        h.write_u32(pid_nrs.home_level);
         for id in [sysv_ids.msqid, sysv_ids.semid, sysv_ids.shmid] {
             h.write_i64(id.map_or(-1, i64::from));
         }

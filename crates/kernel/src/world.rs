@@ -912,6 +912,8 @@ impl World {
             Op::Shmdt {} => self.shmdt(task),
             Op::Shmctl { cmd } => self.shmctl(task, *cmd),
             Op::IpcSysctlWrite { name, value } => self.ipc_sysctl_write(task, name, *value),
+            Op::Getpid {} => self.getpid(task, false),
+            Op::Getppid {} => self.getpid(task, true),
             Op::FailAlloc { site, nth } => {
                 if let Some(site) = crate::ops::fault_site(site) {
                     self.faults.arm(site.name, *nth);

@@ -567,6 +567,8 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             c_string(&format!("{value}\n"))
         ),
         Op::Shmat {} => "{ .kind = OP_SHMAT }".into(),
+        Op::Getpid {} => "{ .kind = OP_GETPID, .value = 0 }".into(),
+        Op::Getppid {} => "{ .kind = OP_GETPID, .value = 1 }".into(),
         Op::Shmdt {} => "{ .kind = OP_SHMDT }".into(),
         Op::Shmctl { cmd } => format!("{{ .kind = OP_SHMCTL, .flags = {cmd}UL }}"),
         Op::ShmLock {} => "{ .kind = OP_SHM_LOCK }".into(),

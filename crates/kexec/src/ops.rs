@@ -107,6 +107,8 @@ pub fn unsupported(op: &Op) -> Option<&'static str> {
         | Op::Shmdt {}
         | Op::Shmctl { .. }
         | Op::IpcSysctlWrite { .. }
+        | Op::Getpid {}
+        | Op::Getppid {}
         | Op::Setrlimit { .. } => None,
     }
 }
@@ -135,6 +137,8 @@ pub fn reports_values(op: &Op) -> bool {
             | Op::Msgctl { .. }
             | Op::Semctl { .. }
             | Op::Shmctl { .. }
+            | Op::Getpid {}
+            | Op::Getppid {}
     )
 }
 
@@ -225,6 +229,7 @@ fn start_child(ctx: &TaskCtx<'_>, state: &mut TaskState, flags: u64, child: &str
             semid: state.semid,
             shmid: state.shmid,
             shm_addrs: state.shm_addrs.clone(),
+            home_pid_level: state.home_pid_level,
             ..TaskState::default()
         };
         in_child_of(state);
@@ -475,6 +480,14 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         },
         Op::SemctlSetval { num, value } => {
             done(sys::semctl_setval(kept(state.semid), *num, *value))
+        }
+        Op::Getpid {} | Op::Getppid {} => {
+            let below = sys::pid_ns_level().is_some_and(|l| l > state.home_pid_level);
+            let nr = match op {
+                Op::Getpid {} => unsafe { libc::getpid() },
+                _ => unsafe { libc::getppid() },
+            };
+            (Ok(()), if below { vec![nr as u64] } else { Vec::new() })
         }
         Op::IpcSysctlWrite { name, value } => done(sys::write_file_once(
             &crate::sys::sysctl_path(name),

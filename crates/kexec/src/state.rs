@@ -54,6 +54,9 @@ pub struct TaskState {
     /// mappings (a child that acts starts with them), an execve drops
     /// them.
     pub shm_addrs: Vec<usize>,
+    /// The level of the pid namespace the scenario's task it descends
+    /// from started in (`getpid` reports only below it).
+    pub home_pid_level: u32,
 }
 
 /// The argument that resumes a task after its execve.
@@ -70,7 +73,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         .map(|(name, fd)| format!("{name}:{fd}"))
         .collect();
     format!(
-        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};nsfiles={};shm={};msq={};sem={}",
+        "plan={};results={};instance={};pos={pos};sock={};opened={};children={};nsfiles={};shm={};msq={};sem={};home={}",
         ctx.plan,
         ctx.results,
         ctx.instance,
@@ -81,6 +84,7 @@ pub fn resume_arg(ctx: &TaskCtx<'_>, pos: u64, state: &TaskState) -> String {
         state.shmid.map_or(-1, i64::from),
         state.msqid.map_or(-1, i64::from),
         state.semid.map_or(-1, i64::from),
+        state.home_pid_level,
     )
 }
 
@@ -141,6 +145,7 @@ pub fn parse_resume(arg: &str) -> Option<Resume> {
             texts: Vec::new(),
             shmid: kept_id(fields.get("shm")?)?,
             shm_addrs: Vec::new(),
+            home_pid_level: fields.get("home")?.parse().ok()?,
             msqid: kept_id(fields.get("msq")?)?,
             semid: kept_id(fields.get("sem")?)?,
         },
@@ -178,6 +183,7 @@ mod tests {
             semid: None,
             shmid: Some(1),
             shm_addrs: Vec::new(),
+            home_pid_level: 2,
         };
         let back = parse_resume(&resume_arg(&ctx, 9, &state)).unwrap();
         assert_eq!(

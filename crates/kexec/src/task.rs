@@ -39,7 +39,13 @@ pub fn start(
         let _ = sys::read_full(barrier_r, &mut byte);
         sys::close(barrier_r);
     }
-    run_ops(&ctx, 0, TaskState::default())
+    // The pid namespace the task starts in: its numbers are the
+    // machine's; those of namespaces below it the scenario's own.
+    let state = TaskState {
+        home_pid_level: sys::pid_ns_level().unwrap_or(0),
+        ..TaskState::default()
+    };
+    run_ops(&ctx, 0, state)
 }
 
 /// The set-up's nested pid namespaces (`pid_ns_depth`), made as global

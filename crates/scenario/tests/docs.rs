@@ -145,6 +145,49 @@ fn the_site_argument_kind_lists_every_fault_site() {
     }
 }
 
+/// The rows of the SysV argument kinds name every ipc sysctl, command
+/// and flag the checker takes.
+#[test]
+fn the_sysv_argument_kinds_list_what_the_checker_takes() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/scenario-format.md"
+    ))
+    .unwrap();
+    let row = |kind: &str| {
+        doc.lines()
+            .find(|l| l.starts_with(&format!("| {kind} |")))
+            .unwrap_or_else(|| panic!("the argument kinds table has a `{kind}` row"))
+            .to_string()
+    };
+    let names = [
+        (
+            "ipc_sysctl",
+            kernel::ops::IPC_SYSCTLS
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "command",
+            kernel::ops::IPC_CMDS.iter().map(|c| c.0).collect(),
+        ),
+        (
+            "ipc_flags",
+            kernel::ops::IPC_FLAGS.iter().map(|f| f.0).collect(),
+        ),
+    ];
+    for (kind, names) in names {
+        let row = row(kind);
+        for name in names {
+            assert!(
+                row.contains(&format!("`{name}`")),
+                "the `{kind}` row does not name {name}"
+            );
+        }
+    }
+}
+
 /// The section of the format reference under `heading` (a `##` or `###`
 /// heading), up to the next heading of its level or above.
 fn section(heading: &str) -> &'static str {

@@ -420,7 +420,10 @@ struct state {
     int shmid, msqid, semid;  /* the ids the last shmget, msgget and semget returned, -1 none */
     void **shm_addrs;         /* where shmat attached, oldest first (exec drops them) */
     int n_shm_addrs;
+    int home_pid_level;       /* the level of the pid namespace the task started in */
 };
+
+static int pid_ns_level(void);
 
 /* A state holding nothing. */
 static void state_init(struct state *s)
@@ -544,6 +547,7 @@ static int start_child(struct state *s, unsigned long flags, int index)
         inherited.shmid = s->shmid;
         inherited.shm_addrs = s->shm_addrs;   /* the mappings are copied */
         inherited.n_shm_addrs = s->n_shm_addrs;
+        inherited.home_pid_level = s->home_pid_level;
         in_child_of(s);
         close(ready[0]);
         me = index;
@@ -970,6 +974,19 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
         return shmdt(s->shm_addrs[--s->n_shm_addrs]) < 0 ? errno : 0;
     case OP_SHMCTL:
         return shm_ctl(s->shmid, (int)op->flags, values, n);
+    case OP_GETPID: {
+        /* The numbers of the namespace the task started in are the
+         * machine's: reported only below it. */
+        pid_t nr = op->value ? getppid() : getpid();
+        if (pid_ns_level() <= s->home_pid_level)
+            return 0;
+        *values = malloc(sizeof **values);
+        if (!*values)
+            return ENOMEM;
+        (*values)[0] = (unsigned long long)nr;
+        *n = 1;
+        return 0;
+    }
     case OP_MSGGET: {
         int id = msgget((key_t)op->value, (int)op->flags);
         if (id < 0)
@@ -1012,7 +1029,7 @@ static int run_op(const struct op *op, struct state *s, unsigned long long **val
  * holds; returns only when the kernel refused it. */
 static int execve_self(long long pos, const struct state *s)
 {
-    int n = 11 + N_NS_FILES + 2 * s->n_children, i = 0;
+    int n = 12 + N_NS_FILES + 2 * s->n_children, i = 0;
     char **argv = calloc((size_t)n + 1, sizeof *argv);
     char *envp[] = { NULL };
     if (!argv)
@@ -1028,6 +1045,7 @@ static int execve_self(long long pos, const struct state *s)
     ARG("%d", s->shmid);        /* ids are numbers; exec drops the attachments */
     ARG("%d", s->msqid);
     ARG("%d", s->semid);
+    ARG("%d", s->home_pid_level);
     for (int f = 0; f < N_NS_FILES; f++)
         ARG("%d", s->ns_files[f]);
     ARG("%d", s->n_children);
@@ -1077,7 +1095,7 @@ static int resume_main(int argc, char **argv)
     struct state s;
     state_init(&s);
     int k = 2;
-    if (argc < 11 + N_NS_FILES)
+    if (argc < 12 + N_NS_FILES)
         return 2;
     me = atoi(argv[k++]);
     long long pos = atoll(argv[k++]);
@@ -1087,6 +1105,7 @@ static int resume_main(int argc, char **argv)
     s.shmid = atoi(argv[k++]);
     s.msqid = atoi(argv[k++]);
     s.semid = atoi(argv[k++]);
+    s.home_pid_level = atoi(argv[k++]);
     for (int f = 0; f < N_NS_FILES; f++)
         s.ns_files[f] = atoi(argv[k++]);
     int n = atoi(argv[k++]);
@@ -1250,6 +1269,7 @@ static __attribute__((noreturn)) void start_instance(int i, const int *userns_fd
         (void)read_full(gate[0], &byte, 1);
         close(gate[0]);
     }
+    s.home_pid_level = pid_ns_level();
     run_ops(0, &s);
 }
 

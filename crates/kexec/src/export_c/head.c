@@ -78,6 +78,7 @@ enum op_kind {
     OP_SHMAT,           /* attach the kept segment, read and write */
     OP_SHMDT,           /* detach the newest attachment */
     OP_SHMCTL,          /* flags: the command; IPC_STAT reports shm_segsz and shm_nattch */
+    OP_GETPID,          /* value 0: getpid, 1: getppid; reported below the task's first pid namespace */
     OP_MSGGET,          /* key value, flags: IPC_CREAT... and the mode; the id kept */
     OP_MSGSND,          /* value bytes, type 1, IPC_NOWAIT, to the kept queue */
     OP_MSGRCV,          /* the oldest message into value bytes, IPC_NOWAIT; reports its size */
