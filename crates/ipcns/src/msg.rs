@@ -39,6 +39,10 @@ impl IpcObject for MsgQueue {
     fn perm(&self) -> &KernIpcPerm {
         &self.perm
     }
+
+    fn obj(&self) -> ObjId {
+        self.obj
+    }
 }
 
 /// Why `msgsnd` or `msgrcv` failed, past the look-up and permissions.

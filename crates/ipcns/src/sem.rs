@@ -38,6 +38,10 @@ impl IpcObject for SemArray {
     fn perm(&self) -> &KernIpcPerm {
         &self.perm
     }
+
+    fn obj(&self) -> ObjId {
+        self.obj
+    }
 }
 
 /// Why `semop` or `semctl` failed, past the look-up and permissions.

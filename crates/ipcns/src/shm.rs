@@ -74,6 +74,10 @@ impl IpcObject for ShmSeg {
         &self.perm
     }
 
+    fn obj(&self) -> ObjId {
+        self.obj
+    }
+
     fn key(&self) -> i64 {
         self.state.lock().key
     }

@@ -81,6 +81,9 @@ pub enum Lookup<T> {
 pub trait IpcObject {
     fn perm(&self) -> &KernIpcPerm;
 
+    /// Its object in the simulator (what a look-up touches).
+    fn obj(&self) -> sim::ObjId;
+
     /// The key a look-up finds it by now (a segment removed while
     /// attached has `IPC_PRIVATE`).
     fn key(&self) -> i64 {
@@ -91,6 +94,10 @@ pub trait IpcObject {
 impl<T: IpcObject> IpcObject for Arc<T> {
     fn perm(&self) -> &KernIpcPerm {
         (**self).perm()
+    }
+
+    fn obj(&self) -> sim::ObjId {
+        (**self).obj()
     }
 
     fn key(&self) -> i64 {
@@ -218,6 +225,10 @@ mod tests {
     impl IpcObject for Obj {
         fn perm(&self) -> &KernIpcPerm {
             &self.0
+        }
+
+        fn obj(&self) -> sim::ObjId {
+            sim::ObjId::NONE
         }
     }
 

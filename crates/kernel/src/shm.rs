@@ -119,12 +119,7 @@ impl World {
     /// The segment the task's last `shmget` id names in its ipc namespace
     /// now, or EINVAL.
     fn task_segment(&self, task: &Task) -> Result<(Arc<IpcNamespace>, Arc<ShmSeg>), Errno> {
-        let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        let id = task.own.lock().sysv_ids.shmid.ok_or(Errno::EINVAL)?;
-        let seg = ns.shm_ids().ids.obtain_object_check(id);
-        let seg = seg.ok_or(Errno::EINVAL)?;
-        sim::touch(seg.obj, "ipc_obtain_object_check");
-        Ok((ns, seg))
+        self.task_object(task, |ids| ids.shmid, |ns| &ns.shm_ids().ids)
     }
 
     /// Every attachment of the task's image goes (`exit_mmap` at exit and

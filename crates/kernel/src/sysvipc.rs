@@ -16,10 +16,12 @@ use super::World;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
 use crate::ops::{ipc_cmd, ipc_sysctl};
-use crate::task::Task;
+use crate::task::{SysvIds, Task};
 use ipcns::msg::{MsgError, MsgQueue};
 use ipcns::sem::{SemArray, SemError, SEMVMX};
-use ipcns::util::{IpcObject, KernIpcPerm, Lookup, MODE_MASK, S_IRUGO as READ, S_IWUGO as WRITE};
+use ipcns::util::{
+    IpcIds, IpcObject, KernIpcPerm, Lookup, MODE_MASK, S_IRUGO as READ, S_IWUGO as WRITE,
+};
 use ipcns::IpcNamespace;
 use sim::ObjId;
 use std::sync::Arc;
@@ -218,24 +220,30 @@ impl World {
     }
 
     /// The queue the task's last `msgget` id names in its ipc namespace
-    /// now (`ipc_obtain_object_check`), or EINVAL.
+    /// now, or EINVAL.
     fn task_queue(&self, task: &Task) -> Result<(Arc<IpcNamespace>, Arc<MsgQueue>), Errno> {
-        let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        let id = task.own.lock().sysv_ids.msqid.ok_or(Errno::EINVAL)?;
-        let queue = ns.msg_ids().ids.obtain_object_check(id);
-        let queue = queue.ok_or(Errno::EINVAL)?;
-        sim::touch(queue.obj, "ipc_obtain_object_check");
-        Ok((ns, queue))
+        self.task_object(task, |ids| ids.msqid, |ns| &ns.msg_ids().ids)
     }
 
     /// The set the task's last `semget` id names in its ipc namespace now.
     fn task_set(&self, task: &Task) -> Result<(Arc<IpcNamespace>, Arc<SemArray>), Errno> {
+        self.task_object(task, |ids| ids.semid, |ns| &ns.sem_ids().ids)
+    }
+
+    /// The object the id `id` picks of the task's kept ones names in
+    /// `ids` of the task's ipc namespace now (`ipc_obtain_object_check`):
+    /// EINVAL when the task has none or it names nothing there.
+    pub(super) fn task_object<T: IpcObject>(
+        &self,
+        task: &Task,
+        id: impl FnOnce(&SysvIds) -> Option<i32>,
+        ids: impl FnOnce(&IpcNamespace) -> &IpcIds<T>,
+    ) -> Result<(Arc<IpcNamespace>, Arc<T>), Errno> {
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
-        let id = task.own.lock().sysv_ids.semid.ok_or(Errno::EINVAL)?;
-        let set = ns.sem_ids().ids.obtain_object_check(id);
-        let set = set.ok_or(Errno::EINVAL)?;
-        sim::touch(set.obj, "ipc_obtain_object_check");
-        Ok((ns, set))
+        let id = id(&task.own.lock().sysv_ids).ok_or(Errno::EINVAL)?;
+        let object = ids(&ns).obtain_object_check(id).ok_or(Errno::EINVAL)?;
+        sim::touch(object.obj(), "ipc_obtain_object_check");
+        Ok((ns, object))
     }
 
     /// `ipc_check_perms` of an object a key found: the mode bits of
