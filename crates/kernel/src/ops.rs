@@ -829,8 +829,8 @@ declare_ops! {
         "semctl(2) SETVAL of semaphore NUM of the set of the task's last semget to VALUE"
         kernel: ["semctl_setval (ipc/sem.c)"]
         errors: [
+            (EINVAL, "the task has no set (its id is -1, refused before the value is looked at), its last semget's id names no set of its ipc namespace, or NUM is not below its semaphores"),
             (ERANGE, "VALUE is above 32767 (SEMVMX)"),
-            (EINVAL, "the id of the task's last semget names no set of its ipc namespace, or NUM is not below its semaphores"),
             (EACCES, "the set's mode grants the task no write permission, and it has no CAP_IPC_OWNER over the ipc namespace's owner"),
         ];
     /// Write an ipc sysctl of the task's ipc namespace.

@@ -169,6 +169,11 @@ impl World {
     /// `semctl(num, SETVAL, value)` of the task's set.
     pub(super) fn semctl_setval(&self, task: &Task, num: u64, value: u64) -> Result<(), Errno> {
         sim::point("semctl", ObjId::NONE, &SYSCALL);
+        // `ksys_semctl` refuses a negative id before SETVAL looks at the
+        // value.
+        if task.own.lock().sysv_ids.semid.is_none() {
+            return Err(Errno::EINVAL);
+        }
         if value > SEMVMX as u64 {
             return Err(Errno::ERANGE);
         }
