@@ -60,6 +60,9 @@ pub const IPC_FLAGS: &[(&str, u64)] = &[
     ("IPC_EXCL", ipcns::util::IPC_EXCL),
 ];
 
+/// The flags of `shmget(size)`: `IPC_CREAT | 0600` of `IPC_PRIVATE`.
+pub const SHMGET_PRIVATE_FLAGS: u64 = ipcns::util::IPC_CREAT | 0o600;
+
 /// The commands an [`ArgKind::IpcCmd`] argument names: each with its
 /// value and the ops that take it.
 pub const IPC_CMDS: &[(&str, u64, &[&str])] = &[

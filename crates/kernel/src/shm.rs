@@ -19,11 +19,11 @@
 use super::World;
 use crate::costs::SYSCALL;
 use crate::errno::Errno;
-use crate::ops::ipc_cmd;
+use crate::ops::{ipc_cmd, SHMGET_PRIVATE_FLAGS};
 use crate::task::Task;
 use ipcns::charge::RlimitCharge;
 use ipcns::shm::{ShmLockError, ShmSeg, PAGE_SIZE};
-use ipcns::util::{KernIpcPerm, Lookup, IPC_CREAT, S_IRUGO as READ, S_IWUGO as WRITE};
+use ipcns::util::{S_IRUGO as READ, S_IWUGO as WRITE};
 use ipcns::IpcNamespace;
 use sim::ObjId;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ impl World {
     /// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)` in the task's ipc
     /// namespace: EINVAL for a size of 0.
     pub(super) fn shmget(&self, task: &Task, size: u64) -> Result<(), Errno> {
-        self.shmget_key(task, 0, size, IPC_CREAT | 0o600)
+        self.shmget_key(task, 0, size, SHMGET_PRIVATE_FLAGS)
     }
 
     /// `shmget(key, size, flags)`: the segment's id becomes the task's;
@@ -54,24 +54,18 @@ impl World {
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
         let cred = task.cred();
         let shm = ns.shm_ids();
-        let key = i64::try_from(key).map_err(|_| Errno::EINVAL)?;
-        let id = {
-            let _rwsem = shm.ids.rwsem.lock();
-            match shm.ids.ipcget(key, flags) {
-                Lookup::New if size == 0 => return Err(Errno::EINVAL),
-                Lookup::New => {
-                    let id = shm.ids.next_id().ok_or(Errno::ENOSPC)?;
-                    let perm = KernIpcPerm::new(key, id, flags, cred.euid, cred.egid);
-                    let seg = self.ipc.newseg(&ns, &task.shm_clist, perm, size);
-                    seg.ok_or(Errno::ENOSPC)?.perm.id
-                }
-                // shm_more_checks comes before the permissions.
-                Lookup::Found(seg) if size > seg.size => return Err(Errno::EINVAL),
-                Lookup::Found(seg) => self.check_perms(&ns, &cred, &seg, flags)?,
-                Lookup::NoEntry => return Err(Errno::ENOENT),
-                Lookup::Exists => return Err(Errno::EEXIST),
-            }
-        };
+        // shm_more_checks: a segment smaller than asked.
+        let big_enough = |seg: &ShmSeg| size <= seg.size;
+        let id = self.ipcget(
+            &ns,
+            &cred,
+            &shm.ids,
+            key,
+            flags,
+            big_enough,
+            size > 0,
+            |perm| self.ipc.newseg(&ns, &task.shm_clist, perm, size),
+        )?;
         task.own.lock().sysv_ids.shmid = Some(id);
         Ok(())
     }

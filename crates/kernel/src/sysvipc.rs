@@ -36,19 +36,16 @@ impl World {
         let ns = Arc::clone(&task.nsproxy().ipc_ns);
         let cred = task.cred();
         let msg = ns.msg_ids();
-        let key = i64::try_from(key).map_err(|_| Errno::EINVAL)?;
-        let id = {
-            let _rwsem = msg.ids.rwsem.lock();
-            match msg.ids.ipcget(key, flags) {
-                Lookup::New => {
-                    let perm = new_perm(msg.ids.next_id(), key, flags, &cred)?;
-                    msg.newque(perm).ok_or(Errno::ENOSPC)?.perm.id
-                }
-                Lookup::Found(queue) => self.check_perms(&ns, &cred, &queue, flags)?,
-                Lookup::NoEntry => return Err(Errno::ENOENT),
-                Lookup::Exists => return Err(Errno::EEXIST),
-            }
-        };
+        let id = self.ipcget(
+            &ns,
+            &cred,
+            &msg.ids,
+            key,
+            flags,
+            |_| true,
+            true,
+            |perm| msg.newque(perm),
+        )?;
         task.own.lock().sysv_ids.msqid = Some(id);
         Ok(())
     }
@@ -110,22 +107,18 @@ impl World {
         if nsems > sem.semmsl.load(Ordering::Relaxed) {
             return Err(Errno::EINVAL);
         }
-        let key = i64::try_from(key).map_err(|_| Errno::EINVAL)?;
-        let id = {
-            let _rwsem = sem.ids.rwsem.lock();
-            match sem.ids.ipcget(key, flags) {
-                Lookup::New if nsems == 0 => return Err(Errno::EINVAL),
-                Lookup::New => {
-                    let perm = new_perm(sem.ids.next_id(), key, flags, &cred)?;
-                    sem.newary(perm, nsems).ok_or(Errno::ENOSPC)?.perm.id
-                }
-                // sem_more_checks comes before the permissions.
-                Lookup::Found(set) if nsems > set.nsems() => return Err(Errno::EINVAL),
-                Lookup::Found(set) => self.check_perms(&ns, &cred, &set, flags)?,
-                Lookup::NoEntry => return Err(Errno::ENOENT),
-                Lookup::Exists => return Err(Errno::EEXIST),
-            }
-        };
+        // sem_more_checks: a set with fewer semaphores than asked.
+        let enough = |set: &SemArray| nsems <= set.nsems();
+        let id = self.ipcget(
+            &ns,
+            &cred,
+            &sem.ids,
+            key,
+            flags,
+            enough,
+            nsems > 0,
+            |perm| sem.newary(perm, nsems),
+        )?;
         task.own.lock().sysv_ids.semid = Some(id);
         Ok(())
     }
@@ -251,17 +244,42 @@ impl World {
         Ok((ns, object))
     }
 
-    /// `ipc_check_perms` of an object a key found: the mode bits of
-    /// `flags` it grants (EACCES), then its id.
-    pub(super) fn check_perms(
+    /// `ipcget` of `key` with `flags` in `ids` of `ns` for `cred`, under
+    /// the ids' rwsem: a new object that `newobj` makes from its
+    /// permission record (EINVAL first unless `new_ok`, the new object's
+    /// own check of its size; ENOSPC when the ids are full), or the one the
+    /// key names, which `more_checks` must pass (else EINVAL) before the
+    /// mode `flags` asks is checked (`ipc_check_perms`); its id. ENOENT
+    /// and EEXIST as the flags say.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn ipcget<T: IpcObject>(
         &self,
         ns: &IpcNamespace,
         cred: &Cred,
-        object: &(impl IpcObject + ?Sized),
+        ids: &IpcIds<T>,
+        key: u64,
         flags: u64,
+        more_checks: impl FnOnce(&T) -> bool,
+        new_ok: bool,
+        newobj: impl FnOnce(KernIpcPerm) -> Option<Arc<T>>,
     ) -> Result<i32, Errno> {
-        self.may(ns, cred, object, flags & MODE_MASK)?;
-        Ok(object.perm().id)
+        let key = i64::try_from(key).map_err(|_| Errno::EINVAL)?;
+        let _rwsem = ids.rwsem.lock();
+        match ids.ipcget(key, flags) {
+            Lookup::New if !new_ok => Err(Errno::EINVAL),
+            Lookup::New => {
+                let id = ids.next_id().ok_or(Errno::ENOSPC)?;
+                let perm = KernIpcPerm::new(key, id, flags, cred.euid, cred.egid);
+                Ok(newobj(perm).ok_or(Errno::ENOSPC)?.perm().id)
+            }
+            Lookup::Found(object) if !more_checks(&object) => Err(Errno::EINVAL),
+            Lookup::Found(object) => {
+                self.may(ns, cred, &object, flags & MODE_MASK)?;
+                Ok(object.perm().id)
+            }
+            Lookup::NoEntry => Err(Errno::ENOENT),
+            Lookup::Exists => Err(Errno::EEXIST),
+        }
     }
 
     /// `ipcperms`: EACCES unless the object's mode grants the caller, as
@@ -309,13 +327,6 @@ impl World {
             Err(Errno::EPERM)
         }
     }
-}
-
-/// The permission record of a new object by `cred`: `next` its id
-/// (ENOSPC when the ids are full).
-fn new_perm(next: Option<i32>, key: i64, flags: u64, cred: &Cred) -> Result<KernIpcPerm, Errno> {
-    let id = next.ok_or(Errno::ENOSPC)?;
-    Ok(KernIpcPerm::new(key, id, flags, cred.euid, cred.egid))
 }
 
 fn msg_errno(e: MsgError) -> Errno {

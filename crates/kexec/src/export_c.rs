@@ -553,8 +553,9 @@ fn c_op(op: &Op, by: &str, instances: &[Instance], ns_files: &[&str], events: &[
             msgsize
         ),
         Op::Shmget { size } => format!(
-            "{{ .kind = OP_SHMGET, .value = 0, .ids = {{ {} }}, .flags = 01600UL }}",
-            c_uint(*size)
+            "{{ .kind = OP_SHMGET, .value = 0, .ids = {{ {} }}, .flags = 0{:o}UL }}",
+            c_uint(*size),
+            kernel::ops::SHMGET_PRIVATE_FLAGS
         ),
         Op::ShmgetKey { key, size, flags } => format!(
             "{{ .kind = OP_SHMGET, .value = (long long){}, .ids = {{ {} }}, .flags = 0{flags:o}UL }}",

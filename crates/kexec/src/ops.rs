@@ -441,9 +441,10 @@ pub fn run(ctx: &TaskCtx<'_>, state: &mut TaskState, op: &Op) -> (SysResult<()>,
         } => done(sys::mq_open_kept(name, *maxmsg, *msgsize)),
         Op::MqOpenExisting { name } => done(sys::mq_open_existing_kept(name)),
         Op::MqUnlink { name } => done(sys::mq_unlink(name)),
-        Op::Shmget { size } => {
-            done(sys::shmget(0, *size, 0o1000 | 0o600).map(|id| state.shmid = Some(id)))
-        }
+        Op::Shmget { size } => done(
+            sys::shmget(0, *size, kernel::ops::SHMGET_PRIVATE_FLAGS)
+                .map(|id| state.shmid = Some(id)),
+        ),
         Op::ShmgetKey { key, size, flags } => {
             done(sys::shmget(*key, *size, *flags).map(|id| state.shmid = Some(id)))
         }
